@@ -1,0 +1,22 @@
+"""Stepscope dashboard: ``streamlit run app.py``. Navigation, shared sidebar, nothing else.
+
+Pages live in pages/ and read the store only through store.queries* and planner/.
+The store is chosen by ``STEPSCOPE_STORE`` (or the default path), never by a URL, so a
+shared link cannot point the server at another file.
+"""
+
+import streamlit as st
+
+from pages import ui
+
+st.set_page_config(page_title="Stepscope", page_icon=":material/speed:", layout="wide")
+
+# Only pages that really work are listed; each later page adds one line here.
+PAGES = [
+    st.Page("pages/overview.py", title="Overview", icon=":material/dashboard:", default=True,
+            url_path="overview"),
+]  # fmt: skip
+
+navigation = st.navigation(PAGES)
+ui.sidebar()
+navigation.run()

@@ -1,0 +1,5 @@
+import sys
+
+from collectors.cli import main
+
+sys.exit(main())

@@ -1,0 +1,124 @@
+"""``python -m collectors``: the verb table, common flags, exit codes and error lines."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import os
+import sys
+from dataclasses import dataclass
+
+from collectors.errors import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_STORE_BUSY,
+    EXIT_USAGE,
+    InputError,
+    MeasurementError,
+)
+from collectors.lock import LockHeld, measurement_lock
+from collectors.log import setup as setup_logging
+
+
+@dataclass(frozen=True)
+class Verb:
+    name: str
+    module: str  # defines add_arguments(parser) and run(args, ctx) -> int
+    help: str
+    measures: bool = False  # takes the host-wide measurement lock
+
+
+VERBS: tuple[Verb, ...] = (
+    Verb("host", "collectors.host", "snapshot this machine: OS, CPU, memory, GPUs, versions"),
+    Verb("flush", "collectors.flush", "commit run bundles waiting in the spool"),
+)
+
+
+def _common_flags() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    g = common.add_argument_group("common options")
+    g.add_argument("--store", help="store path or ducklake: URL (default: $STEPSCOPE_STORE, "
+                   "else ~/.local/share/stepscope/stepscope.duckdb)")  # fmt: skip
+    g.add_argument("--label", help="free-text label saved with the run")
+    g.add_argument("--host", dest="host_name", help="host the run is about (default: hostname)")
+    g.add_argument("--json", action="store_true", help="print a machine summary on stdout")
+    g.add_argument("--dry-run", action="store_true", help="do everything but the commit")
+    g.add_argument("--log-format", choices=("text", "json"),
+                   help="log lines on stderr (default: text on a TTY, else json)")  # fmt: skip
+    g.add_argument("--commit-timeout", type=float, default=None, metavar="S",
+                   help="seconds to retry while the store is busy (default 30)")  # fmt: skip
+    g.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    return common
+
+
+def _measure_flags() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(add_help=False)
+    g = p.add_argument_group("measurement lock")
+    g.add_argument("--wait", action="store_true",
+                   help="wait for another measurement to finish instead of skipping")  # fmt: skip
+    g.add_argument("--wait-timeout", type=float, default=None, metavar="S",
+                   help="give up waiting after S seconds (exit 0, skipped)")  # fmt: skip
+    return p
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m collectors",
+        description="Stepscope collectors: measure or import, then commit a run to the store.",
+        epilog="exit codes: 0 ok (or skipped: measurement lock held), 1 failed, 2 usage, "
+        "75 store busy (run kept in the spool; `python -m collectors flush` commits it)",
+    )
+    sub = parser.add_subparsers(dest="verb", metavar="VERB", title="verbs")
+    common, measure = _common_flags(), _measure_flags()
+    for verb in VERBS:
+        parents = [common, measure] if verb.measures else [common]
+        p = sub.add_parser(verb.name, help=verb.help, description=verb.help, parents=parents)
+        p.set_defaults(_verb=verb)
+        importlib.import_module(verb.module).add_arguments(p)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    verb: Verb | None = getattr(args, "_verb", None)
+    if verb is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    log = setup_logging(args.log_format, verb.name, args.verbose)
+    from collectors.context import Context  # after logging is set up
+
+    try:
+        ctx = Context.from_args(verb.name, args, log)
+        module = importlib.import_module(verb.module)
+        if not verb.measures:
+            return module.run(args, ctx)
+        try:
+            with measurement_lock(verb.name, args.wait, args.wait_timeout):
+                return module.run(args, ctx)
+        except LockHeld as exc:
+            log.warning(f"skipped: {exc}; use --wait to queue behind it")
+            return EXIT_OK
+    except (InputError, MeasurementError) as exc:
+        log.error(str(exc))
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        log.error("interrupted; nothing was committed for this run")
+        return EXIT_INTERRUPTED
+    except Exception as exc:
+        from store.errors import StoreBusy, StoreError
+
+        if isinstance(exc, StoreBusy):
+            log.error(str(exc))
+            return EXIT_STORE_BUSY
+        if isinstance(exc, StoreError):
+            log.error(str(exc))
+            return EXIT_FAILED
+        if os.environ.get("STEPSCOPE_DEBUG"):
+            raise
+        logging.getLogger("stepscope").error(
+            f"internal error: {type(exc).__name__}: {exc} (set STEPSCOPE_DEBUG=1 for the traceback)"
+        )
+        return EXIT_FAILED

@@ -1,0 +1,118 @@
+"""What every verb gets: the resolved store, logging, and ``submit`` for its bundle."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import socket
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+from collectors import env as env_mod
+from collectors.errors import EXIT_OK, EXIT_STORE_BUSY
+from store.bundle import Bundle, RunRecord, utc_now_iso, write_spool
+from store.commit import DEFAULT_COMMIT_TIMEOUT_S, commit_entry, flush
+from store.errors import StoreBusy
+from store.location import StoreLocation, resolve
+
+_INTERNAL_ARGS = {"_verb", "verbose", "log_format", "json", "dry_run", "commit_timeout"}
+
+
+@dataclass
+class Context:
+    verb: str
+    args: argparse.Namespace
+    log: logging.Logger
+    loc: StoreLocation
+    started_at: str = field(default_factory=utc_now_iso)
+
+    @classmethod
+    def from_args(cls, verb: str, args: argparse.Namespace, log: logging.Logger) -> Context:
+        return cls(verb=verb, args=args, log=log, loc=resolve(args.store))
+
+    @property
+    def commit_timeout(self) -> float:
+        value = getattr(self.args, "commit_timeout", None)
+        return DEFAULT_COMMIT_TIMEOUT_S if value is None else value
+
+    def host(self, env: dict[str, Any] | None = None) -> str:
+        return (
+            getattr(self.args, "host_name", None)
+            or (env or {}).get("hostname")
+            or (socket.gethostname())
+        )
+
+    def recorded_args(self) -> dict[str, Any]:
+        return {
+            k: v for k, v in vars(self.args).items() if k not in _INTERNAL_ARGS and v is not None
+        }
+
+    def run_record(
+        self, run_id: str, env: dict[str, Any] | None = None, **fields: Any
+    ) -> RunRecord:
+        """A runs row for this verb with the environment and arguments filled in."""
+        env = env if env is not None else env_mod.snapshot()
+        return RunRecord(
+            run_id=run_id,
+            verb=self.verb,
+            host=fields.pop("host", None) or self.host(env),
+            started_at=fields.pop("started_at", None) or self.started_at,
+            finished_at=fields.pop("finished_at", None) or utc_now_iso(),
+            label=fields.pop("label", None) or self.args.label,
+            env=env,
+            args=self.recorded_args(),
+            **fields,
+        )
+
+    def emit(self, summary: dict[str, Any]) -> None:
+        if self.args.json:
+            sys.stdout.write(json.dumps(summary, default=str) + "\n")
+            sys.stdout.flush()
+
+    def submit(self, bundle: Bundle, summary: dict[str, Any] | None = None) -> int:
+        """Spool the bundle atomically, commit it, then commit anything else pending."""
+        summary = {"run_id": bundle.run.run_id, **(summary or {})}
+        rows = {name: _row_count(t) for name, t in bundle.tables.items()}
+        if self.args.dry_run:
+            self.log.info(f"dry run: run {bundle.run.run_id} not committed (rows: {rows})")
+            self.emit({**summary, "committed": False, "dry_run": True})
+            return EXIT_OK
+        entry = write_spool(bundle, self.loc.spool_dir)
+        self.log.debug(f"spooled {entry}")
+        try:
+            result = commit_entry(self.loc, entry, self.commit_timeout)
+        except StoreBusy as exc:
+            self.log.error(
+                f"{exc}; run {bundle.run.run_id} is kept in the spool at {entry}; "
+                f"commit it later with: python -m collectors flush --store '{self.loc.url}'"
+            )
+            self.emit({**summary, "committed": False, "spooled": str(entry)})
+            return EXIT_STORE_BUSY
+        if result.inserted:
+            self.log.info(f"committed run {result.run_id} to {self.loc.describe()} (rows: {rows})")
+        else:
+            self.log.info(f"run {result.run_id} was already in the store; nothing changed")
+        self._flush_backlog()
+        self.emit({**summary, "committed": True})
+        return EXIT_OK
+
+    def _flush_backlog(self) -> None:
+        """Earlier runs left by a busy store go in now; a still-busy store is not an error."""
+        try:
+            report = flush(self.loc, timeout_s=min(self.commit_timeout, 5.0))
+        except StoreBusy:
+            return
+        if report.committed:
+            self.log.info(f"also committed {len(report.committed)} earlier spooled run(s)")
+        for name, reason, target in report.moved_aside:
+            self.log.warning(f"spool entry {name} is corrupt ({reason}); moved to {target}")
+
+
+def _row_count(table: Any) -> int:
+    if isinstance(table, dict):
+        return len(next(iter(table.values()), []))
+    if isinstance(table, list):
+        return len(table)
+    return len(table)

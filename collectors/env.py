@@ -1,0 +1,116 @@
+"""The environment snapshot every run records: where it ran and with what.
+
+Cheap by design: package versions come from installed metadata, so recording the torch or
+vLLM version never imports them. NCCL and CUDA are read from torch only when the collector
+has already imported it.
+"""
+
+from __future__ import annotations
+
+import platform
+import socket
+import sys
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from collectors import nvml
+from store import __version__ as STEPSCOPE_VERSION
+
+
+def _package_version(name: str) -> str | None:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _os_name() -> str:
+    pretty = platform.platform()
+    try:
+        for line in Path("/etc/os-release").read_text().splitlines():
+            if line.startswith("PRETTY_NAME="):
+                pretty = line.split("=", 1)[1].strip('"')
+    except OSError:
+        pass
+    return f"{pretty} (kernel {platform.release()})"
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _mem_bytes() -> int | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def _nccl_and_cuda() -> tuple[str | None, str | None]:
+    """From torch if it is already imported (never import it just for this)."""
+    torch = sys.modules.get("torch")
+    nccl = cuda = None
+    if torch is not None:
+        cuda = getattr(torch.version, "cuda", None)
+        try:
+            if torch.cuda.is_available():
+                v = torch.cuda.nccl.version()
+                nccl = ".".join(map(str, v)) if isinstance(v, tuple) else str(v)
+        except Exception:
+            nccl = None
+    if nccl is None:
+        for pkg in ("nvidia-nccl-cu13", "nvidia-nccl-cu12", "nvidia-nccl-cu11"):
+            if version := _package_version(pkg):
+                nccl = version
+                break
+    return nccl, cuda
+
+
+def snapshot() -> dict[str, Any]:
+    """What the ``runs`` environment columns hold, plus GPUs when NVML is available."""
+    nccl, cuda = _nccl_and_cuda()
+    env: dict[str, Any] = {
+        "hostname": socket.gethostname(),
+        "os": _os_name(),
+        "cpu": _cpu_model(),
+        "cpu_count": _cpu_count(),
+        "mem_bytes": _mem_bytes(),
+        "python": platform.python_version(),
+        "torch": _package_version("torch"),
+        "nccl": nccl,
+        "cuda": cuda,
+        "cuda_driver": None,
+        "gpu_model": None,
+        "gpu_count": 0,
+        "vllm": _package_version("vllm"),
+        "stepscope_version": STEPSCOPE_VERSION,
+        "gpus": [],
+    }
+    try:
+        inv = nvml.inventory()
+    except nvml.NvmlUnavailable as exc:
+        env["nvml"] = str(exc)
+    else:
+        env["driver_version"] = inv.driver_version
+        env["cuda_driver"] = inv.cuda_driver_version
+        env["gpu_count"] = len(inv.gpus)
+        names = sorted({g.name for g in inv.gpus})
+        env["gpu_model"] = " + ".join(names) if names else None
+        env["gpus"] = [g.__dict__ for g in inv.gpus]
+    return env
+
+
+def _cpu_count() -> int | None:
+    import os
+
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()

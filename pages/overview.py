@@ -1,0 +1,96 @@
+"""Overview: hosts, freshness per host x collector, recent runs, and what is still empty."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pandas as pd
+import streamlit as st
+
+from pages import ui
+from store import queries
+from store.errors import StoreError
+
+st.title("Overview")
+loc = ui.store()
+host = ui.host_filter()
+
+try:
+    hosts = queries.hosts(loc)
+    fresh = queries.freshness(loc, host)
+except StoreError as exc:
+    ui.store_problem(exc)
+    st.stop()
+
+if hosts.empty:
+    ui.store_problem(StoreError("the store has no runs yet"))
+    st.stop()
+
+now = datetime.now(UTC)
+shown_hosts = hosts if host is None else hosts[hosts["host"] == host]
+
+st.subheader("Hosts")
+if shown_hosts.empty:
+    st.warning(f"No runs from host {host!r} in this store.")
+else:
+    st.caption(f"{len(shown_hosts)} host(s): " + ", ".join(shown_hosts["host"]))
+    table = shown_hosts.assign(
+        last_seen=[ui.age(t, now) + " ago" for t in shown_hosts["last_seen_at"]]
+    )
+    st.dataframe(
+        table[["host", "gpu_model", "gpu_count", "cuda_driver", "os", "cpu", "runs", "last_seen"]],
+        hide_index=True,
+        width="stretch",
+    )
+
+st.subheader("Freshness")
+stale_hours = st.number_input(
+    "Stale after (hours)", min_value=1, max_value=24 * 90, value=24, step=1, key="stale_h",
+    bind="query-params", help="A collector whose last successful run is older is flagged.",
+)  # fmt: skip
+if not fresh.empty:
+    limit = pd.Timedelta(hours=int(stale_hours))
+    fresh = fresh.assign(
+        last_ok=[ui.age(t, now) + (" ago" if pd.notna(t) else "") for t in fresh["last_ok_at"]],
+        stale=[pd.isna(t) or now - pd.Timestamp(t) > limit for t in fresh["last_ok_at"]],
+    )
+    stale_count = int(fresh["stale"].sum())
+    if stale_count:
+        st.warning(f"{stale_count} host x collector pair(s) have no successful run in the last "
+                   f"{int(stale_hours)} h.")  # fmt: skip
+    view = fresh[["host", "verb", "last_ok", "runs", "failed_runs", "stale"]]
+    st.dataframe(
+        view.style.apply(
+            lambda row: ["background-color: #fde2e1" if row["stale"] else "" for _ in row], axis=1
+        ),
+        hide_index=True,
+        width="stretch",
+    )
+
+st.subheader("Recent runs")
+verbs = (
+    ["(all collectors)", *sorted(fresh["verb"].unique().tolist())]
+    if not fresh.empty
+    else ["(all collectors)"]
+)
+verb = st.selectbox("Collector", verbs, key="verb", bind="query-params")
+runs = queries.recent_runs(loc, host, None if verb == "(all collectors)" else verb, limit=100)
+runs = runs.assign(age=[ui.age(t, now) + " ago" for t in runs["finished_at"]])
+st.caption(
+    f"{len(runs)} run(s), newest first"
+    + (f"; latest: {runs['run_id'].iloc[0]}" if len(runs) else "")
+)
+st.dataframe(
+    runs[["run_id", "verb", "status", "label", "host", "age", "duration_s", "message"]],
+    hide_index=True,
+    width="stretch",
+)
+ui.csv_download(runs, "recent-runs")
+
+missing = (
+    [a for a in ui.AREAS if a.verb not in set(fresh["verb"])] if not fresh.empty else list(ui.AREAS)
+)
+if missing:
+    st.subheader("Not collected yet" + (f" on {host}" if host else ""))
+    for area in missing:
+        ui.empty_state(area)

@@ -1,0 +1,98 @@
+"""UI helpers every page shares: store location, sidebar, empty states, exports.
+
+No SQL here either: data comes from store.queries*.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import pandas as pd
+import streamlit as st
+
+from store import queries
+from store.errors import StoreError, StoreMissing
+from store.location import StoreLocation, resolve
+
+ALL = "(all hosts)"
+
+
+@dataclass(frozen=True)
+class Area:
+    """A part of the product a collector fills, and the exact command that fills it."""
+
+    verb: str
+    title: str
+    command: str
+
+
+# What the Overview lists as empty areas; each collector issue adds its own line.
+AREAS: tuple[Area, ...] = (Area("host", "Environment snapshot", "python -m collectors host"),)
+
+
+def store() -> StoreLocation:
+    return resolve(None)
+
+
+def sidebar() -> None:
+    """Store in use and the host filter, bound to the URL as ``?host=``."""
+    loc = store()
+    with st.sidebar:
+        st.caption(f"Store: `{loc.describe()}`")
+        try:
+            names = queries.host_names(loc)
+        except StoreError:
+            names = []
+        selected = st.query_params.get("host")
+        options = [ALL, *names]
+        if selected and selected not in options:
+            options.append(selected)  # a link to a host this store lacks still shows it
+        st.selectbox("Host", options, key="host", bind="query-params")
+
+
+def host_filter() -> str | None:
+    value = st.session_state.get("host")
+    return None if value in (None, ALL) else value
+
+
+def store_problem(exc: Exception) -> None:
+    """One plain line for a store that cannot be read, plus the command that fixes it."""
+    if isinstance(exc, StoreMissing):
+        st.info("No runs yet. Gather this machine's environment first:")
+        st.code("python -m collectors host", language="bash")
+    else:
+        st.error(str(exc))
+
+
+def empty_state(area: Area, what: str | None = None) -> None:
+    st.info(what or f"No {area.title.lower()} runs yet. This command fills it:")
+    st.code(area.command, language="bash")
+
+
+def age(ts: object, now: datetime | None = None) -> str:
+    """Human age of a timestamp: '42 s', '5 min', '3 h', '2 d'."""
+    if ts is None or pd.isna(ts):
+        return "never"
+    now = now or datetime.now(UTC)
+    seconds = (now - pd.Timestamp(ts).to_pydatetime()).total_seconds()
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.0f} {unit}"
+    return f"{max(seconds, 0):.0f} s"
+
+
+def csv_download(frame: pd.DataFrame, name: str, label: str = "CSV") -> None:
+    st.download_button(
+        label, frame.to_csv(index=False).encode(), file_name=f"{name}.csv", mime="text/csv",
+        key=f"csv-{name}", icon=":material/download:",
+    )  # fmt: skip
+
+
+def html_download(fig: object, name: str, label: str = "HTML") -> None:
+    """A self-contained HTML file of a Plotly figure (opens offline)."""
+    html = fig.to_html(include_plotlyjs=True, full_html=True)  # type: ignore[attr-defined]
+    st.download_button(
+        label, html.encode(), file_name=f"{name}.html", mime="text/html",
+        key=f"html-{name}", icon=":material/download:",
+    )  # fmt: skip

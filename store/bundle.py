@@ -1,0 +1,191 @@
+"""Run bundles: what a collector hands to the store, and their spool on disk.
+
+A bundle is one run's metadata plus typed tables. It is written to the spool as a folder
+(``manifest.json`` + one Parquet file per table) under a temporary name and renamed into
+place, so a spool entry is either complete or absent. Tables never carry ``run_id``: the
+commit adds it, so one run id cannot disagree with itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import secrets
+import shutil
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+BUNDLE_FORMAT = 1
+CORRUPT_DIR = "corrupt"
+_TABLE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
+
+
+def new_run_id(verb: str, when: datetime | None = None) -> str:
+    """Sortable, absolute run id: ``20261130T003412Z-host-3f9a1c2b``."""
+    when = when or datetime.now(UTC)
+    return f"{when.strftime('%Y%m%dT%H%M%SZ')}-{verb}-{secrets.token_hex(4)}"
+
+
+def content_run_id(verb: str, digest_source: bytes | str) -> str:
+    """Run id derived from content, so re-importing the same files is a no-op."""
+    data = digest_source.encode() if isinstance(digest_source, str) else digest_source
+    return f"{verb}-{hashlib.sha256(data).hexdigest()[:16]}"
+
+
+@dataclass
+class RunRecord:
+    """One row of the ``runs`` table, before the store adds ``committed_at``."""
+
+    run_id: str
+    verb: str
+    host: str
+    started_at: str  # ISO-8601 UTC
+    finished_at: str
+    status: str = "ok"  # ok | partial | failed
+    label: str | None = None
+    message: str | None = None
+    env: dict[str, Any] = field(default_factory=dict)
+    args: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Bundle:
+    """A run and its tables (anything DuckDB can scan: pandas, pyarrow, or dict of lists)."""
+
+    run: RunRecord
+    tables: dict[str, Any] = field(default_factory=dict)
+
+
+class CorruptBundle(Exception):
+    """A spool entry that cannot be trusted; it is moved aside, never committed."""
+
+
+def utc_now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _to_arrow(table: Any) -> Any:
+    import pyarrow as pa
+
+    if isinstance(table, pa.Table):
+        return table
+    if isinstance(table, dict):
+        return pa.table(table)
+    if isinstance(table, list):
+        return pa.Table.from_pylist(table)
+    return pa.Table.from_pandas(table, preserve_index=False)  # pandas DataFrame
+
+
+def write_spool(bundle: Bundle, spool_dir: Path) -> Path:
+    """Write ``bundle`` atomically into ``spool_dir``; return the entry's folder."""
+    import pyarrow.parquet as pq
+
+    spool_dir.mkdir(parents=True, exist_ok=True)
+    final = spool_dir / bundle.run.run_id
+    if final.exists():
+        return final  # same run already waiting: committing it twice is a no-op anyway
+    tmp = spool_dir / f".tmp-{bundle.run.run_id}-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    tables = {}
+    for name, table in bundle.tables.items():
+        if not _TABLE_NAME.match(name):
+            raise ValueError(f"bad bundle table name {name!r}")
+        arrow = _to_arrow(table)
+        if "run_id" in arrow.column_names:
+            raise ValueError(f"bundle table {name} must not carry run_id; the commit adds it")
+        path = tmp / f"{name}.parquet"
+        pq.write_table(arrow, path)
+        tables[name] = {"file": path.name, "rows": arrow.num_rows, "sha256": _sha256(path)}
+    manifest = {"format": BUNDLE_FORMAT, "run": asdict(bundle.run), "tables": tables}
+    manifest_path = tmp / "manifest.json"
+    manifest_path.write_text(json.dumps(manifest, indent=1, default=str))
+    for path in tmp.iterdir():
+        with path.open("rb") as f:
+            os.fsync(f.fileno())
+    os.rename(tmp, final)
+    _fsync_dir(spool_dir)
+    return final
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def read_manifest(entry: Path) -> dict[str, Any]:
+    """Load and verify a spool entry; raise CorruptBundle with the reason if it is bad."""
+    try:
+        manifest = json.loads((entry / "manifest.json").read_text())
+    except FileNotFoundError:
+        raise CorruptBundle("manifest.json is missing") from None
+    except (OSError, ValueError) as exc:
+        raise CorruptBundle(f"manifest.json is unreadable ({exc})") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != BUNDLE_FORMAT:
+        raise CorruptBundle("manifest.json has an unknown format")
+    run = manifest.get("run")
+    required = ("run_id", "verb", "host", "started_at", "finished_at", "status")
+    if not isinstance(run, dict) or any(not run.get(k) for k in required):
+        raise CorruptBundle("manifest.json lacks run fields")
+    if run["run_id"] != entry.name:
+        raise CorruptBundle(f"run id {run['run_id']!r} does not match the folder name")
+    tables = manifest.get("tables")
+    if not isinstance(tables, dict):
+        raise CorruptBundle("manifest.json lacks its table list")
+    for name, info in tables.items():
+        if not _TABLE_NAME.match(str(name)) or not isinstance(info, dict):
+            raise CorruptBundle(f"table entry {name!r} is malformed")
+        path = entry / str(info.get("file", ""))
+        if path.parent != entry or not path.is_file():
+            raise CorruptBundle(f"table file for {name} is missing")
+        if _sha256(path) != info.get("sha256"):
+            raise CorruptBundle(f"table file for {name} does not match its checksum")
+    return manifest
+
+
+def pending_entries(spool_dir: Path) -> list[Path]:
+    """Complete spool entries, oldest first (run ids sort by time)."""
+    if not spool_dir.is_dir():
+        return []
+    return sorted(
+        p
+        for p in spool_dir.iterdir()
+        if p.is_dir() and not p.name.startswith(".") and p.name != CORRUPT_DIR
+    )
+
+
+def abandoned_temp_entries(spool_dir: Path) -> list[Path]:
+    """Half-written entries whose writer process is gone (killed mid-spool)."""
+    found = []
+    if not spool_dir.is_dir():
+        return found
+    for p in spool_dir.glob(".tmp-*"):
+        pid = p.name.rsplit("-", 1)[-1]
+        if not pid.isdigit() or not Path(f"/proc/{pid}").exists():
+            found.append(p)
+    return found
+
+
+def move_aside(entry: Path, spool_dir: Path) -> Path:
+    """Move a bad entry to ``spool/corrupt/`` so it is kept for a human but never committed."""
+    target_dir = spool_dir / CORRUPT_DIR
+    target_dir.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    target = target_dir / f"{entry.name.lstrip('.')}-{stamp}"
+    os.rename(entry, target)
+    return target

@@ -1,0 +1,138 @@
+"""Commit spooled bundles: one transaction per run, keyed by run id, idempotent."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from store import migrate
+from store.bundle import (
+    CorruptBundle,
+    abandoned_temp_entries,
+    move_aside,
+    pending_entries,
+    read_manifest,
+)
+from store.connect import connection
+from store.errors import StoreBusy, StoreError
+from store.location import StoreLocation
+
+log = logging.getLogger("stepscope.store")
+
+DEFAULT_COMMIT_TIMEOUT_S = 30.0
+_IDENT = re.compile(r"^[a-z][a-z0-9_]*$")
+
+# Environment keys copied into their own runs columns; the whole snapshot stays in `env`.
+ENV_COLUMNS = (
+    "hostname", "os", "cpu", "cpu_count", "mem_bytes", "python", "torch", "nccl",
+    "cuda_driver", "cuda", "gpu_model", "gpu_count", "vllm", "stepscope_version",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    run_id: str
+    inserted: bool  # False when the run was already in the store (a no-op)
+
+
+def _store_tables(con: duckdb.DuckDBPyConnection) -> set[str]:
+    rows = con.execute(
+        "SELECT table_name FROM information_schema.tables "
+        "WHERE table_type = 'BASE TABLE' AND table_catalog = current_database() "
+        "AND table_schema = current_schema()"
+    ).fetchall()
+    return {r[0] for r in rows}
+
+
+def _insert_run(con: duckdb.DuckDBPyConnection, run: dict[str, Any]) -> None:
+    env = run.get("env") or {}
+    columns = ["run_id", "verb", "label", "host", "started_at", "finished_at", "status",
+               "message", *ENV_COLUMNS, "args", "env"]  # fmt: skip
+    values = [run["run_id"], run["verb"], run.get("label"), run["host"], run["started_at"],
+              run["finished_at"], run["status"], run.get("message"),
+              *(env.get(k) for k in ENV_COLUMNS),
+              json.dumps(run.get("args") or {}, default=str), json.dumps(env, default=str)]  # fmt: skip
+    marks = ", ".join("?" for _ in values)
+    con.execute(
+        f"INSERT INTO runs ({', '.join(columns)}, committed_at) VALUES ({marks}, now())", values
+    )
+
+
+def commit_entry(
+    loc: StoreLocation, entry: Path, timeout_s: float = DEFAULT_COMMIT_TIMEOUT_S
+) -> CommitResult:
+    """Commit one spool entry whole or not at all, then remove it from the spool.
+
+    Raises CorruptBundle (caller moves it aside), StoreBusy (entry stays) or StoreError.
+    """
+    manifest = read_manifest(entry)
+    run = manifest["run"]
+    with connection(loc, read_only=False, timeout_s=timeout_s) as con:
+        migrate.upgrade(con)
+        known = _store_tables(con)
+        for name in manifest["tables"]:
+            if name not in known or not _IDENT.match(name):
+                raise StoreError(
+                    f"bundle {entry.name} has table {name!r} that this store's schema lacks"
+                )
+        con.execute("BEGIN TRANSACTION")
+        try:
+            exists = con.execute(
+                "SELECT count(*) FROM runs WHERE run_id = ?", [run["run_id"]]
+            ).fetchone()[0]
+            if not exists:
+                for name, info in manifest["tables"].items():
+                    path = str(entry / info["file"])
+                    con.execute(
+                        f"INSERT INTO {name} BY NAME "
+                        "SELECT ?::VARCHAR AS run_id, * FROM read_parquet(?)",
+                        [run["run_id"], path],
+                    )
+                _insert_run(con, run)
+            con.execute("COMMIT")
+        except Exception:
+            con.execute("ROLLBACK")
+            raise
+    shutil.rmtree(entry, ignore_errors=True)
+    return CommitResult(run["run_id"], inserted=not exists)
+
+
+@dataclass
+class FlushReport:
+    committed: list[str]
+    already_present: list[str]
+    moved_aside: list[tuple[str, str, str]]  # (entry, reason, new path)
+    failed: list[tuple[str, str]]  # (entry, reason) - left in the spool
+
+
+def flush(loc: StoreLocation, timeout_s: float = DEFAULT_COMMIT_TIMEOUT_S) -> FlushReport:
+    """Commit every pending spool entry; corrupt ones are moved aside with the reason.
+
+    StoreBusy propagates so the caller can exit 75 with the entries still pending.
+    """
+    spool = loc.spool_dir
+    report = FlushReport([], [], [], [])
+    for tmp in abandoned_temp_entries(spool):
+        target = move_aside(tmp, spool)
+        report.moved_aside.append((tmp.name, "half-written by a process that died", str(target)))
+    for entry in pending_entries(spool):
+        try:
+            result = commit_entry(loc, entry, timeout_s)
+        except CorruptBundle as exc:
+            target = move_aside(entry, spool)
+            report.moved_aside.append((entry.name, str(exc), str(target)))
+            continue
+        except StoreBusy:
+            raise
+        except StoreError as exc:
+            report.failed.append((entry.name, str(exc)))
+            continue
+        (report.committed if result.inserted else report.already_present).append(result.run_id)
+    return report

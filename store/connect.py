@@ -1,0 +1,66 @@
+"""Open connections to a store, with retry while another process holds its lock.
+
+Embedded DuckDB allows one read-write process or many read-only processes per file, so
+writers open only to commit and readers open short-lived read-only connections.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import duckdb
+
+from store.errors import StoreBusy, StoreMissing, is_lock_conflict
+from store.location import StoreLocation
+
+
+def _open_once(loc: StoreLocation, read_only: bool) -> duckdb.DuckDBPyConnection:
+    if loc.kind == "ducklake":
+        from store.lake import open_lake
+
+        return open_lake(loc, read_only=read_only)
+    assert loc.path is not None
+    if read_only and not loc.path.exists():
+        raise StoreMissing(f"no store at {loc.path} yet: run a collector first")
+    if not read_only:
+        loc.path.parent.mkdir(parents=True, exist_ok=True)
+    # Extensions come from pinned wheels only; never download at run time.
+    config = {"autoinstall_known_extensions": "false", "autoload_known_extensions": "false"}
+    return duckdb.connect(str(loc.path), read_only=read_only, config=config)
+
+
+def open_with_retry(
+    loc: StoreLocation, *, read_only: bool, timeout_s: float
+) -> duckdb.DuckDBPyConnection:
+    """Open ``loc``; on a lock conflict back off (jittered, doubling) until ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    delay = 0.01
+    while True:
+        try:
+            return _open_once(loc, read_only)
+        except duckdb.Error as exc:
+            if not is_lock_conflict(exc) or time.monotonic() + delay > deadline:
+                if is_lock_conflict(exc):
+                    mode = "read-only" if read_only else "read-write"
+                    raise StoreBusy(
+                        f"store {loc.describe()} is busy: another process holds it; "
+                        f"could not open {mode} within {timeout_s:g} s"
+                    ) from exc
+                raise
+        time.sleep(delay * (0.5 + random.random()))
+        delay = min(delay * 2, 1.0)
+
+
+@contextmanager
+def connection(
+    loc: StoreLocation, *, read_only: bool, timeout_s: float = 10.0
+) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A connection that is always closed, so the file lock is held as briefly as possible."""
+    con = open_with_retry(loc, read_only=read_only, timeout_s=timeout_s)
+    try:
+        yield con
+    finally:
+        con.close()

@@ -1,0 +1,73 @@
+"""Where the store lives: one resolved location for every CLI, page and test.
+
+Precedence: an explicit ``--store`` value, then ``STEPSCOPE_STORE``, then the default
+``$XDG_DATA_HOME/stepscope/stepscope.duckdb`` (``~/.local/share/...`` when unset).
+A value starting with ``ducklake:`` selects the DuckLake backend (see store/lake.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+ENV_STORE = "STEPSCOPE_STORE"
+ENV_DATA_PATH = "STEPSCOPE_LAKE_DATA_PATH"
+ENV_SPOOL = "STEPSCOPE_SPOOL"
+
+
+def default_store_path() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "stepscope" / "stepscope.duckdb"
+
+
+@dataclass(frozen=True)
+class StoreLocation:
+    """A resolved store: an embedded DuckDB file or a DuckLake catalog plus data path."""
+
+    url: str
+    kind: str  # "duckdb" | "ducklake"
+    path: Path | None = None  # embedded file
+    data_path: str | None = None  # ducklake data files (local dir or s3://...)
+
+    @property
+    def spool_dir(self) -> Path:
+        """Bundles wait here until committed: next to the file, or a local dir per lake."""
+        override = os.environ.get(ENV_SPOOL)
+        if override:
+            return Path(override)
+        if self.path is not None:
+            return self.path.with_name(self.path.name + ".spool")
+        digest = hashlib.sha256(self.url.encode()).hexdigest()[:12]
+        return default_store_path().parent / f"lake-{digest}.spool"
+
+    def describe(self) -> str:
+        if self.kind == "duckdb":
+            return str(self.path)
+        # Never show connection secrets in messages or pages.
+        return redact(self.url)
+
+
+def redact(url: str) -> str:
+    """Hide password=... values in a libpq-style connection string."""
+    parts = []
+    for token in url.split(" "):
+        key, sep, _value = token.partition("=")
+        parts.append(f"{key}=***" if sep and key.lower().endswith("password") else token)
+    return " ".join(parts)
+
+
+def resolve(
+    store: str | os.PathLike[str] | None = None, data_path: str | None = None
+) -> StoreLocation:
+    """Resolve ``--store``/``STEPSCOPE_STORE``/default into a StoreLocation."""
+    value = str(store) if store else os.environ.get(ENV_STORE) or str(default_store_path())
+    if value.startswith("ducklake:"):
+        return StoreLocation(
+            url=value,
+            kind="ducklake",
+            data_path=data_path or os.environ.get(ENV_DATA_PATH),
+        )
+    path = Path(value).expanduser().absolute()
+    return StoreLocation(url=str(path), kind="duckdb", path=path)

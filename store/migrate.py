@@ -1,0 +1,105 @@
+"""Numbered schema migrations: ``store/migrations/NNNN_name.sql``, applied in order.
+
+Writers upgrade an older store before committing; readers never write and report a store
+that is older or newer than this code in one plain sentence.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import duckdb
+
+from store.errors import StoreError
+
+MIGRATIONS_DIR = Path(__file__).with_name("migrations")
+_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    sql: str
+
+
+@cache
+def migrations() -> tuple[Migration, ...]:
+    found = []
+    for path in sorted(MIGRATIONS_DIR.glob("*.sql")):
+        match = _NAME.match(path.name)
+        if not match:
+            raise StoreError(f"migration file {path.name} is not named NNNN_name.sql")
+        found.append(Migration(int(match[1]), match[2], path.read_text()))
+    versions = [m.version for m in found]
+    if len(set(versions)) != len(versions):
+        raise StoreError(f"two migrations share a number in {MIGRATIONS_DIR}")
+    return tuple(found)
+
+
+def code_version() -> int:
+    """The schema version this code writes and reads."""
+    return max(m.version for m in migrations())
+
+
+def store_version(con: duckdb.DuckDBPyConnection) -> int:
+    """The store's schema version; 0 for an empty database."""
+    has_table = con.execute(
+        "SELECT count(*) FROM information_schema.tables "
+        "WHERE table_name = 'stepscope_schema' AND table_schema = current_schema() "
+        "AND table_catalog = current_database()"
+    ).fetchone()[0]
+    if not has_table:
+        return 0
+    return con.execute("SELECT coalesce(max(version), 0) FROM stepscope_schema").fetchone()[0]
+
+
+def upgrade(con: duckdb.DuckDBPyConnection) -> list[int]:
+    """Apply every migration newer than the store, each in its own transaction."""
+    current = store_version(con)
+    ensure_not_newer(current)
+    applied = []
+    for mig in migrations():
+        if mig.version <= current:
+            continue
+        con.execute("BEGIN TRANSACTION")
+        try:
+            if current == 0 and not applied:
+                con.execute(
+                    "CREATE TABLE IF NOT EXISTS stepscope_schema "
+                    "(version INTEGER NOT NULL, name VARCHAR NOT NULL, "
+                    "applied_at TIMESTAMP WITH TIME ZONE NOT NULL)"
+                )
+            con.execute(mig.sql)
+            con.execute(
+                "INSERT INTO stepscope_schema VALUES (?, ?, now())", [mig.version, mig.name]
+            )
+            con.execute("COMMIT")
+        except Exception:
+            con.execute("ROLLBACK")
+            raise
+        applied.append(mig.version)
+    return applied
+
+
+def ensure_not_newer(version: int) -> None:
+    if version > code_version():
+        raise StoreError(
+            f"the store has schema v{version}, newer than this Stepscope (v{code_version()}): "
+            "upgrade Stepscope to read it"
+        )
+
+
+def check_readable(con: duckdb.DuckDBPyConnection) -> int:
+    """Raise a plain StoreError unless this code can read the store as it is."""
+    version = store_version(con)
+    ensure_not_newer(version)
+    if version < code_version():
+        raise StoreError(
+            f"the store has schema v{version}, older than this Stepscope (v{code_version()}): "
+            "run `python -m collectors flush` once to upgrade it"
+        )
+    return version

@@ -1,0 +1,74 @@
+"""Read side for pages: short-lived read-only connections, results cached on data version.
+
+No connection is ever kept: each query opens, reads and closes, so a collector can take the
+file read-write between two queries. Results are cached keyed by the store's data version,
+so a new commit is visible on the next query and an unchanged store costs one ``stat``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Any
+
+import pandas as pd
+
+from store import migrate
+from store.connect import connection
+from store.location import StoreLocation
+
+READ_TIMEOUT_S = 15.0
+_CACHE_MAX = 512
+_cache: OrderedDict[tuple, pd.DataFrame] = OrderedDict()
+_lock = threading.Lock()
+_checked_versions: set[tuple[str, str]] = set()
+
+
+def data_version(loc: StoreLocation) -> str:
+    """A token that changes whenever the store's data may have changed."""
+    if loc.kind == "ducklake":
+        from store.lake import lake_data_version
+
+        return lake_data_version(loc)
+    assert loc.path is not None
+    parts = []
+    for path in (loc.path, loc.path.with_name(loc.path.name + ".wal")):
+        try:
+            st = path.stat()
+            parts.append(f"{st.st_mtime_ns}:{st.st_size}")
+        except FileNotFoundError:
+            parts.append("-")
+    return "|".join(parts)
+
+
+def store_exists(loc: StoreLocation) -> bool:
+    if loc.kind == "ducklake":
+        return True
+    assert loc.path is not None
+    return loc.path.exists()
+
+
+def query_df(loc: StoreLocation, sql: str, params: list[Any] | None = None) -> pd.DataFrame:
+    """Run a parameterised read query; cached until the store's data version changes."""
+    version = data_version(loc)
+    key = (loc.url, version, sql, tuple(params or ()))
+    with _lock:
+        if key in _cache:
+            _cache.move_to_end(key)
+            return _cache[key].copy()
+    with connection(loc, read_only=True, timeout_s=READ_TIMEOUT_S) as con:
+        if (loc.url, version) not in _checked_versions:
+            migrate.check_readable(con)
+            _checked_versions.add((loc.url, version))
+        frame = con.execute(sql, params or []).df()
+    with _lock:
+        _cache[key] = frame
+        while len(_cache) > _CACHE_MAX:
+            _cache.popitem(last=False)
+    return frame.copy()
+
+
+def clear_cache() -> None:
+    with _lock:
+        _cache.clear()
+        _checked_versions.clear()

@@ -1,0 +1,117 @@
+"""Real-browser fixtures: a real ``streamlit run`` on a free port, Debian's Chromium."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import ROOT, cli_env
+
+CHROMIUM = os.environ.get("STEPSCOPE_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--disable-dev-shm-usage",
+]  # fmt: skip
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Dashboard:
+    url: str
+    store: Path
+    proc: subprocess.Popen
+
+    def link(self, path: str = "") -> str:
+        return f"{self.url}/{path.lstrip('/')}"
+
+
+def start_dashboard(store: Path, log_path: Path) -> Dashboard:
+    port = free_port()
+    log = log_path.open("w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+         "--server.headless", "true", "--server.fileWatcherType", "none"],
+        cwd=ROOT, env=cli_env(store), stdout=log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"streamlit exited early:\n{log_path.read_text()}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=1) as r:
+                if r.status == 200:
+                    return Dashboard(url, store, proc)
+        except OSError:
+            time.sleep(0.2)
+    proc.kill()
+    raise RuntimeError(f"streamlit did not become healthy:\n{log_path.read_text()}")
+
+
+def stop_dashboard(dash: Dashboard) -> None:
+    dash.proc.terminate()
+    try:
+        dash.proc.wait(10)
+    except subprocess.TimeoutExpired:
+        dash.proc.kill()
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not Path(CHROMIUM).exists() and not shutil.which("chromium"):
+        pytest.fail(f"{CHROMIUM} not found: install Debian's chromium (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser) -> Iterator:
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    pg = context.new_page()
+    yield pg
+    context.close()
+
+
+def wait_app(pg, timeout_ms: int = 60_000) -> None:
+    """Wait until the script run finished, then fail on any exception shown on the page."""
+    pg.wait_for_selector("[data-testid='stApp']", timeout=timeout_ms)
+    pg.wait_for_function(
+        "() => { const a = document.querySelector(\"[data-testid='stApp']\");"
+        " return a && a.getAttribute('data-test-script-state') === 'notRunning'; }",
+        timeout=timeout_ms,
+    )
+    # A rerun may start right after the first (bound widgets syncing the URL): settle.
+    pg.wait_for_timeout(300)
+    pg.wait_for_function(
+        "() => document.querySelector(\"[data-testid='stApp']\")"
+        ".getAttribute('data-test-script-state') === 'notRunning'",
+        timeout=timeout_ms,
+    )
+    errors = pg.locator("[data-testid='stException']")
+    if errors.count():
+        raise AssertionError("exception on page:\n" + "\n".join(errors.all_inner_texts()))
+
+
+def open_app(pg, url: str) -> None:
+    pg.goto(url)
+    wait_app(pg)

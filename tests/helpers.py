@@ -1,0 +1,62 @@
+"""Shared test helpers: run the real CLI in a subprocess against a temp store."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared"
+FIXTURES = SHARED / "fixtures"
+
+
+@dataclass
+class CliResult:
+    code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def json(self) -> dict:
+        return json.loads(self.stdout.strip().splitlines()[-1])
+
+
+def cli_env(store: Path | str, **extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        STEPSCOPE_STORE=str(store),
+        STEPSCOPE_LOCK_DIR=str(Path(str(store)).parent / "locks"),
+        PYTHONPATH=str(ROOT),
+    )
+    env.pop("STEPSCOPE_SPOOL", None)
+    env.update(extra)
+    return env
+
+
+def run_cli(store: Path | str, *args: str, timeout: float = 300, **extra_env: str) -> CliResult:
+    """``python -m collectors ARGS`` as a user runs it (text logs, real exit code)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "collectors", *args, "--log-format", "text"]
+        if args and not args[0].startswith("-")
+        else [sys.executable, "-m", "collectors", *args],
+        cwd=ROOT,
+        env=cli_env(store, **extra_env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    return CliResult(proc.returncode, proc.stdout, proc.stderr)
+
+
+def query(store: Path | str, sql: str, params: list | None = None) -> list[tuple]:
+    import duckdb
+
+    con = duckdb.connect(str(store), read_only=True)
+    try:
+        return con.execute(sql, params or []).fetchall()
+    finally:
+        con.close()
