@@ -12,6 +12,7 @@ from store import queries
 from store.errors import StoreError
 
 st.title("Overview")
+ui.share_link()
 loc = ui.store()
 host = ui.host_filter()
 

@@ -96,3 +96,19 @@ def html_download(fig: object, name: str, label: str = "HTML") -> None:
         label, html.encode(), file_name=f"{name}.html", mime="text/html",
         key=f"html-{name}", icon=":material/download:",
     )  # fmt: skip
+
+
+def share_link() -> str:
+    """Show the link that reopens exactly this view (with a copy button); return it.
+
+    Built from the page URL and the live query params, which bound widgets keep in sync.
+    """
+    from urllib.parse import urlencode, urlsplit, urlunsplit
+
+    base = urlsplit(st.context.url or "")
+    params = {k: st.query_params.get_all(k) for k in st.query_params}
+    link = urlunsplit((base.scheme, base.netloc, base.path, urlencode(params, doseq=True), ""))
+    with st.popover("Copy link", icon=":material/link:"):
+        st.caption("This link reopens this view, with the same runs and filters:")
+        st.code(link, language=None)
+    return link
