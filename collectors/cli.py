@@ -20,6 +20,7 @@ from collectors.errors import (
 )
 from collectors.lock import LockHeld, measurement_lock
 from collectors.log import setup as setup_logging
+from store.location import check_usable
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,8 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         ctx = Context.from_args(verb.name, args, log)
+        if not args.dry_run:
+            check_usable(ctx.loc)
         module = importlib.import_module(verb.module)
         if not verb.measures:
             return module.run(args, ctx)

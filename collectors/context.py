@@ -14,7 +14,7 @@ from collectors import env as env_mod
 from collectors.errors import EXIT_OK, EXIT_STORE_BUSY
 from store.bundle import Bundle, RunRecord, utc_now_iso, write_spool
 from store.commit import DEFAULT_COMMIT_TIMEOUT_S, commit_entry, flush
-from store.errors import StoreBusy
+from store.errors import StoreBusy, StoreError
 from store.location import StoreLocation, resolve
 
 _INTERNAL_ARGS = {"_verb", "verbose", "log_format", "json", "dry_run", "commit_timeout"}
@@ -90,6 +90,11 @@ class Context:
             )
             self.emit({**summary, "committed": False, "spooled": str(entry)})
             return EXIT_STORE_BUSY
+        except StoreError as exc:
+            # Nothing a user collected is lost: the run waits in the spool for a fixed store.
+            raise StoreError(
+                f"{exc}; run {bundle.run.run_id} is kept in the spool at {entry}"
+            ) from None
         if result.inserted:
             self.log.info(f"committed run {result.run_id} to {self.loc.describe()} (rows: {rows})")
         else:

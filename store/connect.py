@@ -13,7 +13,7 @@ from contextlib import contextmanager
 
 import duckdb
 
-from store.errors import StoreBusy, StoreMissing, is_lock_conflict
+from store.errors import StoreBusy, StoreError, StoreMissing, is_lock_conflict
 from store.location import StoreLocation
 
 
@@ -42,14 +42,16 @@ def open_with_retry(
         try:
             return _open_once(loc, read_only)
         except duckdb.Error as exc:
-            if not is_lock_conflict(exc) or time.monotonic() + delay > deadline:
-                if is_lock_conflict(exc):
-                    mode = "read-only" if read_only else "read-write"
-                    raise StoreBusy(
-                        f"store {loc.describe()} is busy: another process holds it; "
-                        f"could not open {mode} within {timeout_s:g} s"
-                    ) from exc
+            if not is_lock_conflict(exc):
+                if isinstance(exc, duckdb.IOException):  # unreadable path, not a DuckDB file...
+                    raise StoreError(f"store {loc.describe()}: cannot open ({exc})") from None
                 raise
+            if time.monotonic() + delay > deadline:
+                mode = "read-only" if read_only else "read-write"
+                raise StoreBusy(
+                    f"store {loc.describe()} is busy: another process holds it; "
+                    f"could not open {mode} within {timeout_s:g} s"
+                ) from exc
         time.sleep(delay * (0.5 + random.random()))
         delay = min(delay * 2, 1.0)
 

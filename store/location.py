@@ -58,6 +58,20 @@ def redact(url: str) -> str:
     return " ".join(parts)
 
 
+def lake_catalog(url: str) -> str:
+    """What DuckLake's ATTACH gets after ``ducklake:``: the URL without Stepscope's options."""
+    return url.removeprefix("ducklake:").partition(";")[0].strip()
+
+
+def lake_url_data_path(url: str) -> str | None:
+    """``ducklake:postgres:dbname=x host=y;data_path=/shared/lake`` -> ``/shared/lake``."""
+    for option in url.partition(";")[2].split(";"):
+        key, sep, value = option.strip().partition("=")
+        if sep and key == "data_path" and value.strip():
+            return value.strip()
+    return None
+
+
 def resolve(
     store: str | os.PathLike[str] | None = None, data_path: str | None = None
 ) -> StoreLocation:
@@ -67,7 +81,27 @@ def resolve(
         return StoreLocation(
             url=value,
             kind="ducklake",
-            data_path=data_path or os.environ.get(ENV_DATA_PATH),
+            data_path=data_path or lake_url_data_path(value) or os.environ.get(ENV_DATA_PATH),
         )
     path = Path(value).expanduser().absolute()
     return StoreLocation(url=str(path), kind="duckdb", path=path)
+
+
+def check_usable(loc: StoreLocation) -> None:
+    """Fail fast, before any measuring, on a store path that can never be written."""
+    from store.errors import StoreError
+
+    if loc.path is not None:
+        if loc.path.is_dir():
+            raise StoreError(f"store {loc.path} is a directory; give a file path such as "
+                             f"{loc.path / 'stepscope.duckdb'}")  # fmt: skip
+        try:
+            loc.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(
+                f"store {loc.path}: cannot create its folder ({exc.strerror})"
+            ) from None
+    try:
+        loc.spool_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(f"spool {loc.spool_dir}: cannot create it ({exc.strerror})") from None

@@ -39,10 +39,11 @@ def cli_env(store: Path | str, **extra: str) -> dict[str, str]:
 
 def run_cli(store: Path | str, *args: str, timeout: float = 300, **extra_env: str) -> CliResult:
     """``python -m collectors ARGS`` as a user runs it (text logs, real exit code)."""
+    command = [sys.executable, "-m", "collectors", *args]
+    if args and not args[0].startswith("-") and "--log-format" not in args:
+        command += ["--log-format", "text"]
     proc = subprocess.run(
-        [sys.executable, "-m", "collectors", *args, "--log-format", "text"]
-        if args and not args[0].startswith("-")
-        else [sys.executable, "-m", "collectors", *args],
+        command,
         cwd=ROOT,
         env=cli_env(store, **extra_env),
         capture_output=True,

@@ -1,0 +1,87 @@
+"""Start one process per TP rank (torch.multiprocessing, spawn), wait, and judge the outcome.
+
+A rank that dies or hangs ends the whole run: the others are killed at the deadline and
+the caller gets a MeasurementError naming the rank, so nothing is committed.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from collectors.errors import MeasurementError
+from collectors.profile.worker import WorkerSpec, run_rank, trace_name
+
+POLL_S = 0.1
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _status(out: Path, rank: int) -> str | None:
+    """'ok', the first line of the rank's error, or None while it has said nothing."""
+    if (out / f"rank{rank}.ok").exists():
+        return "ok"
+    err = out / f"rank{rank}.err"
+    if err.exists():
+        return err.read_text().splitlines()[0] if err.read_text() else "failed"
+    return None
+
+
+def launch(base: WorkerSpec, log=None) -> list[Path]:
+    """Run ``base.world_size`` ranks; return their trace files (rank order) or raise."""
+    import torch.multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    out = Path(base.out_dir)
+    init = f"tcp://127.0.0.1:{free_port()}"
+    procs = []
+    for rank in range(base.world_size):
+        spec = replace(base, rank=rank, init_method=init)
+        proc = ctx.Process(target=run_rank, args=(spec,), name=f"stepscope-profile-rank{rank}")
+        proc.start()
+        procs.append(proc)
+    deadline = time.monotonic() + base.timeout_s
+    try:
+        while any(p.is_alive() for p in procs) and time.monotonic() < deadline:
+            failed = [r for r, p in enumerate(procs) if not p.is_alive() and p.exitcode != 0]
+            if failed:
+                # Give the survivors a moment to notice the broken group and report.
+                _wait_all(procs, min(deadline, time.monotonic() + 5))
+                break
+            time.sleep(POLL_S)
+    finally:
+        hung = [r for r, p in enumerate(procs) if p.is_alive()]
+        for p in procs:
+            if p.is_alive():
+                p.kill()
+        for p in procs:
+            p.join(5)
+    problems = []
+    for rank, proc in enumerate(procs):
+        status = _status(out, rank)
+        if status == "ok" and proc.exitcode == 0:
+            continue
+        if rank in hung:
+            problems.append(f"rank {rank} did not finish within {base.timeout_s:g} s (hung; killed)")
+        elif status and status != "ok":
+            problems.append(f"rank {rank} failed: {status}")
+        else:
+            problems.append(f"rank {rank} died with exit code {proc.exitcode}")
+    if problems:
+        raise MeasurementError("profile: " + "; ".join(problems) + "; nothing was committed")
+    traces = [out / trace_name(r) for r in range(base.world_size)]
+    missing = [t.name for t in traces if not t.is_file()]
+    if missing:
+        raise MeasurementError(f"profile: ranks finished but wrote no trace ({', '.join(missing)})")
+    return traces
+
+
+def _wait_all(procs: list, until: float) -> None:
+    while any(p.is_alive() for p in procs) and time.monotonic() < until:
+        time.sleep(POLL_S)

@@ -1,0 +1,197 @@
+"""The DuckLake backend: a catalog in PostgreSQL, data files on shared storage.
+
+A store URL ``ducklake:postgres:dbname=stepscope host=db port=5432 user=stepscope`` selects
+it; the data path (a local/NFS directory or ``s3://bucket/prefix/``) comes from
+``--data-path``, a ``;data_path=...`` suffix on the URL, or ``STEPSCOPE_LAKE_DATA_PATH``. It is
+needed only when the catalog is created: later opens read it from the catalog.
+
+Extensions come from the pinned ``duckdb-extension-*`` wheels, installed into a private
+extension directory from the wheel's file and never downloaded (autoinstall/autoload off).
+Loading them costs ~0.2 s, so each process keeps ONE in-memory DuckDB per (URL, mode) with
+the lake attached, and every ``open_lake`` returns a fresh cursor on it. That holds no file
+lock (the catalog is PostgreSQL, which takes many writers), and each transaction sees the
+latest snapshot, so caching the instance never hides new commits.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import threading
+from pathlib import Path
+
+import duckdb
+
+from store.errors import StoreError, StoreMissing
+from store.location import StoreLocation, lake_catalog
+
+ENV_EXTENSION_DIR = "STEPSCOPE_DUCKDB_EXTENSION_DIR"
+ALIAS = "lake"
+# S3-compatible storage: the usual AWS variables plus the endpoint knobs MinIO & co. need.
+S3_ENV = {
+    "KEY_ID": "AWS_ACCESS_KEY_ID",
+    "SECRET": "AWS_SECRET_ACCESS_KEY",
+    "SESSION_TOKEN": "AWS_SESSION_TOKEN",
+    "REGION": "AWS_REGION",
+    "ENDPOINT": "STEPSCOPE_S3_ENDPOINT",  # host[:port] without scheme, e.g. minio.lan:9000
+    "URL_STYLE": "STEPSCOPE_S3_URL_STYLE",  # path (MinIO) | vhost (AWS default)
+    "USE_SSL": "STEPSCOPE_S3_USE_SSL",  # true | false
+}
+_REMOTE_PREFIXES = ("s3://", "s3a://", "r2://", "gs://", "gcs://", "http://", "https://")
+
+_instances: dict[tuple[str, str | None, bool], duckdb.DuckDBPyConnection] = {}
+_lock = threading.Lock()
+
+
+def extension_dir() -> Path:
+    """Where the wheel's extension files are installed for DuckDB to load (per user)."""
+    value = os.environ.get(ENV_EXTENSION_DIR)
+    if value:
+        return Path(value)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "stepscope" / "duckdb-extensions"
+
+
+def _load(con: duckdb.DuckDBPyConnection, name: str) -> None:
+    """Install ``name`` from its pinned wheel (a local file copy, once) and load it."""
+    version = con.execute("PRAGMA version").fetchone()[0]
+    try:
+        module = importlib.import_module(f"duckdb_extension_{name}")
+    except ImportError:
+        raise StoreError(
+            f"DuckDB extension {name!r} is not installed: pip install -r requirements.txt "
+            f"(duckdb-extension-{name})"
+        ) from None
+    wheel_file = Path(module.__file__).parent / "extensions" / version / f"{name}.duckdb_extension"
+    if not wheel_file.is_file():
+        raise StoreError(f"duckdb-extension-{name} has no build for DuckDB {version}")
+    try:
+        con.execute(f"LOAD {name}")
+        return
+    except duckdb.Error:
+        pass  # not installed in this extension directory yet
+    con.execute(f"INSTALL '{_quote(str(wheel_file))}'")
+    con.execute(f"LOAD {name}")
+
+
+def _quote(value: str) -> str:
+    return value.replace("'", "''")
+
+
+def is_remote(data_path: str | None) -> bool:
+    return bool(data_path) and data_path.lower().startswith(_REMOTE_PREFIXES)
+
+
+def _s3_secret(con: duckdb.DuckDBPyConnection) -> None:
+    """A DuckDB secret from the environment; none set means httpfs's own defaults."""
+    region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+    values = {k: os.environ.get(v) for k, v in S3_ENV.items()}
+    values["REGION"] = region
+    given = {k: v for k, v in values.items() if v}
+    if not given:
+        return
+    # CREATE SECRET takes no bound parameters; values come from the operator's environment.
+    body = ", ".join(f"{k} '{_quote(v)}'" for k, v in given.items())
+    con.execute(f"CREATE OR REPLACE SECRET stepscope_s3 (TYPE s3, {body})")
+
+
+def _new_instance(loc: StoreLocation, read_only: bool) -> duckdb.DuckDBPyConnection:
+    ext_dir = extension_dir()
+    ext_dir.mkdir(parents=True, exist_ok=True)
+    con = duckdb.connect(
+        ":memory:",
+        config={
+            "autoinstall_known_extensions": "false",
+            "autoload_known_extensions": "false",
+            "extension_directory": str(ext_dir),
+        },
+    )
+    try:
+        catalog = lake_catalog(loc.url)
+        _load(con, "ducklake")
+        if catalog.startswith("postgres:"):
+            _load(con, "postgres")
+        if is_remote(loc.data_path):
+            _load(con, "httpfs")
+            _s3_secret(con)
+        options = []
+        if read_only:
+            options.append("READ_ONLY")
+        elif loc.data_path:
+            options.append(f"DATA_PATH '{_quote(loc.data_path)}'")
+        suffix = f" ({', '.join(options)})" if options else ""
+        con.execute(f"ATTACH '{_quote('ducklake:' + catalog)}' AS {ALIAS}{suffix}")
+    except duckdb.Error as exc:
+        con.close()
+        raise _plain_error(loc, exc) from exc
+    return con
+
+
+def _plain_error(loc: StoreLocation, exc: duckdb.Error) -> StoreError:
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if "does not match existing data path" in str(exc):
+        return StoreError(
+            f"lake {loc.describe()}: the data path {loc.data_path!r} differs from the one the "
+            "catalog was created with; drop --data-path/STEPSCOPE_LAKE_DATA_PATH or fix it"
+        )
+    if "does not exist" in text and "READ_ONLY" in text.upper():
+        return StoreMissing(f"no lake at {loc.describe()} yet: run a collector first")
+    return StoreError(f"cannot open lake {loc.describe()}: {text}")
+
+
+def _instance(loc: StoreLocation, read_only: bool) -> duckdb.DuckDBPyConnection:
+    key = (loc.url, loc.data_path, read_only)
+    with _lock:
+        con = _instances.get(key)
+        if con is None:
+            con = _new_instance(loc, read_only)
+            _instances[key] = con
+        return con
+
+
+def reset(loc: StoreLocation | None = None) -> None:
+    """Drop cached instances (all, or one URL's): the next open reconnects from scratch."""
+    with _lock:
+        for key in [k for k in _instances if loc is None or k[0] == loc.url]:
+            con = _instances.pop(key)
+            try:
+                con.close()
+            except duckdb.Error:
+                pass
+
+
+def open_lake(loc: StoreLocation, read_only: bool) -> duckdb.DuckDBPyConnection:
+    """A cursor with ``USE lake`` done, so unqualified table names mean the lake's tables."""
+    for attempt in (1, 2):
+        try:
+            cursor = _instance(loc, read_only).cursor()
+            cursor.execute(f"USE {ALIAS}")
+            return cursor
+        except duckdb.Error as exc:
+            reset(loc)  # a dead catalog connection: retry once from a fresh instance
+            if attempt == 2:
+                raise _plain_error(loc, exc) from exc
+    raise AssertionError("unreachable")
+
+
+def lake_data_version(loc: StoreLocation) -> str:
+    """The catalog's latest snapshot id: changes with every commit, costs one catalog query."""
+    for attempt in (1, 2):
+        try:
+            cursor = _instance(loc, True).cursor()
+            try:
+                snap = cursor.execute(f"SELECT id FROM ducklake_current_snapshot('{ALIAS}')")
+                return f"snapshot:{snap.fetchone()[0]}"
+            finally:
+                cursor.close()
+        except duckdb.Error as exc:
+            reset(loc)
+            if attempt == 2:
+                raise _plain_error(loc, exc) from exc
+    raise AssertionError("unreachable")
+
+
+def is_conflict(exc: BaseException) -> bool:
+    """A DuckLake optimistic-concurrency conflict that a retry of the transaction can clear."""
+    text = str(exc).lower()
+    return isinstance(exc, duckdb.TransactionException) or "conflict" in text

@@ -1,0 +1,82 @@
+"""The collector CLI as a user runs it: verbs, flags, exit codes, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from tests.helpers import query, run_cli
+
+
+def test_help_lists_every_verb_with_purpose(store_path: Path) -> None:
+    from collectors.cli import VERBS
+
+    result = run_cli(store_path, "--help")
+    assert result.code == 0
+    for verb in VERBS:
+        assert verb.name in result.stdout and verb.help[:30] in result.stdout.replace("\n", " ")
+
+
+def test_no_verb_is_usage_error(store_path: Path) -> None:
+    assert run_cli(store_path).code == 2
+
+
+def test_unknown_flag_is_usage_error(store_path: Path) -> None:
+    result = run_cli(store_path, "host", "--no-such-flag")
+    assert result.code == 2 and "--no-such-flag" in result.stderr
+
+
+def test_host_snapshot_commits_this_machine(store_path: Path) -> None:
+    result = run_cli(store_path, "host", "--json", "--label", "first")
+    assert result.code == 0, result.stderr
+    summary = result.json
+    assert summary["committed"] is True and summary["host"] == os.uname().nodename
+    rows = query(
+        store_path,
+        "SELECT verb, label, status, hostname, python, stepscope_version, cpu_count, mem_bytes, "
+        "env, args FROM runs WHERE run_id = ?",
+        [summary["run_id"]],
+    )
+    verb, label, status, hostname, python, version, cpus, mem, env, args = rows[0]
+    assert (verb, label, status, hostname) == ("host", "first", "ok", os.uname().nodename)
+    assert python and version and cpus >= 1 and mem > 0
+    assert json.loads(env)["hostname"] == hostname
+    assert json.loads(args)["label"] == "first"
+
+
+def test_host_without_gpu_says_so_and_records_zero(store_path: Path) -> None:
+    result = run_cli(store_path, "host", "--json")
+    assert result.code == 0
+    if result.json["gpu_count"] == 0:  # this machine has no NVIDIA GPU
+        assert "no GPUs recorded" in result.stderr
+        (msg,) = query(store_path, "SELECT message FROM runs")[0]
+        assert "NVIDIA" in msg or "NVML" in msg
+
+
+def test_dry_run_commits_nothing(store_path: Path) -> None:
+    result = run_cli(store_path, "host", "--dry-run", "--json")
+    assert result.code == 0 and result.json["committed"] is False
+    assert not store_path.exists()
+
+
+def test_json_logs_when_asked(store_path: Path) -> None:
+    result = run_cli(store_path, "host", "--log-format", "json")
+    lines = [json.loads(line) for line in result.stderr.splitlines() if line.strip()]
+    assert lines and all({"ts", "level", "msg"} <= set(line) for line in lines)
+
+
+def test_store_path_that_is_a_directory_is_one_clear_line(tmp_path: Path) -> None:
+    bad = tmp_path / "adir"
+    bad.mkdir()
+    result = run_cli(bad, "host")
+    assert result.code == 1
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) <= 2 and "Traceback" not in result.stderr
+    assert str(bad) in result.stderr
+
+
+def test_flush_with_nothing_pending(store_path: Path) -> None:
+    result = run_cli(store_path, "flush", "--json")
+    assert result.code == 0 and result.json["committed"] == []
+    assert "nothing pending" in result.stderr

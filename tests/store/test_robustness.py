@@ -1,0 +1,150 @@
+"""Concurrency and crash safety with real processes on a real DuckDB file."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from store.bundle import write_spool
+from store.commit import commit_entry
+from store.location import resolve
+from tests.helpers import ROOT, cli_env, query, run_cli
+from tests.store.bundles import host_bundle
+
+pytestmark = pytest.mark.slow
+
+
+def _spawn(script: str, *args: str, store: Path) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", f"tests.store.{script}", *args],
+        cwd=ROOT, env=cli_env(store), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+def test_writer_and_readers_for_20_seconds_lose_nothing(store_path: Path, tmp_path: Path) -> None:
+    # The store exists before readers start, as on any machine that ran a collector once.
+    loc = resolve(store_path)
+    commit_entry(loc, write_spool(host_bundle(), loc.spool_dir))
+    committed_log = tmp_path / "committed.txt"
+    writer = _spawn("stress_writer", str(store_path), "20", str(committed_log), store=store_path)
+    readers = [_spawn("stress_reader", str(store_path), "20", store=store_path) for _ in range(2)]
+    w_out, w_err = writer.communicate(timeout=120)
+    assert writer.returncode == 0, w_err
+    results = []
+    for r in readers:
+        out, err = r.communicate(timeout=120)
+        assert r.returncode == 0, err
+        results.append(json.loads(out))
+    committed = committed_log.read_text().split()
+    assert len(committed) > 10  # the writer really ran in a loop
+    stored = {row[0] for row in query(store_path, "SELECT run_id FROM runs")}
+    assert set(committed) <= stored, "a run the writer committed is missing"
+    assert query(store_path, "SELECT count(*) FROM host_gpus")[0][0] == 2 * len(committed)
+    for res in results:
+        assert res["errors"] == 0, res["messages"]
+        assert res["reads"] > 10
+
+
+def _hold_store_rw(store_path: Path) -> subprocess.Popen:
+    """Another process holding the store read-write until killed."""
+    code = (
+        "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); "
+        "c.execute('select 1'); print('held', flush=True); time.sleep(600)"
+    )
+    holder = subprocess.Popen([sys.executable, "-c", code, str(store_path)], stdout=subprocess.PIPE,
+                              text=True)  # fmt: skip
+    assert holder.stdout.readline().strip() == "held"
+    return holder
+
+
+def test_busy_store_exits_75_keeps_bundle_and_says_what_to_run(store_path: Path) -> None:
+    assert run_cli(store_path, "host").code == 0
+    holder = _hold_store_rw(store_path)
+    try:
+        result = run_cli(store_path, "host", "--commit-timeout", "1", "--json")
+    finally:
+        holder.kill()
+        holder.wait()
+    assert result.code == 75
+    assert "busy" in result.stderr and "python -m collectors flush" in result.stderr
+    run_id = result.json["run_id"]
+    spool = Path(str(store_path) + ".spool")
+    assert (spool / run_id / "manifest.json").exists()
+    flushed = run_cli(store_path, "flush", "--json")
+    assert flushed.code == 0 and flushed.json["committed"] == [run_id]
+    assert query(store_path, "SELECT count(*) FROM runs WHERE run_id = ?", [run_id])[0][0] == 1
+
+
+def test_collector_killed_after_spooling_loses_nothing(store_path: Path) -> None:
+    assert run_cli(store_path, "host").code == 0
+    spool = Path(str(store_path) + ".spool")
+    holder = _hold_store_rw(store_path)  # keeps the collector between spool and commit
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "collectors", "host", "--commit-timeout", "120"],
+        cwd=ROOT, env=cli_env(store_path), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not any(
+            p.is_dir() and not p.name.startswith(".") for p in spool.iterdir()
+        ):
+            time.sleep(0.05)
+        entries = [p.name for p in spool.iterdir() if p.is_dir() and not p.name.startswith(".")]
+        assert len(entries) == 1, "the collector never spooled its run"
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    finally:
+        holder.kill()
+        holder.wait()
+    before = query(store_path, "SELECT count(*) FROM runs")[0][0]
+    flushed = run_cli(store_path, "flush", "--json")
+    assert flushed.code == 0 and flushed.json["committed"] == entries
+    assert query(store_path, "SELECT count(*) FROM runs")[0][0] == before + 1
+    assert run_cli(store_path, "flush", "--json").json["committed"] == []  # committed once
+
+
+def test_next_collector_run_commits_the_backlog(store_path: Path) -> None:
+    assert run_cli(store_path, "host").code == 0
+    holder = _hold_store_rw(store_path)
+    try:
+        busy = run_cli(store_path, "host", "--commit-timeout", "0.5", "--json")
+    finally:
+        holder.kill()
+        holder.wait()
+    assert busy.code == 75
+    again = run_cli(store_path, "host")
+    assert again.code == 0 and "also committed 1 earlier spooled run" in again.stderr
+    assert query(store_path, "SELECT count(*) FROM runs WHERE run_id = ?",
+                 [busy.json["run_id"]])[0][0] == 1  # fmt: skip
+
+
+def test_corrupt_spool_entry_through_the_cli(store_path: Path) -> None:
+    assert run_cli(store_path, "host").code == 0
+    spool = Path(str(store_path) + ".spool")
+    bad = spool / "20260101T000000Z-host-deadbeef"
+    bad.mkdir(parents=True)
+    (bad / "manifest.json").write_text('{"format": 1, "run": {"run_id": "x"}}')
+    result = run_cli(store_path, "flush")
+    assert result.code == 0
+    assert "corrupt" in result.stderr and "moved to" in result.stderr and bad.name in result.stderr
+    assert not bad.exists() and any((spool / "corrupt").iterdir())
+    assert query(store_path, "SELECT count(*) FROM runs WHERE run_id = ?", [bad.name])[0][0] == 0
+
+
+def test_reader_of_a_busy_store_waits_instead_of_failing(store_path: Path) -> None:
+    assert run_cli(store_path, "host").code == 0
+    con = duckdb.connect(str(store_path))  # held read-write briefly, like a commit
+    proc = _spawn("stress_reader", str(store_path), "1.5", store=store_path)
+    time.sleep(0.5)
+    con.close()
+    out, err = proc.communicate(timeout=60)
+    res = json.loads(out)
+    assert res["errors"] == 0 and res["reads"] > 0, (res, err)

@@ -1,0 +1,170 @@
+"""The store's rules: migrations, atomic spool, whole-run idempotent commit, readers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from store import migrate, queries
+from store.bundle import CorruptBundle, pending_entries, read_manifest, write_spool
+from store.commit import commit_entry, flush
+from store.connect import connection
+from store.errors import StoreError, StoreMissing
+from store.location import StoreLocation, resolve
+from store.reader import clear_cache, data_version, query_df
+from tests.store.bundles import host_bundle
+
+
+def count(loc: StoreLocation, sql: str, params: list | None = None) -> int:
+    with connection(loc, read_only=True) as con:
+        return con.execute(sql, params or []).fetchone()[0]
+
+
+def test_resolve_precedence(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("STEPSCOPE_STORE", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    assert resolve(None).path == tmp_path / "xdg" / "stepscope" / "stepscope.duckdb"
+    monkeypatch.setenv("STEPSCOPE_STORE", str(tmp_path / "env.duckdb"))
+    assert resolve(None).path == tmp_path / "env.duckdb"
+    assert resolve(tmp_path / "flag.duckdb").path == tmp_path / "flag.duckdb"
+    lake = resolve("ducklake:postgres:dbname=x password=secret")
+    assert lake.kind == "ducklake" and "secret" not in lake.describe()
+
+
+def test_commit_applies_migrations_and_inserts_whole_run(loc: StoreLocation) -> None:
+    bundle = host_bundle(gpus=2)
+    entry = write_spool(bundle, loc.spool_dir)
+    result = commit_entry(loc, entry)
+    assert result.inserted and not entry.exists()
+    with connection(loc, read_only=True) as con:
+        assert migrate.store_version(con) == migrate.code_version()
+    assert count(loc, "SELECT count(*) FROM runs WHERE run_id = ?", [bundle.run.run_id]) == 1
+    assert count(loc, "SELECT count(*) FROM host_gpus WHERE run_id = ?", [bundle.run.run_id]) == 2
+
+
+def test_recommitting_a_run_is_a_noop(loc: StoreLocation) -> None:
+    bundle = host_bundle(gpus=3)
+    commit_entry(loc, write_spool(bundle, loc.spool_dir))
+    again = commit_entry(loc, write_spool(bundle, loc.spool_dir))
+    assert not again.inserted
+    assert count(loc, "SELECT count(*) FROM runs") == 1
+    assert count(loc, "SELECT count(*) FROM host_gpus") == 3
+
+
+def test_spool_entry_is_complete_or_absent(loc: StoreLocation) -> None:
+    entry = write_spool(host_bundle(gpus=1), loc.spool_dir)
+    assert [p.name for p in loc.spool_dir.iterdir()] == [entry.name]  # no temp folder left
+    manifest = read_manifest(entry)
+    assert manifest["tables"]["host_gpus"]["rows"] == 1
+
+
+@pytest.mark.parametrize(
+    "damage, reason",
+    [
+        (lambda e: (e / "manifest.json").write_text("{not json"), "unreadable"),
+        (lambda e: (e / "manifest.json").unlink(), "missing"),
+        (lambda e: (e / "host_gpus.parquet").write_bytes(b"PAR1garbage"), "checksum"),
+        (lambda e: (e / "host_gpus.parquet").unlink(), "missing"),
+    ],
+)
+def test_corrupt_spool_entry_is_moved_aside_never_committed(loc, damage, reason) -> None:
+    bundle = host_bundle(gpus=1)
+    entry = write_spool(bundle, loc.spool_dir)
+    damage(entry)
+    with pytest.raises(CorruptBundle, match=reason):
+        read_manifest(entry)
+    good = write_spool(host_bundle(), loc.spool_dir)
+    report = flush(loc)
+    assert report.committed == [good.name]
+    assert [m[0] for m in report.moved_aside] == [entry.name]
+    assert reason in report.moved_aside[0][1]
+    assert Path(report.moved_aside[0][2]).is_dir()  # kept for a human to look at
+    assert pending_entries(loc.spool_dir) == []
+    assert count(loc, "SELECT count(*) FROM runs WHERE run_id = ?", [bundle.run.run_id]) == 0
+
+
+def test_bundle_for_unknown_table_stays_in_spool(loc: StoreLocation) -> None:
+    bundle = host_bundle()
+    bundle.tables["not_a_table"] = {"x": [1]}
+    entry = write_spool(bundle, loc.spool_dir)
+    report = flush(loc)
+    assert report.failed and "not_a_table" in report.failed[0][1]
+    assert entry.exists()
+    assert count(loc, "SELECT count(*) FROM runs") == 0
+
+
+def test_failed_insert_rolls_back_the_whole_run(loc: StoreLocation) -> None:
+    bundle = host_bundle(gpus=1)
+    bundle.tables["host_gpus"]["gpu_index"] = ["not-an-int"]  # type error inside the txn
+    entry = write_spool(bundle, loc.spool_dir)
+    with pytest.raises(duckdb.Error):
+        commit_entry(loc, entry)
+    assert count(loc, "SELECT count(*) FROM runs") == 0
+    assert count(loc, "SELECT count(*) FROM host_gpus") == 0
+    assert entry.exists()
+
+
+def test_reader_sees_new_commits_and_caches_on_data_version(loc: StoreLocation) -> None:
+    clear_cache()
+    with pytest.raises(StoreMissing):
+        query_df(loc, "SELECT 1")
+    commit_entry(loc, write_spool(host_bundle("a"), loc.spool_dir))
+    v1 = data_version(loc)
+    assert queries.host_names(loc) == ["a"]
+    assert data_version(loc) == v1  # reading changes nothing
+    commit_entry(loc, write_spool(host_bundle("b"), loc.spool_dir))
+    assert data_version(loc) != v1
+    assert sorted(queries.host_names(loc)) == ["a", "b"]
+    assert len(queries.recent_runs(loc, host="b")) == 1
+    fresh = queries.freshness(loc)
+    assert set(fresh["host"]) == {"a", "b"} and set(fresh["verb"]) == {"host"}
+
+
+def test_hostile_filter_values_are_bound_not_interpolated(loc: StoreLocation) -> None:
+    commit_entry(loc, write_spool(host_bundle("a"), loc.spool_dir))
+    hostile = "a' OR '1'='1"
+    assert queries.recent_runs(loc, host=hostile).empty
+    assert queries.freshness(loc, host="'; DROP TABLE runs; --").empty
+    assert count(loc, "SELECT count(*) FROM runs") == 1
+
+
+def test_reader_refuses_newer_schema_plainly(loc: StoreLocation) -> None:
+    commit_entry(loc, write_spool(host_bundle(), loc.spool_dir))
+    with connection(loc, read_only=False) as con:
+        con.execute("INSERT INTO stepscope_schema VALUES (9999, 'future', now())")
+    clear_cache()
+    with pytest.raises(StoreError, match="newer than this Stepscope"):
+        query_df(loc, "SELECT 1")
+    with pytest.raises(StoreError, match="newer than this Stepscope"):
+        commit_entry(loc, write_spool(host_bundle(), loc.spool_dir))
+
+
+def test_writer_upgrades_an_older_store(loc: StoreLocation) -> None:
+    """A store made by the first migration only is upgraded by the next commit."""
+    first = migrate.migrations()[0]
+    assert loc.path is not None
+    loc.path.parent.mkdir(parents=True)
+    con = duckdb.connect(str(loc.path))
+    con.execute(
+        "CREATE TABLE stepscope_schema (version INTEGER NOT NULL, name VARCHAR NOT NULL, "
+        "applied_at TIMESTAMP WITH TIME ZONE NOT NULL)"
+    )
+    con.execute(first.sql)
+    con.execute("INSERT INTO stepscope_schema VALUES (?, ?, now())", [first.version, first.name])
+    con.close()
+    clear_cache()
+    if migrate.code_version() > first.version:
+        with pytest.raises(StoreError, match="older than this Stepscope"):
+            query_df(loc, "SELECT 1")
+    commit_entry(loc, write_spool(host_bundle(), loc.spool_dir))
+    clear_cache()
+    assert len(query_df(loc, "SELECT * FROM runs")) == 1
+
+
+def test_manifest_is_plain_json(loc: StoreLocation) -> None:
+    entry = write_spool(host_bundle(label="x"), loc.spool_dir)
+    data = json.loads((entry / "manifest.json").read_text())
+    assert data["run"]["label"] == "x" and data["run"]["verb"] == "host"
