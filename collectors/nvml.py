@@ -3,12 +3,17 @@
 Everything that asks the GPUs about themselves goes through here. ``STEPSCOPE_NVML_MODULE``
 names a module with pynvml's API to use instead; tests on machines without a GPU point it
 at a stand-in (the hardware boundary is the only place one is allowed).
+
+Any single value a GPU or driver cannot report (``NVMLError`` such as NotSupported or
+NoPermission, or a function this pynvml lacks) becomes ``None``; only a missing library or
+driver (``nvmlInit`` failing) is an error, ``NvmlUnavailable``.
 """
 
 from __future__ import annotations
 
 import importlib
 import os
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
@@ -16,6 +21,21 @@ from types import ModuleType
 from typing import Any
 
 ENV_MODULE = "STEPSCOPE_NVML_MODULE"
+
+# nvmlGpuP2PCapsIndex_t order; the store's p2p_* columns use these names.
+P2P_CAPS: tuple[tuple[str, str, int], ...] = (
+    ("read", "NVML_P2P_CAPS_INDEX_READ", 0),
+    ("write", "NVML_P2P_CAPS_INDEX_WRITE", 1),
+    ("nvlink", "NVML_P2P_CAPS_INDEX_NVLINK", 2),
+    ("atomics", "NVML_P2P_CAPS_INDEX_ATOMICS", 3),
+)
+# nvmlGpuP2PStatus_t -> the codes `nvidia-smi topo -p2p` prints (DIS is ours: no smi code).
+P2P_STATUS = {0: "OK", 1: "CNS", 2: "GNS", 3: "TNS", 4: "DIS", 5: "NS", 6: "U"}
+# nvmlGpuTopologyLevel_t -> `nvidia-smi topo -m` labels. INTERNAL (two GPUs on one board)
+# is one bridge apart, which smi also shows as PIX.
+TOPOLOGY_LABELS = {0: "PIX", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}
+NVLINK_REMOTE = {0: "gpu", 1: "ibmnpu", 2: "switch", 0xFF: "unknown"}
+CPU_SET_WORDS = 16  # 64-bit words for nvmlDeviceGetCpuAffinity: room for 1024 CPUs
 
 
 class NvmlUnavailable(Exception):
@@ -34,8 +54,60 @@ class GpuInfo:
 @dataclass
 class GpuInventory:
     driver_version: str
-    cuda_driver_version: str  # e.g. "12.8", from nvmlSystemGetCudaDriverVersion
+    cuda_driver_version: str | None  # e.g. "12.8", from nvmlSystemGetCudaDriverVersion
     gpus: list[GpuInfo] = field(default_factory=list)
+
+
+@dataclass
+class NvLink:
+    link: int
+    active: bool
+    version: int | None
+    remote_pci_bus_id: str | None
+    remote_type: str | None  # gpu | switch | ibmnpu | unknown; None when NVML cannot say
+
+
+@dataclass
+class GpuDetail:
+    """One GPU as the ``gpu`` collector records it; None = the GPU/driver cannot say."""
+
+    index: int
+    name: str
+    uuid: str | None
+    memory_bytes: int | None
+    pci_bus_id: str
+    pcie_gen_current: int | None = None
+    pcie_gen_max: int | None = None
+    pcie_width_current: int | None = None
+    pcie_width_max: int | None = None
+    power_limit_w: float | None = None
+    sm_clock_max_mhz: int | None = None
+    mem_clock_max_mhz: int | None = None
+    mem_bus_width_bits: int | None = None
+    numa_node: int | None = None
+    cpu_affinity: str | None = None  # "0-15,32-47" like nvidia-smi topo -m
+    nvlinks: list[NvLink] = field(default_factory=list)
+
+    @property
+    def nvlink_active(self) -> int:
+        """Active NVLinks; 0 for a GPU without NVLink (every link query unsupported)."""
+        return sum(1 for link in self.nvlinks if link.active)
+
+    @property
+    def mem_bandwidth_gbps(self) -> float | None:
+        return mem_bandwidth_gbps(self.mem_clock_max_mhz, self.mem_bus_width_bits)
+
+
+@dataclass
+class Topology:
+    """The full NVML picture: GPUs, the topo -m matrix and the four P2P matrices."""
+
+    driver_version: str | None
+    cuda_driver_version: str | None
+    gpus: list[GpuDetail]
+    topology: list[list[str | None]]  # [a][b]: X, NV#, PIX, PXB, PHB, NODE, SYS; None unknown
+    p2p: dict[str, list[list[str | None]]]  # cap -> [a][b]: X, OK, CNS, GNS, TNS, DIS, NS, U
+    unsupported: Counter[str] = field(default_factory=Counter)  # NVML function -> failures
 
 
 def _text(value: Any) -> str:
@@ -66,8 +138,40 @@ def session() -> Iterator[ModuleType]:
             nvml.nvmlShutdown()
 
 
-def cuda_version_text(nvml: ModuleType) -> str:
-    raw = int(nvml.nvmlSystemGetCudaDriverVersion_v2())
+def const(nvml: ModuleType, name: str, default: int) -> int:
+    """An NVML enum value from the module. pynvml 13.x defines NVML_P2P_CAPS_INDEX_READ as
+    the tuple ``(0,)`` (a stray comma), which ctypes cannot pass, so tuples are unwrapped."""
+    value = getattr(nvml, name, default)
+    if isinstance(value, tuple):
+        value = value[0] if value else default
+    return int(value)
+
+
+class Reader:
+    """Calls NVML functions by name; an unsupported value becomes None and is counted."""
+
+    def __init__(self, nvml: ModuleType) -> None:
+        self.nvml = nvml
+        self.error: type[BaseException] = getattr(nvml, "NVMLError", Exception)
+        self.unsupported: Counter[str] = Counter()
+
+    def __call__(self, name: str, *args: Any, quiet: bool = False) -> Any:
+        fn = getattr(self.nvml, name, None)
+        try:
+            if fn is None:
+                raise AttributeError(name)
+            return fn(*args)
+        except (self.error, AttributeError):
+            if not quiet:
+                self.unsupported[name] += 1
+            return None
+
+
+def cuda_version_text(nvml: ModuleType) -> str | None:
+    raw = Reader(nvml)("nvmlSystemGetCudaDriverVersion_v2")
+    if raw is None:
+        return None
+    raw = int(raw)
     return f"{raw // 1000}.{(raw % 1000) // 10}"
 
 
@@ -96,3 +200,129 @@ def inventory() -> GpuInventory:
             cuda_driver_version=cuda_version_text(nvml),
             gpus=read_gpus(nvml),
         )
+
+
+def topology_inventory() -> Topology:
+    """Everything the ``gpu`` collector records; NvmlUnavailable without NVIDIA GPUs."""
+    with session() as nvml:
+        return read_topology(nvml)
+
+
+def read_topology(nvml: ModuleType) -> Topology:
+    from collectors import gpu_topo
+
+    read = Reader(nvml)
+    driver = read("nvmlSystemGetDriverVersion")
+    count = int(read("nvmlDeviceGetCount") or 0)
+    # A GPU NVML cannot open (lost, or hidden by permissions) is left out, not fatal.
+    opened = [(i, read("nvmlDeviceGetHandleByIndex", i)) for i in range(count)]
+    handles = [h for _, h in opened if h is not None]
+    gpus = [_read_detail(read, i, h) for i, h in opened if h is not None]
+    nv_counts = gpu_topo.nvlink_counts(gpus)
+    topo: list[list[str | None]] = []
+    p2p: dict[str, list[list[str | None]]] = {cap: [] for cap, _, _ in P2P_CAPS}
+    caps = [(cap, const(nvml, name, default)) for cap, name, default in P2P_CAPS]
+    for a, ha in enumerate(handles):
+        row: list[str | None] = []
+        for b, hb in enumerate(handles):
+            level = None if a == b else read("nvmlDeviceGetTopologyCommonAncestor", ha, hb)
+            row.append(gpu_topo.topology_label(a == b, level, nv_counts[a][b]))
+        topo.append(row)
+        for cap, index in caps:
+            p2p[cap].append(
+                [
+                    "X" if a == b else _p2p(read("nvmlDeviceGetP2PStatus", ha, hb, index))
+                    for b, hb in enumerate(handles)
+                ]
+            )
+    return Topology(
+        driver_version=None if driver is None else _text(driver),
+        cuda_driver_version=cuda_version_text(nvml),
+        gpus=gpus,
+        topology=topo,
+        p2p=p2p,
+        unsupported=read.unsupported,
+    )
+
+
+def _p2p(status: Any) -> str | None:
+    return None if status is None else P2P_STATUS.get(int(status), "U")
+
+
+def _int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def _read_detail(read: Reader, index: int, handle: Any) -> GpuDetail:
+    from collectors import gpu_topo
+
+    nvml = read.nvml
+    pci = read("nvmlDeviceGetPciInfo", handle)
+    memory = read("nvmlDeviceGetMemoryInfo", handle)
+    uuid = read("nvmlDeviceGetUUID", handle)
+    power_mw = read("nvmlDeviceGetEnforcedPowerLimit", handle, quiet=True)
+    if power_mw is None:
+        power_mw = read("nvmlDeviceGetPowerManagementLimit", handle)
+    affinity = read("nvmlDeviceGetCpuAffinity", handle, CPU_SET_WORDS)
+    return GpuDetail(
+        index=index,
+        name=_text(read("nvmlDeviceGetName", handle) or "unknown GPU"),
+        uuid=None if uuid is None else _text(uuid),
+        memory_bytes=None if memory is None else int(memory.total),
+        pci_bus_id=_text(getattr(pci, "busId", "") or ""),
+        pcie_gen_current=_int(read("nvmlDeviceGetCurrPcieLinkGeneration", handle)),
+        pcie_gen_max=_int(read("nvmlDeviceGetMaxPcieLinkGeneration", handle)),
+        pcie_width_current=_int(read("nvmlDeviceGetCurrPcieLinkWidth", handle)),
+        pcie_width_max=_int(read("nvmlDeviceGetMaxPcieLinkWidth", handle)),
+        power_limit_w=None if power_mw is None else int(power_mw) / 1000.0,
+        sm_clock_max_mhz=_int(
+            read("nvmlDeviceGetMaxClockInfo", handle, const(nvml, "NVML_CLOCK_SM", 1))
+        ),
+        mem_clock_max_mhz=_int(
+            read("nvmlDeviceGetMaxClockInfo", handle, const(nvml, "NVML_CLOCK_MEM", 2))
+        ),
+        mem_bus_width_bits=_int(read("nvmlDeviceGetMemoryBusWidth", handle)),
+        numa_node=_numa(read("nvmlDeviceGetNumaNodeId", handle)),
+        cpu_affinity=None if affinity is None else gpu_topo.cpu_ranges(list(affinity)),
+        nvlinks=_read_nvlinks(read, handle),
+    )
+
+
+def _numa(value: Any) -> int | None:
+    # NVML reports -1 (as an unsigned or signed int) when the GPU has no NUMA node.
+    return None if value is None or int(value) < 0 or int(value) >= 2**31 else int(value)
+
+
+def _read_nvlinks(read: Reader, handle: Any) -> list[NvLink]:
+    """Every link NVML reports a state for. A PCIe-only GPU answers NotSupported for each,
+    which is its normal answer, not a missing value: those calls are not counted."""
+    links = []
+    for link in range(const(read.nvml, "NVML_NVLINK_MAX_LINKS", 18)):
+        state = read("nvmlDeviceGetNvLinkState", handle, link, quiet=True)
+        if state is None:
+            continue
+        active = bool(int(state))
+        remote = read("nvmlDeviceGetNvLinkRemotePciInfo", handle, link) if active else None
+        kind = read("nvmlDeviceGetNvLinkRemoteDeviceType", handle, link) if active else None
+        version = read("nvmlDeviceGetNvLinkVersion", handle, link, quiet=not active)
+        links.append(
+            NvLink(
+                link=link,
+                active=active,
+                version=_int(version),
+                remote_pci_bus_id=None if remote is None else _text(remote.busId),
+                remote_type=None if kind is None else NVLINK_REMOTE.get(int(kind), "unknown"),
+            )
+        )
+    return links
+
+
+def mem_bandwidth_gbps(mem_clock_mhz: int | None, bus_width_bits: int | None) -> float | None:
+    """Theoretical memory bandwidth in GB/s: clock x 2 (double data rate) x bus bytes.
+
+    NVML's max memory clock is half the per-pin data rate for HBM2/HBM3 and GDDR6X/GDDR7 as
+    it reports them (H100 SXM 2619 MHz x 2 x 5120 bit / 8 = 3352 GB/s, the 3.35 TB/s spec).
+    """
+    if not mem_clock_mhz or not bus_width_bits:
+        return None
+    return round(mem_clock_mhz * 1e6 * 2 * bus_width_bits / 8 / 1e9, 1)
