@@ -34,6 +34,8 @@ class Verb:
 VERBS: tuple[Verb, ...] = (
     Verb("host", "collectors.host", "snapshot this machine: OS, CPU, memory, GPUs, versions"),
     Verb("flush", "collectors.flush", "commit run bundles waiting in the spool"),
+    Verb("profile", "collectors.profile", "profile a built-in MoE decode step (TP over local "
+         "ranks) with torch.profiler and import it", measures=True),  # fmt: skip
 )
 
 

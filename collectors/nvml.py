@@ -31,9 +31,6 @@ P2P_CAPS: tuple[tuple[str, str, int], ...] = (
 )
 # nvmlGpuP2PStatus_t -> the codes `nvidia-smi topo -p2p` prints (DIS is ours: no smi code).
 P2P_STATUS = {0: "OK", 1: "CNS", 2: "GNS", 3: "TNS", 4: "DIS", 5: "NS", 6: "U"}
-# nvmlGpuTopologyLevel_t -> `nvidia-smi topo -m` labels. INTERNAL (two GPUs on one board)
-# is one bridge apart, which smi also shows as PIX.
-TOPOLOGY_LABELS = {0: "PIX", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}
 NVLINK_REMOTE = {0: "gpu", 1: "ibmnpu", 2: "switch", 0xFF: "unknown"}
 CPU_SET_WORDS = 16  # 64-bit words for nvmlDeviceGetCpuAffinity: room for 1024 CPUs
 
@@ -100,7 +97,10 @@ class GpuDetail:
 
 @dataclass
 class Topology:
-    """The full NVML picture: GPUs, the topo -m matrix and the four P2P matrices."""
+    """The full NVML picture: GPUs, the topo -m matrix and the four P2P matrices.
+
+    Matrices are indexed by position in ``gpus`` (equal to the NVML index unless a GPU
+    could not be opened)."""
 
     driver_version: str | None
     cuda_driver_version: str | None

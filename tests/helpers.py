@@ -30,7 +30,7 @@ def cli_env(store: Path | str, **extra: str) -> dict[str, str]:
     env.update(
         STEPSCOPE_STORE=str(store),
         STEPSCOPE_LOCK_DIR=str(Path(str(store)).parent / "locks"),
-        PYTHONPATH=str(ROOT),
+        PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
     )
     env.pop("STEPSCOPE_SPOOL", None)
     env.update(extra)

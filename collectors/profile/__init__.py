@@ -78,13 +78,12 @@ def resolve_device(requested: str, tp: int) -> str:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
+    _check(args)
     from collectors.profile.launch import launch
     from collectors.profile.model_presets import scaled
     from collectors.profile.worker import WorkerSpec
-    from collectors.trace.ingest import ingest_traces
     from store.bundle import Bundle, new_run_id
 
-    _check(args)
     device = resolve_device(args.device, args.tp)
     shape = scaled(PRESETS[args.preset], args.scale, args.tp, args.layers)
     backend = "nccl" if device == "cuda" else "gloo"
@@ -107,6 +106,8 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
             for path in traces:
                 shutil.copy2(path, keep / path.name)
             ctx.log.info(f"rank traces kept in {keep}")
+        from collectors.trace.ingest import ingest_traces  # the trace collector's own parser
+
         result = ingest_traces(traces, log=ctx.log)
     # Resolved values go into the run's recorded args next to the flags the user gave.
     args.backend, args.device_used, args.model = backend, device, shape.as_dict()

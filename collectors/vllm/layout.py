@@ -1,0 +1,184 @@
+"""The server's parallel layout and version-specific advice.
+
+Sources, in order of trust: ``--server-args`` (the ``vllm serve`` command line), the
+server's ``/server_info`` (vLLM exposes it only with ``VLLM_SERVER_DEV_MODE=1``), and the
+rank indices in the trace file names (``dp{d}_pp{p}_tp{t}_dcp{c}_ep{e}_rank{r}...``).
+Layout kinds use the planner's names: ``tp``, ``tp_ep_dp1``, ``dp_attn_ep``, ``tp_dp``.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import asdict, dataclass
+from typing import Any
+
+# vLLM >= 0.13 takes --profiler-config; the VLLM_TORCH_PROFILER_DIR env var works up to 0.15
+# and is gone in 0.16 (REFERENCE.md section 6; vllm/entrypoints/serve/profile/api_router.py).
+PROFILER_CONFIG_SINCE = (0, 13)
+PROFILER_ENV_REMOVED_IN = (0, 16)
+
+_FLAGS = {
+    "tp": ("-tp", "--tensor-parallel-size"),
+    "pp": ("-pp", "--pipeline-parallel-size"),
+    "dp": ("-dp", "--data-parallel-size"),
+    "dcp": ("-dcp", "--decode-context-parallel-size"),
+}
+_FILE_RANKS = re.compile(r"dp(\d+)_pp(\d+)_tp(\d+)_dcp(\d+)_ep(\d+)_rank(\d+)")
+
+
+@dataclass
+class Layout:
+    tp: int | None = None
+    pp: int | None = None
+    dp: int | None = None
+    ep: bool | None = None
+    all2all_backend: str | None = None
+    kv_cache_dtype: str | None = None
+    quantization: str | None = None
+    model: str | None = None
+    source: str = "unknown"  # server-args | server_info | trace-files | flags | unknown
+
+    @property
+    def known(self) -> bool:
+        return self.tp is not None
+
+    @property
+    def world_size(self) -> int | None:
+        if self.tp is None:
+            return None
+        return self.tp * (self.pp or 1) * (self.dp or 1)
+
+    @property
+    def kind(self) -> str | None:
+        """The planner's layout kind for this vLLM layout."""
+        if self.tp is None:
+            return None
+        tp, dp = self.tp, self.dp or 1
+        if dp > 1:
+            return "dp_attn_ep" if (self.ep and tp == 1) else "tp_dp"
+        return "tp_ep_dp1" if self.ep else "tp"
+
+    @property
+    def name(self) -> str | None:
+        """Short label, e.g. ``TP8``, ``TP8+EP``, ``TP1xDP8+EP``."""
+        if self.tp is None:
+            return None
+        name = f"TP{self.tp}"
+        if (self.dp or 1) > 1:
+            name += f"xDP{self.dp}"
+        if (self.pp or 1) > 1:
+            name += f"xPP{self.pp}"
+        return name + ("+EP" if self.ep else "")
+
+    def row(self) -> dict[str, Any]:
+        """The layout columns every serving table carries."""
+        return {
+            "tp": self.tp, "pp": self.pp, "dp": self.dp, "ep": self.ep,
+            "layout": self.name, "layout_kind": self.kind, "layout_source": self.source,
+        }  # fmt: skip
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "name": self.name, "kind": self.kind}
+
+
+def parse_version(text: str | None) -> tuple[int, int] | None:
+    """``0.13.1rc2.dev5+g...`` -> (0, 13); None when unknown."""
+    if not text:
+        return None
+    m = re.match(r"v?(\d+)\.(\d+)", str(text).strip())
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def profiler_hint(version: str | None, trace_dir: str) -> str:
+    """How to enable the torch profiler on a server of this vLLM version."""
+    config = '{"profiler":"torch","torch_profiler_dir":"%s"}' % trace_dir
+    flag = f"vllm serve ... --profiler-config '{config}'"
+    env = f"VLLM_TORCH_PROFILER_DIR={trace_dir} vllm serve ..."
+    v = parse_version(version)
+    if v is None:
+        return f"start it with `{flag}` (vLLM >= 0.13) or `{env}` (older vLLM)"
+    if v < PROFILER_CONFIG_SINCE:
+        return f"restart it with `{env}` (vLLM {version} has no --profiler-config)"
+    if v < PROFILER_ENV_REMOVED_IN:
+        return f"restart it with `{flag}` (or the older `{env}`)"
+    return f"restart it with `{flag}` (the VLLM_TORCH_PROFILER_DIR variable is gone since 0.16)"
+
+
+def from_server_args(text: str) -> Layout:
+    """Parse a ``vllm serve`` command line (or just its flags)."""
+    try:
+        tokens = shlex.split(text)
+    except ValueError as exc:
+        raise ValueError(f"--server-args: cannot split {text!r} ({exc})") from None
+    values: dict[str, str] = {}
+    flags: set[str] = set()
+    positional: list[str] = []
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        if tok.startswith("-"):
+            key, eq, val = tok.partition("=")
+            nxt = tokens[i + 1] if i + 1 < len(tokens) else None
+            if eq:
+                values[key] = val
+            elif nxt is not None and not nxt.startswith("-"):
+                values[key] = nxt
+                i += 1
+            else:
+                flags.add(key)
+        else:
+            positional.append(tok)
+        i += 1
+    layout = Layout(source="server-args")
+    for field_name, names in _FLAGS.items():
+        for n in names:
+            if n in values:
+                try:
+                    setattr(layout, field_name, int(values[n]))
+                except ValueError:
+                    raise ValueError(f"--server-args: {n} {values[n]!r} is not a number") from None
+    layout.tp = layout.tp or 1
+    layout.pp = layout.pp or 1
+    layout.dp = layout.dp or 1
+    layout.ep = bool(flags & {"--enable-expert-parallel", "-ep"}) or values.get(
+        "--enable-expert-parallel", ""
+    ).lower() in ("1", "true")
+    layout.all2all_backend = values.get("--all2all-backend")
+    layout.kv_cache_dtype = values.get("--kv-cache-dtype")
+    layout.quantization = values.get("--quantization") or values.get("-q")
+    words = [p for p in positional if p not in ("vllm", "serve", "python", "-m")]
+    layout.model = values.get("--model") or (words[0] if words else None)
+    return layout
+
+
+def from_server_info(info: Any) -> Layout | None:
+    """From ``GET /server_info?config_format=json`` (vllm_config.parallel_config)."""
+    if not isinstance(info, dict) or not isinstance(info.get("vllm_config"), dict):
+        return None
+    cfg = info["vllm_config"]
+    par = cfg.get("parallel_config") or {}
+    if not isinstance(par, dict) or "tensor_parallel_size" not in par:
+        return None
+    cache = cfg.get("cache_config") or {}
+    model = cfg.get("model_config") or {}
+    return Layout(
+        tp=int(par.get("tensor_parallel_size") or 1),
+        pp=int(par.get("pipeline_parallel_size") or 1),
+        dp=int(par.get("data_parallel_size") or 1),
+        ep=bool(par.get("enable_expert_parallel")),
+        all2all_backend=par.get("all2all_backend"),
+        kv_cache_dtype=cache.get("cache_dtype") if isinstance(cache, dict) else None,
+        quantization=model.get("quantization") if isinstance(model, dict) else None,
+        model=model.get("model") if isinstance(model, dict) else None,
+        source="server_info",
+    )
+
+
+def from_trace_names(names: list[str]) -> Layout | None:
+    """Sizes from the rank indices in vLLM's trace file names (EP unknown from names alone)."""
+    found = [tuple(map(int, m.groups())) for n in names if (m := _FILE_RANKS.search(n))]
+    if not found:
+        return None
+    dp, pp, tp = (max(f[i] for f in found) + 1 for i in range(3))
+    return Layout(tp=tp, pp=pp, dp=dp, ep=None, source="trace-files")
