@@ -14,7 +14,11 @@ from store.location import resolve
 from store.queries import freshness
 
 # (verb, extra arguments): a short, real measurement per area; later collectors add theirs.
-DEMO_STEPS: tuple[tuple[str, tuple[str, ...]], ...] = (("host", ()),)
+DEMO_STEPS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("host", ()),
+    ("gpu", ()),
+    ("profile", ("--steps", "3", "--layers", "4")),  # ~10 s on 2 CPU cores (gloo)
+)
 
 
 def verbs_present() -> set[str]:

@@ -109,7 +109,9 @@ def nvlink_counts(gpus: Sequence[Any]) -> list[list[int]]:
 
 def cpu_ranges(masks: Sequence[int]) -> str:
     """CPU set from NVML's 64-bit affinity words as nvidia-smi prints it: ``0-15,32-47``."""
-    cpus = [w * 64 + bit for w, mask in enumerate(masks) for bit in range(64) if int(mask) >> bit & 1]
+    cpus = [
+        w * 64 + bit for w, mask in enumerate(masks) for bit in range(64) if int(mask) >> bit & 1
+    ]
     ranges: list[str] = []
     start = prev = None
     for cpu in cpus:

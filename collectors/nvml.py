@@ -32,6 +32,8 @@ P2P_CAPS: tuple[tuple[str, str, int], ...] = (
 # nvmlGpuP2PStatus_t -> the codes `nvidia-smi topo -p2p` prints (DIS is ours: no smi code).
 P2P_STATUS = {0: "OK", 1: "CNS", 2: "GNS", 3: "TNS", 4: "DIS", 5: "NS", 6: "U"}
 NVLINK_REMOTE = {0: "gpu", 1: "ibmnpu", 2: "switch", 0xFF: "unknown"}
+# nvmlNvlinkVersion_t -> NVLink generation (6 = NVLink 4.0 on H100/H200, 7 = 5.0 on B200).
+NVLINK_GENERATION = {1: 1, 2: 2, 3: 2, 4: 3, 5: 3, 6: 4, 7: 5, 8: 6}
 CPU_SET_WORDS = 16  # 64-bit words for nvmlDeviceGetCpuAffinity: room for 1024 CPUs
 
 
@@ -59,7 +61,7 @@ class GpuInventory:
 class NvLink:
     link: int
     active: bool
-    version: int | None
+    version: int | None  # NVLink generation: 4 for NVLink 4.0
     remote_pci_bus_id: str | None
     remote_type: str | None  # gpu | switch | ibmnpu | unknown; None when NVML cannot say
 
@@ -309,7 +311,7 @@ def _read_nvlinks(read: Reader, handle: Any) -> list[NvLink]:
             NvLink(
                 link=link,
                 active=active,
-                version=_int(version),
+                version=None if version is None else NVLINK_GENERATION.get(int(version)),
                 remote_pci_bus_id=None if remote is None else _text(remote.busId),
                 remote_type=None if kind is None else NVLINK_REMOTE.get(int(kind), "unknown"),
             )

@@ -10,11 +10,22 @@ import streamlit as st
 from pages import ui
 from store import queries
 from store.errors import StoreError
+from store.spool_status import human_age, spool_status
 
 st.title("Overview")
 ui.share_link()
 loc = ui.store()
 host = ui.host_filter()
+
+spool = spool_status(loc.spool_dir)  # this machine's spool: runs the store did not take yet
+if spool.pending:
+    st.warning(
+        f"{spool.pending} run(s) are waiting in the spool `{spool.spool_dir}` (oldest "
+        f"{human_age(spool.oldest_age_s)} old): the store was busy or unreachable when they "
+        "were collected. Commit them with `python -m collectors flush` (see "
+        "`python -m collectors doctor`).",
+        icon=":material/inbox:",
+    )
 
 try:
     hosts = queries.hosts(loc)

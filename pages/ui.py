@@ -28,7 +28,21 @@ class Area:
 
 
 # What the Overview lists as empty areas; each collector issue adds its own line.
-AREAS: tuple[Area, ...] = (Area("host", "Environment snapshot", "python -m collectors host"),)
+AREAS: tuple[Area, ...] = (
+    Area("host", "Environment snapshot", "python -m collectors host"),
+    Area("gpu", "GPU inventory", "python -m collectors gpu"),
+    Area("trace", "Trace import", "python -m collectors trace /path/to/traces/"),
+    Area("profile", "Kernel breakdown (built-in MoE decode profile)", "python -m collectors profile"),
+    Area("comm", "Collective benchmark", "python -m collectors comm --tokens 1,2,4,8,16,32 "
+         "--hidden 7168 --dtype bf16"),  # fmt: skip
+    Area("nccl-tests", "nccl-tests import", "python -m collectors nccl-tests all_reduce_perf.log"),
+    Area("vllm-bench", "Serving benchmark", "python -m collectors vllm-bench --results "
+         "RESULTS_DIR --server-args \"vllm serve MODEL -tp 8\""),  # fmt: skip
+    Area("vllm-metrics", "vLLM metrics scrape", "python -m collectors vllm-metrics --url "
+         "http://127.0.0.1:8000"),  # fmt: skip
+    Area("vllm-profile", "vLLM profile under load", "python -m collectors vllm-profile --url "
+         "http://127.0.0.1:8000 --trace-dir TORCH_PROFILER_DIR"),  # fmt: skip
+)
 
 
 def store() -> StoreLocation:

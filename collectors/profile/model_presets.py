@@ -38,13 +38,16 @@ class ModelShape:
 
 PRESETS: dict[str, ModelShape] = {
     # Kimi-K2.5 / K2: DeepSeek-V3 layout with 384 experts and 64 MLA heads.
-    "kimi-k2.5": ModelShape("kimi-k2.5", 61, 7168, 384, 8, 1, 2048, "mla", 64, 1, 0,
-                            1536, 512, 64, 128, 128, 163840),  # fmt: skip
-    "deepseek-v3": ModelShape("deepseek-v3", 61, 7168, 256, 8, 1, 2048, "mla", 128, 1, 0,
-                              1536, 512, 64, 128, 128, 129280),  # fmt: skip
+    "kimi-k2.5": ModelShape(
+        "kimi-k2.5", 61, 7168, 384, 8, 1, 2048, "mla", 64, 1, 0, 1536, 512, 64, 128, 128, 163840
+    ),  # fmt: skip
+    "deepseek-v3": ModelShape(
+        "deepseek-v3", 61, 7168, 256, 8, 1, 2048, "mla", 128, 1, 0, 1536, 512, 64, 128, 128, 129280
+    ),  # fmt: skip
     # MiniMax-M2.5: GQA 48 q / 8 kv heads of 128, no shared expert.
-    "minimax-m2.5": ModelShape("minimax-m2.5", 62, 3072, 256, 8, 0, 1536, "gqa", 48, 8, 128,
-                               0, 0, 0, 0, 0, 200064),  # fmt: skip
+    "minimax-m2.5": ModelShape(
+        "minimax-m2.5", 62, 3072, 256, 8, 0, 1536, "gqa", 48, 8, 128, 0, 0, 0, 0, 0, 200064
+    ),  # fmt: skip
 }
 DEFAULT_PRESET = "kimi-k2.5"
 

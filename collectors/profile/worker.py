@@ -51,6 +51,14 @@ def _fault(rank: int, step: int) -> None:
         os._exit(17)
 
 
+def spawned(spec: WorkerSpec) -> None:
+    """Entry of a rank the parent started: its output (Kineto's chatter) goes to a log file."""
+    log = os.open(Path(spec.out_dir) / f"rank{spec.rank}.log", os.O_WRONLY | os.O_CREAT, 0o644)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    run_rank(spec)
+
+
 def run_rank(spec: WorkerSpec) -> None:
     """Entry point of a rank process; never raises (the parent reads the status file)."""
     out = Path(spec.out_dir)
@@ -76,7 +84,11 @@ def _profile(spec: WorkerSpec) -> dict:
     cuda = spec.device == "cuda"
     if cuda:
         torch.cuda.set_device(spec.rank % torch.cuda.device_count())
-        device, dtype, backend = torch.device("cuda", torch.cuda.current_device()), torch.bfloat16, "nccl"
+        device, dtype, backend = (
+            torch.device("cuda", torch.cuda.current_device()),
+            torch.bfloat16,
+            "nccl",
+        )
     else:
         # Two ranks share the machine's cores: one intra-op thread each avoids oversubscription.
         torch.set_num_threads(max(1, (os.cpu_count() or 2) // spec.world_size))

@@ -7,7 +7,6 @@ server answered: refused, reset, timed out) or ``HttpStatus`` (it answered with 
 from __future__ import annotations
 
 import json
-import socket
 import urllib.error
 import urllib.request
 from typing import Any
@@ -50,7 +49,7 @@ def request(
         raise HttpStatus(url, exc.code, text) from None
     except urllib.error.URLError as exc:
         raise ServerUnreachable(f"cannot reach {url}: {exc.reason}") from None
-    except (TimeoutError, socket.timeout):
+    except TimeoutError:
         raise ServerUnreachable(f"{url} did not answer within {timeout:g} s") from None
     except (ConnectionError, OSError) as exc:
         raise ServerUnreachable(f"cannot reach {url}: {exc}") from None
@@ -61,4 +60,5 @@ def get_json(url: str, timeout: float = 10.0) -> Any:
     try:
         return json.loads(raw)
     except ValueError:
-        raise HttpStatus(url, 200, "answer is not JSON: " + raw[:120].decode(errors="replace"))
+        head = raw[:120].decode(errors="replace")
+        raise HttpStatus(url, 200, f"answer is not JSON: {head}") from None

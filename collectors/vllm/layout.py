@@ -8,6 +8,7 @@ Layout kinds use the planner's names: ``tp``, ``tp_ep_dp1``, ``dp_attn_ep``, ``t
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from dataclasses import asdict, dataclass
@@ -22,7 +23,6 @@ _FLAGS = {
     "tp": ("-tp", "--tensor-parallel-size"),
     "pp": ("-pp", "--pipeline-parallel-size"),
     "dp": ("-dp", "--data-parallel-size"),
-    "dcp": ("-dcp", "--decode-context-parallel-size"),
 }
 _FILE_RANKS = re.compile(r"dp(\d+)_pp(\d+)_tp(\d+)_dcp(\d+)_ep(\d+)_rank(\d+)")
 
@@ -92,7 +92,9 @@ def parse_version(text: str | None) -> tuple[int, int] | None:
 
 def profiler_hint(version: str | None, trace_dir: str) -> str:
     """How to enable the torch profiler on a server of this vLLM version."""
-    config = '{"profiler":"torch","torch_profiler_dir":"%s"}' % trace_dir
+    config = json.dumps(
+        {"profiler": "torch", "torch_profiler_dir": trace_dir}, separators=(",", ":")
+    )
     flag = f"vllm serve ... --profiler-config '{config}'"
     env = f"VLLM_TORCH_PROFILER_DIR={trace_dir} vllm serve ..."
     v = parse_version(version)

@@ -11,6 +11,8 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from store.histogram import histogram_quantile  # noqa: F401  (re-exported)
+
 _SUFFIXES = {
     "counter": ("_total",),
     "histogram": ("_bucket", "_sum", "_count"),
@@ -114,26 +116,3 @@ def _label_end(rest: str) -> int:
         elif ch == "}" and not quoted:
             return i
     return -1
-
-
-def histogram_quantile(q: float, buckets: list[tuple[float, float]]) -> float | None:
-    """Prometheus-style quantile from cumulative ``(le, count)`` buckets (linear in a bucket).
-
-    Returns None when the histogram is empty; the upper bound of the last finite bucket when
-    the quantile falls in ``+Inf`` (as Prometheus does).
-    """
-    buckets = sorted(buckets)
-    if not buckets or buckets[-1][1] <= 0:
-        return None
-    total = buckets[-1][1]
-    rank = q * total
-    prev_le, prev_count = 0.0, 0.0
-    for le, count in buckets:
-        if count >= rank:
-            if math.isinf(le):
-                return prev_le
-            if count == prev_count:
-                return le
-            return prev_le + (le - prev_le) * (rank - prev_count) / (count - prev_count)
-        prev_le, prev_count = le, count
-    return prev_le

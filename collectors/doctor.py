@@ -1,0 +1,167 @@
+"""``doctor``: is this host ready for cron? One PASS/WARN/FAIL line per check; exit 1 on a FAIL.
+
+Checks: the store (reachable, schema version), the spool backlog (pending count and age,
+corrupt and half-written entries), the measurement lock directory, NVML, and a vLLM server
+when ``--vllm-url`` is given (``/version`` and ``/health``). Nothing is written to the store.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import urllib.error
+import urllib.request
+from dataclasses import asdict, dataclass
+
+from collectors.context import Context
+from collectors.errors import EXIT_FAILED, EXIT_OK, InputError
+
+PASS, WARN, FAIL = "PASS", "WARN", "FAIL"
+
+
+@dataclass
+class Check:
+    name: str
+    status: str
+    detail: str
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--vllm-url", metavar="URL",
+                        help="also check a vLLM server, e.g. http://127.0.0.1:8000")  # fmt: skip
+    parser.add_argument("--spool-max-age", type=float, default=3600, metavar="S",
+                        help="FAIL when a spooled run has waited longer (default 3600 s)")  # fmt: skip
+    parser.add_argument("--expect-gpus", action="store_true",
+                        help="FAIL (not WARN) when NVML finds no NVIDIA GPU")  # fmt: skip
+
+
+def check_store(ctx: Context) -> Check:
+    from store import migrate
+    from store.connect import connection
+    from store.errors import StoreBusy, StoreError, StoreMissing
+
+    where = ctx.loc.describe()
+    try:
+        with connection(ctx.loc, read_only=True, timeout_s=5) as con:
+            version = migrate.store_version(con)
+    except StoreMissing:
+        return Check("store", WARN, f"{where}: no store yet; the first collector run creates it")
+    except StoreBusy as exc:
+        return Check("store", WARN, f"{exc} (a commit in progress; readers retry)")
+    except StoreError as exc:
+        return Check("store", FAIL, str(exc))
+    except Exception as exc:  # a damaged file, a permission problem: say it, do not crash
+        return Check("store", FAIL, f"{where}: {type(exc).__name__}: {str(exc).splitlines()[0]}")
+    code = migrate.code_version()
+    if version > code:
+        return Check("store", FAIL, f"{where}: schema v{version} is newer than this Stepscope "
+                     f"(v{code}); upgrade Stepscope on this host")  # fmt: skip
+    if version < code:
+        return Check("store", WARN, f"{where}: schema v{version}, the next commit upgrades it "
+                     f"to v{code}")  # fmt: skip
+    return Check("store", PASS, f"{where}: reachable, schema v{version}")
+
+
+def check_spool(ctx: Context, max_age_s: float) -> list[Check]:
+    from store.spool_status import human_age, spool_status
+
+    status = spool_status(ctx.loc.spool_dir)
+    flush = f"python -m collectors flush --store '{ctx.loc.describe()}'"
+    checks = []
+    if status.empty:
+        checks.append(Check("spool", PASS, f"{status.spool_dir}: nothing pending"))
+    else:
+        age = status.oldest_age_s or 0.0
+        level = FAIL if age > max_age_s else WARN
+        checks.append(Check("spool", level, f"{status.pending} run(s) waiting in "
+                            f"{status.spool_dir}, oldest {human_age(age)} old; commit them "
+                            f"with: {flush}"))  # fmt: skip
+    if status.corrupt:
+        checks.append(Check("spool-corrupt", WARN, f"{status.corrupt} corrupt entr(y/ies) kept "
+                            f"in {status.spool_dir / 'corrupt'} for inspection"))  # fmt: skip
+    if status.half_written:
+        checks.append(Check("spool-partial", WARN, f"{status.half_written} half-written "
+                            "entr(y/ies) from a killed collector; the next flush moves them "
+                            "aside"))  # fmt: skip
+    return checks
+
+
+def check_lock_dir() -> Check:
+    from collectors.lock import lock_dir
+
+    directory = lock_dir()
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=directory, prefix=".doctor-"):
+            pass
+    except OSError as exc:
+        return Check("lock-dir", FAIL, f"{directory}: not writable ({exc.strerror}); set "
+                     "STEPSCOPE_LOCK_DIR to a writable folder")  # fmt: skip
+    holder = directory / "measure.lock"
+    note = ""
+    if holder.is_file():
+        try:
+            info = json.loads(holder.read_text() or "{}")
+            if info.get("pid") and os.path.exists(f"/proc/{info['pid']}"):
+                note = f"; held now by {info.get('verb')} (pid {info['pid']})"
+        except (OSError, ValueError):
+            pass
+    return Check("lock-dir", PASS, f"{directory}: writable{note}")
+
+
+def check_nvml(expect_gpus: bool) -> Check:
+    from collectors import nvml
+
+    try:
+        inv = nvml.inventory()
+    except nvml.NvmlUnavailable as exc:
+        return Check("nvml", FAIL if expect_gpus else WARN, f"{exc}; GPU collectors record no "
+                     "GPUs on this host")  # fmt: skip
+    except Exception as exc:
+        return Check("nvml", FAIL, f"NVML error: {type(exc).__name__}: {exc}")
+    if not inv.gpus:
+        return Check("nvml", FAIL if expect_gpus else WARN, "NVML works but sees no GPU")
+    names = sorted({g.name for g in inv.gpus})
+    return Check("nvml", PASS, f"{len(inv.gpus)} GPU(s) ({', '.join(names)}), driver "
+                 f"{inv.driver_version}, CUDA {inv.cuda_driver_version}")  # fmt: skip
+
+
+def _get(url: str, timeout: float = 5.0) -> tuple[int, str]:
+    request = urllib.request.Request(url, headers={"User-Agent": "stepscope-doctor"})
+    with urllib.request.urlopen(request, timeout=timeout) as resp:  # noqa: S310 - user's URL
+        return resp.status, resp.read(4096).decode(errors="replace")
+
+
+def check_vllm(base: str) -> Check:
+    if not base.startswith(("http://", "https://")):
+        raise InputError(f"--vllm-url {base}: give an http:// or https:// URL")
+    base = base.rstrip("/")
+    try:
+        status, body = _get(f"{base}/version")
+        version = json.loads(body).get("version", "?") if status == 200 else None
+        health, _ = _get(f"{base}/health")
+    except urllib.error.HTTPError as exc:
+        return Check("vllm", FAIL, f"{base}: HTTP {exc.code} from {exc.url}")
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", exc)
+        return Check("vllm", FAIL, f"{base}: unreachable ({reason})")
+    if health != 200:
+        return Check("vllm", FAIL, f"{base}: /health answered {health}")
+    return Check("vllm", PASS, f"{base}: vLLM {version}, /health ok")
+
+
+def run(args: argparse.Namespace, ctx: Context) -> int:
+    checks = [check_store(ctx), *check_spool(ctx, args.spool_max_age), check_lock_dir(),
+              check_nvml(args.expect_gpus)]  # fmt: skip
+    if args.vllm_url:
+        checks.append(check_vllm(args.vllm_url))
+    width = max(len(c.name) for c in checks)
+    for c in checks:
+        # One line each on stdout, whatever the log format: doctor's output is its result.
+        print(f"{c.status}  {c.name:<{width}}  {c.detail}", flush=True)
+    failed = [c.name for c in checks if c.status == FAIL]
+    if args.json:
+        ctx.emit({"ok": not failed, "checks": [asdict(c) for c in checks]})
+    return EXIT_FAILED if failed else EXIT_OK

@@ -1,0 +1,180 @@
+"""``migrate --to URL``: copy every run of an embedded store into a lake (or another file).
+
+All runs the target lacks go over in ONE transaction (all or nothing), table by table with
+``INSERT ... BY NAME``, so column order never matters; runs already in the target are
+skipped, which makes a re-run a no-op. Afterwards every table is counted on both sides for
+the source's run ids and one line per table says what happened; any mismatch fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import time
+from dataclasses import dataclass
+
+import duckdb
+
+from collectors.context import Context
+from collectors.errors import EXIT_FAILED, EXIT_OK, InputError
+from store import migrate
+from store.connect import connection, open_with_retry
+from store.errors import StoreBusy, StoreError, StoreMissing
+from store.location import StoreLocation, resolve
+
+SRC = "stepscope_src"
+
+
+@dataclass
+class TableCopy:
+    table: str
+    source_rows: int
+    copied_rows: int
+    target_rows: int  # rows in the target for the source's runs, after the copy
+
+    @property
+    def ok(self) -> bool:
+        return self.source_rows == self.target_rows
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--to", required=True, metavar="URL",
+                        help="target store: ducklake:postgres:... URL (or a .duckdb path)")  # fmt: skip
+    parser.add_argument("--data-path", metavar="DIR_OR_S3",
+                        help="data path of a new lake (else ;data_path= in the URL or "
+                        "$STEPSCOPE_LAKE_DATA_PATH)")  # fmt: skip
+
+
+def _quote(value: str) -> str:
+    return value.replace("'", "''")
+
+
+def _open_target(target: StoreLocation, timeout_s: float) -> duckdb.DuckDBPyConnection:
+    if target.kind == "ducklake":
+        from store.lake import open_private
+
+        return open_private(target, read_only=False)
+    return open_with_retry(target, read_only=False, timeout_s=timeout_s)
+
+
+def _source_tables(con: duckdb.DuckDBPyConnection) -> list[str]:
+    rows = con.execute(
+        "SELECT table_name FROM information_schema.tables WHERE table_catalog = ? "
+        "AND table_schema = 'main' AND table_type = 'BASE TABLE' "
+        "AND table_name <> 'stepscope_schema' ORDER BY table_name = 'runs', table_name",
+        [SRC],
+    ).fetchall()
+    return [r[0] for r in rows]  # runs last: a run appears only once its rows are in
+
+
+def _prepare_source(source: StoreLocation, timeout_s: float) -> None:
+    """The source must be readable by this code; an older one is upgraded first."""
+    if source.kind != "duckdb":
+        raise InputError(f"--store {source.describe()}: migrate copies from an embedded store "
+                         "file; to move runs between lakes use export/import")  # fmt: skip
+    assert source.path is not None
+    if not source.path.is_file():
+        raise InputError(f"--store {source.path}: no store there")
+    with connection(source, read_only=True, timeout_s=timeout_s) as con:
+        version = migrate.store_version(con)
+    migrate.ensure_not_newer(version)
+    if version < migrate.code_version():
+        with connection(source, read_only=False, timeout_s=timeout_s) as con:
+            migrate.upgrade(con)
+
+
+def copy_store(source: StoreLocation, target: StoreLocation, timeout_s: float, dry_run: bool
+               ) -> tuple[list[TableCopy], int]:  # fmt: skip
+    """Copy the runs ``target`` lacks; return per-table counts and how many runs were new."""
+    _prepare_source(source, timeout_s)
+    con = _open_target(target, timeout_s)
+    try:
+        migrate.upgrade(con)
+        deadline = time.monotonic() + timeout_s
+        while True:  # the source file may be busy with a collector's commit for a moment
+            try:
+                con.execute(f"ATTACH '{_quote(str(source.path))}' AS {SRC} (READ_ONLY)")
+                break
+            except duckdb.Error as exc:
+                if "lock" not in str(exc).lower() or time.monotonic() > deadline:
+                    raise StoreBusy(f"source store {source.describe()} is busy: {exc}") from exc
+                time.sleep(0.2)
+        return _copy(con, target, timeout_s, dry_run)
+    finally:
+        con.close()
+
+
+def _copy(con: duckdb.DuckDBPyConnection, target: StoreLocation, timeout_s: float,
+          dry_run: bool) -> tuple[list[TableCopy], int]:  # fmt: skip
+    from store.lake import is_conflict
+
+    tables = _source_tables(con)
+    target_tables = {
+        r[0]
+        for r in con.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE' "
+            "AND table_catalog = current_database() AND table_schema = current_schema()"
+        ).fetchall()
+    }
+    missing_tables = [t for t in tables if t not in target_tables]
+    if missing_tables:
+        raise StoreError(f"target {target.describe()} lacks table(s) {', '.join(missing_tables)}")
+    deadline = time.monotonic() + timeout_s
+    while True:
+        con.execute("BEGIN TRANSACTION")
+        try:
+            new_runs = con.execute(
+                f"SELECT count(*) FROM {SRC}.main.runs s "
+                "WHERE NOT EXISTS (SELECT 1 FROM runs t WHERE t.run_id = s.run_id)"
+            ).fetchone()[0]
+            copied = {}
+            for table in tables:  # names come from the source's catalog, checked above
+                copied[table] = con.execute(
+                    f"INSERT INTO {table} BY NAME SELECT * FROM {SRC}.main.{table} s "
+                    f"WHERE s.run_id IN (SELECT run_id FROM {SRC}.main.runs r WHERE NOT EXISTS "
+                    "(SELECT 1 FROM runs t WHERE t.run_id = r.run_id))"
+                ).fetchone()[0]
+            con.execute("ROLLBACK" if dry_run else "COMMIT")
+            break
+        except duckdb.Error as exc:
+            with contextlib.suppress(duckdb.Error):  # a failed COMMIT already ended it
+                con.execute("ROLLBACK")
+            if target.kind != "ducklake" or not is_conflict(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+    result = []
+    for table in tables:
+        src_n = con.execute(f"SELECT count(*) FROM {SRC}.main.{table}").fetchone()[0]
+        dst_n = con.execute(
+            f"SELECT count(*) FROM {table} WHERE run_id IN (SELECT run_id FROM {SRC}.main.runs)"
+        ).fetchone()[0]
+        result.append(TableCopy(table, src_n, copied[table], dst_n))
+    return result, new_runs
+
+
+def run(args: argparse.Namespace, ctx: Context) -> int:
+    target = resolve(args.to, data_path=args.data_path)
+    if target.url == ctx.loc.url:
+        raise InputError(f"--to {target.describe()}: the target is the source store")
+    try:
+        tables, new_runs = copy_store(ctx.loc, target, ctx.commit_timeout, args.dry_run)
+    except StoreMissing as exc:
+        raise InputError(str(exc)) from None
+    verb = "would copy" if args.dry_run else "copied"
+    for t in tables:
+        state = "ok" if t.ok or args.dry_run else "MISMATCH"
+        ctx.log.info(f"{t.table}: {t.source_rows} row(s) in source, {verb} {t.copied_rows}, "
+                     f"{t.target_rows} in target for these runs [{state}]")  # fmt: skip
+    bad = [t.table for t in tables if not t.ok and not args.dry_run]
+    if bad:
+        ctx.log.error(f"row counts differ for {', '.join(bad)}; the target keeps what committed")
+    else:
+        ctx.log.info(f"{verb} {new_runs} new run(s) from {ctx.loc.describe()} to "
+                     f"{target.describe()}")  # fmt: skip
+    ctx.emit({
+        "target": target.describe(), "new_runs": new_runs, "dry_run": bool(args.dry_run),
+        "tables": {t.table: {"source": t.source_rows, "copied": t.copied_rows,
+                             "target": t.target_rows} for t in tables},
+        "ok": not bad,
+    })  # fmt: skip
+    return EXIT_FAILED if bad else EXIT_OK

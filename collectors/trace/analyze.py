@@ -1,0 +1,238 @@
+"""One rank's analysis: categories, steps, busy/idle/exposed communication, aggregates.
+
+Input is a ``RawTrace`` (typed columns); output is a ``RankResult`` whose arrays become
+the trace_* tables. GPU traces are analysed on kernels + memcpy/memset; a trace without
+GPU activity on its top-level CPU ops (kind ``cpu_op``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from collectors.trace import metrics, steps as steps_mod, taxonomy
+from collectors.trace.reader import RawTrace
+
+KINDS = ("kernel", "memcpy", "memset", "cpu_op")
+CAT_INDEX = {c: i for i, c in enumerate(taxonomy.CATEGORIES)}
+_COMM_IDX = np.array([CAT_INDEX[c] for c in taxonomy.COMM])
+_CAST_OPS = {"aten::to", "aten::_to_copy", "aten::type_as", "aten::half", "aten::float",
+             "aten::bfloat16", "aten::double"}  # fmt: skip
+
+
+@dataclass
+class RankResult:
+    raw: RawTrace
+    has_gpu: bool
+    trace_start_us: float
+    steps: list[steps_mod.Step]
+    step_windows: np.ndarray  # (n, 2) GPU (or CPU-op) window per step
+    step_busy: np.ndarray
+    # per event (kernels/memcpy/memset, or top-level cpu ops)
+    kind: np.ndarray
+    start: np.ndarray
+    dur: np.ndarray
+    stream: np.ndarray
+    name: np.ndarray  # ids into raw.names
+    category: np.ndarray  # ids into taxonomy.CATEGORIES
+    dtype: list[str | None]  # per distinct (name, arg dtype), see dtype_of
+    dtype_of: np.ndarray  # index into dtype per event
+    step: np.ndarray  # -1 outside steps
+    times: metrics.RankTimes = field(default=None)  # type: ignore[assignment]
+
+
+def _launch_times(raw: RawTrace, corr: np.ndarray) -> np.ndarray:
+    """CPU time of the runtime call that launched each GPU event (NaN if unknown)."""
+    r_corr = np.frombuffer(raw.r_corr, dtype=np.int64)
+    r_ts = np.frombuffer(raw.r_ts, dtype=np.float64)
+    out = np.full(len(corr), np.nan)
+    if not len(r_corr) or not len(corr):
+        return out
+    order = np.argsort(r_corr, kind="stable")
+    sc, st = r_corr[order], r_ts[order]
+    k = np.clip(np.searchsorted(sc, corr), 0, len(sc) - 1)
+    hit = (sc[k] == corr) & (corr >= 0)
+    out[hit] = st[k[hit]]
+    return out
+
+
+def _cpu_intervals(raw: RawTrace, wanted: dict[int, int]) -> tuple[np.ndarray, ...]:
+    """CPU ops and annotations whose name id is in ``wanted``: (starts, ends, labels)."""
+    names = np.frombuffer(raw.c_name, dtype=np.int64)
+    ts = np.frombuffer(raw.c_ts, dtype=np.float64)
+    dur = np.frombuffer(raw.c_dur, dtype=np.float64)
+    ids = np.fromiter(wanted.keys(), dtype=np.int64, count=len(wanted))
+    sel = np.isin(names, ids)
+    starts = list(ts[sel])
+    ends = list(ts[sel] + dur[sel])
+    labels = [wanted[int(n)] for n in names[sel]]
+    for name, t, d, _tid in raw.cpu_annotations:
+        cat = taxonomy.collective_category(name) if name.startswith("nccl:") else None
+        if cat:
+            starts.append(t)
+            ends.append(t + d)
+            labels.append(CAT_INDEX[cat])
+    order = np.argsort(np.array(starts, dtype=np.float64), kind="stable")
+    return (np.array(starts, dtype=np.float64)[order], np.array(ends, dtype=np.float64)[order],
+            np.array(labels, dtype=np.int64)[order])  # fmt: skip
+
+
+def _gpu_categories(raw: RawTrace, name: np.ndarray, kind: np.ndarray, launch: np.ndarray,
+                    coll: np.ndarray) -> np.ndarray:  # fmt: skip
+    names = raw.names
+    by_name = np.array([CAT_INDEX[taxonomy.kernel_category(n)] for n in names], dtype=np.int64)
+    cat = by_name[name] if len(name) else np.zeros(0, dtype=np.int64)
+    cat[kind != 0] = CAT_INDEX["memory"]
+    generic = np.array([taxonomy.needs_collective(n) for n in names], dtype=bool)
+    copy = np.array([taxonomy.is_direct_copy(n) for n in names], dtype=bool)
+    need = np.flatnonzero((kind == 0) & generic[name]) if len(name) else name
+    if len(need):
+        # the kernel's own "Collective name" first, then the CPU collective around its launch
+        from_arg = np.array([_coll_idx(names[c]) if c >= 0 else -1 for c in coll[need]])
+        wanted = {i: CAT_INDEX[c] for i, n in enumerate(names)
+                  if n.startswith("c10d::") and (c := taxonomy.collective_category(n[6:]))}  # fmt: skip
+        s, e, lab = _cpu_intervals(raw, wanted)
+        from_cpu = metrics.containing(s, e, lab, launch[need])
+        resolved = np.where(from_arg >= 0, from_arg, from_cpu)
+        cat[need] = np.where(resolved >= 0, resolved, CAT_INDEX["other_comm"])
+    copies = np.flatnonzero((kind == 0) & copy[name]) if len(name) else name
+    if len(copies):
+        # direct_copy_kernel_cuda is a cast when an aten::to/_to_copy op launched it
+        wanted = {i: 1 for i, n in enumerate(names) if n in _CAST_OPS}
+        s, e, lab = _cpu_intervals(raw, wanted) if wanted else (np.zeros(0),) * 3
+        cast = metrics.containing(s, e, lab, launch[copies]) > 0 if len(s) else None
+        if cast is not None:
+            cat[copies[cast]] = CAT_INDEX["cast_quant"]
+    return cat
+
+
+def _coll_idx(label: str) -> int:
+    c = taxonomy.collective_category(label)
+    return CAT_INDEX[c] if c else -1
+
+
+def _top_level_cpu(raw: RawTrace) -> np.ndarray:
+    """Indices of CPU ops not nested in another op of the same thread."""
+    ts = np.frombuffer(raw.c_ts, dtype=np.float64)
+    dur = np.frombuffer(raw.c_dur, dtype=np.float64)
+    tid = np.frombuffer(raw.c_tid, dtype=np.int64)
+    order = np.lexsort((-dur, ts, tid))
+    keep = np.zeros(len(ts), dtype=bool)
+    bounds = np.flatnonzero(np.diff(tid[order])) + 1
+    for grp in np.split(order, bounds):
+        if not len(grp):
+            continue
+        end = np.maximum.accumulate(ts[grp] + dur[grp])
+        top = np.ones(len(grp), dtype=bool)
+        top[1:] = ts[grp][1:] >= end[:-1]
+        keep[grp[top]] = True
+    return np.flatnonzero(keep)
+
+
+def analyze(raw: RawTrace) -> RankResult:
+    has_gpu = len(raw.g_ts) > 0
+    if has_gpu:
+        kind = np.frombuffer(raw.g_kind, dtype=np.int8).astype(np.int64)
+        start = np.frombuffer(raw.g_ts, dtype=np.float64)
+        dur = np.frombuffer(raw.g_dur, dtype=np.float64)
+        stream = np.frombuffer(raw.g_stream, dtype=np.int64)
+        name = np.frombuffer(raw.g_name, dtype=np.int64)
+        launch = _launch_times(raw, np.frombuffer(raw.g_corr, dtype=np.int64))
+        coll = np.frombuffer(raw.g_coll, dtype=np.int64)
+        category = _gpu_categories(raw, name, kind, launch, coll)
+        arg_dtype = np.frombuffer(raw.g_dtype, dtype=np.int64)
+    else:
+        top = _top_level_cpu(raw)
+        start = np.frombuffer(raw.c_ts, dtype=np.float64)[top]
+        dur = np.frombuffer(raw.c_dur, dtype=np.float64)[top]
+        tids = np.array([t if isinstance(t, int) else i for i, t in enumerate(raw.tids)])
+        stream = tids[np.frombuffer(raw.c_tid, dtype=np.int64)[top]] if len(top) else top
+        name = np.frombuffer(raw.c_name, dtype=np.int64)[top]
+        kind = np.full(len(top), 3, dtype=np.int64)
+        launch = start.copy()
+        by_name = [CAT_INDEX[taxonomy.cpu_op_category(n)] for n in raw.names]
+        category = np.array(by_name, dtype=np.int64)[name] if len(name) else name
+        arg_dtype = np.full(len(top), -1, dtype=np.int64)
+    dtypes, dtype_of = _dtypes(raw, name, category, arg_dtype)
+    end = start + dur
+    busy = metrics.union(start, end)
+    found = steps_mod.annotated_steps(raw.cpu_annotations, raw.gpu_annotations)
+    by_gpu = bool(found) and has_gpu and all(s.gpu_start is not None for s in found)
+    if found:
+        step = steps_mod.assign(found, launch, start, by_gpu)
+        windows = _windows(found, step, start, end, by_gpu)
+    else:
+        found = steps_mod.gap_steps(busy.start, busy.end)
+        step = steps_mod.assign(found, np.full(len(start), np.nan), start, True)
+        windows = np.array([[s.gpu_start, s.gpu_end] for s in found]).reshape(-1, 2)
+    if not found or found[0].source == "gap":
+        win = metrics.union(busy.start[:1], busy.end[-1:])  # the whole active span
+    else:
+        win = metrics.union(windows[:, 0], windows[:, 1])
+    is_comm = np.isin(category, _COMM_IDX)
+    comm = metrics.union(start[is_comm], end[is_comm])
+    compute_sel = ~is_comm & (kind != 1) & (kind != 2)
+    compute = metrics.union(start[compute_sel], end[compute_sel])
+    times = metrics.rank_times(win, busy, comm, compute)
+    step_busy = busy.within(windows[:, 0], windows[:, 1]) if len(windows) else np.zeros(0)
+    return RankResult(
+        raw=raw, has_gpu=has_gpu, trace_start_us=_trace_start(raw), steps=found,
+        step_windows=windows, step_busy=step_busy, kind=kind, start=start, dur=dur,
+        stream=stream, name=name, category=category, dtype=dtypes, dtype_of=dtype_of,
+        step=step, times=times,
+    )  # fmt: skip
+
+
+def _windows(found, step, start, end, by_gpu) -> np.ndarray:
+    """GPU window per step: its gpu annotation, else the extent of its events."""
+    n = len(found)
+    if by_gpu:
+        return np.array([[s.gpu_start, s.gpu_end] for s in found]).reshape(n, 2)
+    lo = np.full(n, np.inf)
+    hi = np.full(n, -np.inf)
+    sel = step >= 0
+    np.minimum.at(lo, step[sel], start[sel])
+    np.maximum.at(hi, step[sel], end[sel])
+    empty = ~np.isfinite(lo)  # nothing ran: fall back to the CPU annotation
+    lo[empty] = [found[i].cpu_start for i in np.flatnonzero(empty)]
+    hi[empty] = [found[i].cpu_end for i in np.flatnonzero(empty)]
+    return np.stack([lo, hi], axis=1)
+
+
+def _dtypes(raw: RawTrace, name, category, arg_dtype) -> tuple[list[str | None], np.ndarray]:
+    """Normalised dtype for collective events; None elsewhere."""
+    values: list[str | None] = [None]
+    out = np.zeros(len(name), dtype=np.int64)
+    comm = np.flatnonzero(np.isin(category, _COMM_IDX))
+    if not len(comm):
+        return values, out
+    pairs = np.stack([name[comm], arg_dtype[comm]], axis=1)
+    uniq, inverse = np.unique(pairs, axis=0, return_inverse=True)
+    index: dict[str | None, int] = {None: 0}
+    codes = []
+    for n, d in uniq:
+        value = taxonomy.collective_dtype(raw.names[n], raw.names[d] if d >= 0 else None)
+        if value not in index:
+            index[value] = len(values)
+            values.append(value)
+        codes.append(index[value])
+    out[comm] = np.array(codes, dtype=np.int64)[inverse.reshape(-1)]
+    return values, out
+
+
+def _trace_start(raw: RawTrace) -> float:
+    firsts = [float(np.min(np.frombuffer(a, dtype=np.float64)))
+              for a in (raw.g_ts, raw.c_ts, raw.r_ts) if len(a)]  # fmt: skip
+    firsts += [a[1] for a in raw.cpu_annotations] + [a[1] for a in raw.gpu_annotations]
+    return min(firsts) if firsts else 0.0
+
+
+def meta_value(meta: dict[str, Any], *keys: str) -> Any:
+    value: Any = meta
+    for k in keys:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(k)
+    return value

@@ -1,0 +1,146 @@
+"""Step detection: which part of a trace is one decode/training step.
+
+Sources, first found wins:
+  1. vLLM ``execute_*`` CPU annotations. New form ``execute_context_{n}({tokens})_
+     generation_{m}({tokens})`` (some builds prefix the total, ``execute_{N}_context_...``,
+     and put ``sq{tokens}sk{...}`` in the brackets); old form
+     ``execute_new_{n}_cached_{m}`` (request counts only, no token counts).
+  2. ``ProfilerStep#N`` (torch.profiler with a schedule).
+  3. SGLang's ``step[MODE bs=N]`` ranges.
+  4. Otherwise GPU (or, in CPU-only traces, top-level CPU op) idle gaps: a gap longer than
+     max(200 us, 20 x the median gap) separates two steps.
+
+A step's GPU window is its ``gpu_user_annotation`` twin when the trace has one; else the
+extent of the GPU work launched while its CPU annotation was open (with CUDA graphs the
+kernels run after the annotation closes, so GPU time alone would miss them).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+_VLLM_NEW = re.compile(
+    r"^execute_(?:\d+_)?context_(?P<cr>\d+)\((?P<ct>[^)]*)\)_generation_(?P<gr>\d+)"
+    r"\((?P<gt>[^)]*)\)"
+)
+_VLLM_OLD = re.compile(r"^execute_new_(?P<new>\d+)_cached_(?P<cached>\d+)")
+_PROFILER_STEP = re.compile(r"^ProfilerStep#\d+$")
+_SGLANG = re.compile(r"^step\[[A-Za-z_]+[^\]]*\]$")
+_SQ = re.compile(r"sq(\d+)")
+
+MIN_GAP_US = 200.0
+GAP_FACTOR = 20.0
+
+
+@dataclass
+class Step:
+    name: str
+    source: str  # vllm | profiler_step | sglang | gap
+    cpu_start: float  # us, absolute trace time
+    cpu_end: float
+    gpu_start: float | None = None  # from a gpu_user_annotation when present
+    gpu_end: float | None = None
+    context_tokens: int | None = None
+    generation_tokens: int | None = None
+    context_requests: int | None = None
+    generation_requests: int | None = None
+
+
+def _tokens(text: str) -> int | None:
+    """Token count inside vLLM's brackets: ``37`` or ``sq37sk34489...``."""
+    text = text.strip()
+    if text.isdigit():
+        return int(text)
+    m = _SQ.match(text)
+    return int(m.group(1)) if m else None
+
+
+def _vllm(name: str, ts: float, dur: float) -> Step | None:
+    m = _VLLM_NEW.match(name)
+    if m:
+        return Step(name, "vllm", ts, ts + dur,
+                    context_tokens=_tokens(m["ct"]), generation_tokens=_tokens(m["gt"]),
+                    context_requests=int(m["cr"]), generation_requests=int(m["gr"]))  # fmt: skip
+    m = _VLLM_OLD.match(name)
+    if m:
+        return Step(name, "vllm", ts, ts + dur,
+                    context_requests=int(m["new"]), generation_requests=int(m["cached"]))  # fmt: skip
+    return None
+
+
+def annotated_steps(
+    cpu_annotations: list[tuple[str, float, float, object]],
+    gpu_annotations: list[tuple[str, float, float]],
+) -> list[Step]:
+    """Steps from annotations (sources 1-3), sorted by CPU start; [] when none."""
+    found: list[Step] = []
+    for name, ts, dur, _tid in cpu_annotations:
+        step = _vllm(name, ts, dur)
+        if step:
+            found.append(step)
+    if not found:
+        for source, rx in (("profiler_step", _PROFILER_STEP), ("sglang", _SGLANG)):
+            found = [Step(n, source, ts, ts + d) for n, ts, d, _ in cpu_annotations if rx.match(n)]
+            if found:
+                break
+    found.sort(key=lambda s: s.cpu_start)
+    # the k-th GPU annotation of a name is the GPU side of the k-th CPU one
+    gpu: dict[str, list[tuple[float, float]]] = {}
+    for name, ts, dur in sorted(gpu_annotations, key=lambda a: a[1]):
+        gpu.setdefault(name, []).append((ts, ts + dur))
+    seen: dict[str, int] = {}
+    for step in found:
+        k = seen.get(step.name, 0)
+        seen[step.name] = k + 1
+        twins = gpu.get(step.name, [])
+        if k < len(twins):
+            step.gpu_start, step.gpu_end = twins[k]
+    return found
+
+
+def gap_steps(start: np.ndarray, end: np.ndarray) -> list[Step]:
+    """Steps split at long idle gaps of the merged busy intervals (already a union)."""
+    if not len(start):
+        return []
+    gaps = start[1:] - end[:-1]
+    positive = gaps[gaps > 0]
+    threshold = max(MIN_GAP_US, GAP_FACTOR * float(np.median(positive))) if len(positive) else 0
+    cuts = np.flatnonzero(gaps > threshold) if len(positive) else np.zeros(0, dtype=int)
+    firsts = np.r_[0, cuts + 1]
+    lasts = np.r_[cuts, len(start) - 1]
+    return [
+        Step(f"gap#{i}", "gap", float(start[a]), float(end[b]), float(start[a]), float(end[b]))
+        for i, (a, b) in enumerate(zip(firsts, lasts, strict=True))
+    ]
+
+
+def assign(
+    steps: list[Step], when: np.ndarray, gpu_start: np.ndarray, by_gpu_window: bool
+) -> np.ndarray:
+    """Step index of every event (-1: outside all steps).
+
+    ``when`` is the CPU launch time (NaN when unknown). Steps with GPU windows take the
+    events that start inside the window; others take the events launched inside the CPU
+    annotation, or, without a launch time, the ones that start inside it.
+    """
+    out = np.full(len(gpu_start), -1, dtype=np.int64)
+    if not steps or not len(gpu_start):
+        return out
+    if by_gpu_window:
+        a = np.array([s.gpu_start for s in steps])
+        b = np.array([s.gpu_end for s in steps])
+        t = gpu_start
+    else:
+        a = np.array([s.cpu_start for s in steps])
+        b = np.array([s.cpu_end for s in steps])
+        t = np.where(np.isnan(when), gpu_start, when)
+    order = np.argsort(a, kind="stable")
+    a, b = a[order], b[order]
+    k = np.searchsorted(a, t, side="right") - 1
+    kk = np.maximum(k, 0)
+    hit = (k >= 0) & (t <= b[kk])
+    out[hit] = order[kk[hit]]
+    return out

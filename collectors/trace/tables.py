@@ -1,0 +1,239 @@
+"""RankResults -> the five trace_* tables (pyarrow), the --json summary, run info."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from collectors.trace import taxonomy
+from collectors.trace.analyze import KINDS, RankResult, meta_value
+
+CATS = np.array(taxonomy.CATEGORIES, dtype=object)
+
+
+@dataclass
+class Built:
+    tables: dict[str, Any]
+    summary: dict[str, Any]
+    run_info: dict[str, Any]
+
+
+def _device_name(meta: dict[str, Any]) -> str | None:
+    props = meta.get("deviceProperties")
+    if isinstance(props, list):
+        for d in props:
+            if isinstance(d, dict) and d.get("name"):
+                return str(d["name"])
+    return None
+
+
+def _base_ns(meta: dict[str, Any]) -> int:
+    try:
+        return int(meta.get("baseTimeNanoseconds") or 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+def _dict_array(codes: np.ndarray, values: list[Any]):
+    """Dictionary-encoded strings: a 100 M-row kernel table stays compact on disk.
+
+    A None value becomes a null entry (masked index), never a null in the dictionary.
+    """
+    import pyarrow as pa
+
+    null = np.array([v is None for v in values], dtype=bool)
+    mask = null[codes] if null.any() and len(codes) else None
+    indices = pa.array(codes.astype(np.int32), type=pa.int32(), mask=mask)
+    dictionary = pa.array(["" if v is None else v for v in values], type=pa.string())
+    return pa.DictionaryArray.from_arrays(indices, dictionary)
+
+
+def build(results: list[RankResult], ranks: list[tuple[int, str]]) -> Built:
+    import pyarrow as pa
+
+    rank_rows, step_rows, cat_rows, stat_parts, kernel_parts = [], [], [], [], []
+    for res, (rank, source) in zip(results, ranks, strict=True):
+        raw, t = res.raw, res.times
+        dist = raw.meta.get("distributedInfo") if isinstance(raw.meta, dict) else None
+        dist = dist if isinstance(dist, dict) else {}
+        rank_rows.append({
+            "rank": rank, "file": str(raw.path), "size_bytes": raw.size_bytes,
+            "partial": raw.partial, "rank_source": source,
+            "world_size": _int(dist.get("world_size")), "backend": _str(dist.get("backend")),
+            "nccl_version": _str(dist.get("nccl_version")), "device_name": _device_name(raw.meta),
+            "events_total": raw.events_total, "events_kept": raw.events_kept,
+            "kernels": len(raw.g_ts), "has_gpu": res.has_gpu,
+            "busy_us": t.busy_us, "idle_us": t.idle_us, "span_us": t.span_us,
+            "comm_us": t.comm_us, "exposed_comm_us": t.exposed_comm_us,
+            "steps": len(res.steps),
+            "trace_start_ns": int(round(res.trace_start_us * 1000)) + _base_ns(raw.meta),
+            "step_source": res.steps[0].source if res.steps else None,
+        })  # fmt: skip
+        t0 = res.trace_start_us
+        for i, s in enumerate(res.steps):
+            a, b = res.step_windows[i]
+            step_rows.append({
+                "rank": rank, "step": i, "name": s.name, "source": s.source,
+                "start_us": float(a - t0), "wall_us": float(b - a),
+                "busy_us": float(res.step_busy[i]),
+                "context_tokens": s.context_tokens, "generation_tokens": s.generation_tokens,
+                "context_requests": s.context_requests,
+                "generation_requests": s.generation_requests,
+            })  # fmt: skip
+        cat_rows.append(_step_categories(res, rank))
+        stat_parts.append(_kernel_stats(res, rank))
+        kernel_parts.append(_kernels(res, rank))
+    tables = {
+        "trace_ranks": pa.Table.from_pylist(rank_rows, schema=_RANK_SCHEMA()),
+        "trace_steps": pa.Table.from_pylist(step_rows, schema=_STEP_SCHEMA()),
+        "trace_step_categories": pa.concat_tables(cat_rows),
+        "trace_kernel_stats": pa.concat_tables(stat_parts),
+        "trace_kernels": pa.concat_tables(kernel_parts, promote_options="permissive"),
+    }
+    return Built(tables, _summary(results, ranks, tables), _run_info(results, ranks))
+
+
+def _int(v: Any) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _str(v: Any) -> str | None:
+    return None if v is None else str(v)
+
+
+def _step_categories(res: RankResult, rank: int):
+    import pyarrow as pa
+
+    sel = res.step >= 0
+    key = res.step[sel] * len(CATS) + res.category[sel]
+    uniq, inverse, calls = np.unique(key, return_inverse=True, return_counts=True)
+    total = np.bincount(inverse, weights=res.dur[sel], minlength=len(uniq))
+    return pa.table({
+        "rank": pa.array(np.full(len(uniq), rank), type=pa.int32()),
+        "step": pa.array(uniq // len(CATS), type=pa.int32()),
+        "category": pa.array(CATS[uniq % len(CATS)].tolist(), type=pa.string()),
+        "calls": pa.array(calls, type=pa.int64()),
+        "total_us": pa.array(total, type=pa.float64()),
+    })  # fmt: skip
+
+
+def _kernel_stats(res: RankResult, rank: int):
+    import pyarrow as pa
+
+    n = len(res.name)
+    key = np.stack([res.name, res.category, res.dtype_of], axis=1) if n else np.zeros((0, 3))
+    uniq, inverse, calls = np.unique(key, axis=0, return_inverse=True, return_counts=True)
+    inverse = inverse.reshape(-1)
+    m = len(uniq)
+    total = np.bincount(inverse, weights=res.dur, minlength=m)
+    lo = np.full(m, np.inf)
+    hi = np.full(m, -np.inf)
+    np.minimum.at(lo, inverse, res.dur)
+    np.maximum.at(hi, inverse, res.dur)
+    sel = res.step >= 0
+    pairs = np.unique(np.stack([inverse[sel], res.step[sel]], axis=1), axis=0)
+    steps_seen = np.bincount(pairs[:, 0], minlength=m) if len(pairs) else np.zeros(m, int)
+    names = res.raw.names
+    return pa.table({
+        "rank": pa.array(np.full(m, rank), type=pa.int32()),
+        "name": pa.array([names[int(i)] for i in uniq[:, 0]], type=pa.string()),
+        "category": pa.array(CATS[uniq[:, 1].astype(int)].tolist(), type=pa.string()),
+        "dtype": pa.array([res.dtype[int(i)] for i in uniq[:, 2]], type=pa.string()),
+        "calls": pa.array(calls, type=pa.int64()),
+        "total_us": pa.array(total, type=pa.float64()),
+        "min_us": pa.array(lo, type=pa.float64()),
+        "max_us": pa.array(hi, type=pa.float64()),
+        "steps_seen": pa.array(steps_seen, type=pa.int32()),
+    })  # fmt: skip
+
+
+def _kernels(res: RankResult, rank: int):
+    import pyarrow as pa
+
+    n = len(res.name)
+    used, name_codes = np.unique(res.name, return_inverse=True) if n else (res.name, res.name)
+    names = res.raw.names
+    step = pa.array(res.step.astype(np.int32), type=pa.int32(), mask=res.step < 0)
+    return pa.table({
+        "rank": pa.array(np.full(n, rank, dtype=np.int32), type=pa.int32()),
+        "step": step,
+        "stream": pa.array(res.stream, type=pa.int64()),
+        "start_us": pa.array(res.start - res.trace_start_us, type=pa.float64()),
+        "dur_us": pa.array(res.dur, type=pa.float64()),
+        "name": _dict_array(np.asarray(name_codes).reshape(-1), [names[int(i)] for i in used]),
+        "category": _dict_array(res.category, list(taxonomy.CATEGORIES)),
+        "dtype": _dict_array(res.dtype_of, [d for d in res.dtype]),
+        "kind": _dict_array(res.kind, list(KINDS)),
+    })  # fmt: skip
+
+
+def _summary(results, ranks, tables) -> dict[str, Any]:
+    cats = tables["trace_step_categories"]
+    by_cat = {c: {"calls": 0, "total_us": 0.0} for c in taxonomy.CATEGORIES}
+    for c, calls, total in zip(cats["category"].to_pylist(), cats["calls"].to_pylist(),
+                               cats["total_us"].to_pylist(), strict=True):  # fmt: skip
+        by_cat[c]["calls"] += calls
+        by_cat[c]["total_us"] += total
+    for v in by_cat.values():
+        v["total_us"] = round(v["total_us"], 3)
+    per_rank = {
+        rank: {
+            "busy_us": round(r.times.busy_us, 3), "idle_us": round(r.times.idle_us, 3),
+            "span_us": round(r.times.span_us, 3),
+            "exposed_comm_us": round(r.times.exposed_comm_us, 3),
+        }
+        for r, (rank, _src) in zip(results, ranks, strict=True)
+    }  # fmt: skip
+    return {
+        "ranks": [rank for rank, _ in ranks],
+        "steps": max((len(r.steps) for r in results), default=0),
+        "partial": any(r.raw.partial for r in results),
+        "categories": by_cat,
+        "per_rank": per_rank,
+    }
+
+
+def _run_info(results: list[RankResult], ranks) -> dict[str, Any]:
+    metas = [r.raw.meta for r in results]
+    devices = sorted({d for m in metas if (d := _device_name(m))})
+    return {
+        "world_size": next((v for m in metas if (v := _int(meta_value(m, "distributedInfo",
+                                                                        "world_size")))), None),
+        "backend": next((v for m in metas if (v := meta_value(m, "distributedInfo", "backend"))),
+                        None),
+        "nccl_version": next((v for m in metas
+                              if (v := meta_value(m, "distributedInfo", "nccl_version"))), None),
+        "devices": devices,
+        "has_gpu": any(r.has_gpu for r in results),
+        "ranks": [rank for rank, _ in ranks],
+        "files": [str(r.raw.path) for r in results],
+    }  # fmt: skip
+
+
+def _RANK_SCHEMA():  # noqa: N802 - schema factories keep pyarrow out of module import
+    import pyarrow as pa
+
+    return pa.schema([
+        ("rank", pa.int32()), ("file", pa.string()), ("size_bytes", pa.int64()),
+        ("partial", pa.bool_()), ("rank_source", pa.string()), ("world_size", pa.int32()),
+        ("backend", pa.string()), ("nccl_version", pa.string()), ("device_name", pa.string()),
+        ("events_total", pa.int64()), ("events_kept", pa.int64()), ("kernels", pa.int64()),
+        ("has_gpu", pa.bool_()), ("busy_us", pa.float64()), ("idle_us", pa.float64()),
+        ("span_us", pa.float64()), ("comm_us", pa.float64()),
+        ("exposed_comm_us", pa.float64()), ("steps", pa.int32()),
+        ("trace_start_ns", pa.int64()), ("step_source", pa.string()),
+    ])  # fmt: skip
+
+
+def _STEP_SCHEMA():  # noqa: N802
+    import pyarrow as pa
+
+    return pa.schema([
+        ("rank", pa.int32()), ("step", pa.int32()), ("name", pa.string()),
+        ("source", pa.string()), ("start_us", pa.float64()), ("wall_us", pa.float64()),
+        ("busy_us", pa.float64()), ("context_tokens", pa.int32()),
+        ("generation_tokens", pa.int32()), ("context_requests", pa.int32()),
+        ("generation_requests", pa.int32()),
+    ])  # fmt: skip

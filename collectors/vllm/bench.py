@@ -1,0 +1,174 @@
+"""``vllm-bench``: serving benchmarks per concurrency, with the layout they ran under.
+
+Two modes: ``--results FILE|DIR ...`` imports existing ``vllm bench serve --save-result``
+JSON (no measurement lock: it only reads files); ``--url URL --concurrency 1,4,16`` runs
+``vllm bench serve`` once per concurrency (vLLM must be installed here) under the host-wide
+measurement lock, then imports what it saved.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import shlex
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from collectors.context import Context
+from collectors.errors import EXIT_OK, InputError, MeasurementError
+from collectors.lock import LockHeld, measurement_lock
+from collectors.vllm import bench_result, client
+from collectors.vllm import layout as layout_mod
+from store.bundle import Bundle, content_run_id, new_run_id
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    src = parser.add_argument_group("what to store (one of)")
+    src.add_argument("--results", nargs="+", type=Path, metavar="PATH",
+                     help="import saved result JSON files or folders of them")  # fmt: skip
+    src.add_argument("--url", help="run `vllm bench serve` against this server")
+    run = parser.add_argument_group("sweep (with --url)")
+    run.add_argument("--concurrency", default="1,2,4,8,16,32",
+                     help="comma-separated --max-concurrency values (default 1,2,4,8,16,32)")  # fmt: skip
+    run.add_argument("--num-prompts", type=int, default=None,
+                     help="requests per concurrency (default max(4 x c, 16))")  # fmt: skip
+    run.add_argument("--input-len", type=int, default=1024, help="prompt tokens (default 1024)")
+    run.add_argument("--output-len", type=int, default=256, help="output tokens (default 256)")
+    run.add_argument("--model", help="served model name (default: the server's first model)")
+    run.add_argument("--vllm-bin", default="vllm", help="the vllm executable (default: vllm)")
+    run.add_argument("--bench-args", default="",
+                     help="extra arguments for `vllm bench serve`, one quoted string")  # fmt: skip
+    run.add_argument("--wait", action="store_true",
+                     help="wait for another measurement to finish instead of skipping")  # fmt: skip
+    run.add_argument("--wait-timeout", type=float, default=None, metavar="S",
+                     help="give up waiting after S seconds (exit 0, skipped)")  # fmt: skip
+    lay = parser.add_argument_group("layout the server ran with")
+    lay.add_argument("--server-args",
+                     help="the `vllm serve` command line, e.g. \"-tp 8 --enable-expert-parallel\"")  # fmt: skip
+    lay.add_argument("--vllm-version", help="server vLLM version (default: asked via /version)")
+
+
+def run(args: argparse.Namespace, ctx: Context) -> int:
+    if bool(args.results) == bool(args.url):
+        raise InputError("vllm-bench: give either --results PATH... (import) or --url URL (run)")
+    server_layout = _cli_layout(args)
+    if args.results:
+        return _import(args, ctx, bench_result.result_files(args.results), server_layout)
+    try:
+        with measurement_lock("vllm-bench", args.wait, args.wait_timeout):
+            return _sweep(args, ctx, server_layout)
+    except LockHeld as exc:
+        ctx.log.warning(f"skipped: {exc}; use --wait to queue behind it")
+        return EXIT_OK
+
+
+def _cli_layout(args: argparse.Namespace) -> layout_mod.Layout | None:
+    if not args.server_args:
+        return None
+    try:
+        return layout_mod.from_server_args(args.server_args)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+
+
+def _rows(files: list[Path], layout: layout_mod.Layout | None, version: str | None,
+          source: str | None = None) -> list[dict]:  # fmt: skip
+    rows = []
+    for f in files:
+        for obj in bench_result.load_results(f):
+            lay = layout or bench_result.layout_from_metadata(obj)
+            rows.append(bench_result.to_row(obj, source or f.name, lay, version))
+    return rows
+
+
+def _import(args: argparse.Namespace, ctx: Context, files: list[Path],
+            layout: layout_mod.Layout | None) -> int:  # fmt: skip
+    rows = _rows(files, layout, args.vllm_version)
+    digest = hashlib.sha256()
+    for f in sorted(files, key=lambda p: p.name):
+        digest.update(f.read_bytes())
+    if layout:
+        digest.update(repr(sorted(layout.as_dict().items())).encode())
+    run_id = content_run_id("vllm-bench", digest.digest())
+    return _submit(ctx, run_id, rows, f"imported {len(rows)} result(s) from {len(files)} file(s)",
+                   args.vllm_version)  # fmt: skip
+
+
+def _submit(ctx: Context, run_id: str, rows: list[dict], what: str, version: str | None) -> int:
+    from collectors import env as env_mod
+
+    env = env_mod.snapshot()
+    if version:
+        env["vllm"] = version
+    unknown = sum(1 for r in rows if r["layout"] is None)
+    message = (f"{unknown} result(s) without a known layout; pass --server-args"
+               if unknown else None)  # fmt: skip
+    record = ctx.run_record(run_id, env=env, message=message)
+    conc = sorted({r["concurrency"] for r in rows if r["concurrency"] is not None})
+    models = sorted({r["model_id"] for r in rows if r["model_id"]})
+    ctx.log.info(f"{what}: concurrency {conc}, models {models}")
+    if unknown:
+        ctx.log.warning(message)
+    summary = {"results": len(rows), "concurrency": conc, "models": models,
+               "layouts": sorted({r["layout"] for r in rows if r["layout"]})}  # fmt: skip
+    return ctx.submit(Bundle(record, {"serving_bench": rows}), summary)
+
+
+def build_command(args: argparse.Namespace, base: str, model: str, concurrency: int,
+                  result_dir: Path, layout: layout_mod.Layout | None) -> list[str]:  # fmt: skip
+    """The `vllm bench serve` command for one concurrency (flags as in vllm/benchmarks/serve.py)."""
+    num = args.num_prompts or max(4 * concurrency, 16)
+    cmd = [args.vllm_bin, "bench", "serve", "--backend", "vllm", "--base-url", base,
+           "--model", model, "--dataset-name", "random",
+           "--random-input-len", str(args.input_len), "--random-output-len", str(args.output_len),
+           "--num-prompts", str(num), "--max-concurrency", str(concurrency),
+           "--request-rate", "inf", "--ignore-eos", "--disable-tqdm",
+           "--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,90,99",
+           "--save-result", "--result-dir", str(result_dir),
+           "--result-filename", f"c{concurrency}.json"]  # fmt: skip
+    if layout and layout.known:
+        cmd += ["--metadata", f"tp={layout.tp}", f"pp={layout.pp or 1}", f"dp={layout.dp or 1}",
+                f"ep={int(bool(layout.ep))}"]  # fmt: skip
+    return cmd + shlex.split(args.bench_args or "")
+
+
+def _sweep(args: argparse.Namespace, ctx: Context, layout: layout_mod.Layout | None) -> int:
+    try:
+        base = client.normalize_base(args.url)
+        levels = sorted({int(x) for x in args.concurrency.split(",") if x.strip()})
+    except ValueError as exc:
+        raise InputError(f"--url/--concurrency: {exc}") from None
+    if not levels or min(levels) < 1:
+        raise InputError("--concurrency: give positive integers, e.g. 1,4,16")
+    if shutil.which(args.vllm_bin) is None:
+        raise InputError(
+            f"{args.vllm_bin}: not found, so `vllm bench serve` cannot run here; install vLLM "
+            "(pip install vllm) or import saved results with --results FILE..."
+        )
+    try:
+        version = args.vllm_version or client.get_json(f"{base}/version").get("version")
+        models = client.get_json(f"{base}/v1/models").get("data") or []
+    except (client.ServerUnreachable, client.HttpStatus) as exc:
+        raise MeasurementError(f"vLLM server down? {exc}") from None
+    model = args.model or (models[0]["id"] if models else None)
+    if not model:
+        raise MeasurementError(f"{base}/v1/models lists no model")
+    with tempfile.TemporaryDirectory(prefix="stepscope-bench-") as tmp:
+        files = []
+        for c in levels:
+            cmd = build_command(args, base, model, c, Path(tmp), layout)
+            ctx.log.info(f"concurrency {c}: {shlex.join(cmd)}")
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+            out = Path(tmp) / f"c{c}.json"
+            if proc.returncode != 0 or not out.exists():
+                tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+                raise MeasurementError(
+                    f"`vllm bench serve` failed at concurrency {c} (exit {proc.returncode}): "
+                    f"{tail[0][:200]}"
+                )
+            files.append(out)
+        rows = _rows(files, layout, version, source="sweep")
+    return _submit(ctx, new_run_id("vllm-bench"), rows, f"ran {len(levels)} concurrency level(s)",
+                   version)  # fmt: skip

@@ -1,0 +1,153 @@
+"""Read ``vllm bench serve --save-result`` JSON files into ``serving_bench`` rows.
+
+Shape (vllm/benchmarks/serve.py, ``main_async`` + ``benchmark``): top-level ``date``,
+``endpoint_type``, ``backend``, ``label``, ``model_id``, ``tokenizer_id``, ``num_prompts``,
+any ``--metadata KEY=VALUE`` pairs, ``request_rate`` (a number or the string ``"inf"``),
+``burstiness``, ``max_concurrency``, then ``duration``, ``completed``, ``failed``,
+``total_input_tokens``, ``total_output_tokens``, ``request_throughput``,
+``output_throughput``, ``total_token_throughput``, ``max_output_tokens_per_s``,
+``max_concurrent_requests`` and ``{mean,median,std,pNN}_{ttft,tpot,itl,e2el}_ms`` (pNN from
+``--metric-percentiles``, default 99). ``--append-result`` writes one JSON object per line.
+Older releases (benchmarks/benchmark_serving.py) wrote the same keys.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from pathlib import Path
+from typing import Any
+
+from collectors.errors import InputError
+from collectors.vllm.layout import Layout
+
+METRICS = ("ttft", "tpot", "itl", "e2el")
+_STATS = ("mean", "median", "std", "p90", "p99")
+_TOP = (
+    "duration", "completed", "failed", "total_input_tokens", "total_output_tokens",
+    "request_throughput", "output_throughput", "total_token_throughput",
+    "max_output_tokens_per_s", "max_concurrent_requests",
+)  # fmt: skip
+_BIG = {"input_lens", "output_lens", "ttfts", "itls", "latencies", "start_times",
+        "queue_times", "generated_texts", "errors"}  # fmt: skip
+_LAYOUT_KEYS = {"tp": ("tp", "tensor_parallel_size"), "pp": ("pp", "pipeline_parallel_size"),
+                "dp": ("dp", "data_parallel_size")}  # fmt: skip
+
+
+def result_files(paths: list[Path]) -> list[Path]:
+    """Expand folders to their ``*.json`` results, skipping the ``*.pytorch.json`` twins."""
+    out: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            out.extend(sorted(q for q in p.glob("*.json") if not q.name.endswith(".pytorch.json")))
+        elif p.is_file():
+            out.append(p)
+        else:
+            raise InputError(f"{p}: no such file or folder")
+    if not out:
+        raise InputError(f"{', '.join(map(str, paths))}: no vllm bench serve result (*.json) found")
+    return out
+
+
+def load_results(path: Path) -> list[dict[str, Any]]:
+    """One or more result objects from a file (``--append-result`` puts one per line)."""
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read ({exc})") from None
+    try:
+        objs = [json.loads(text)]
+    except ValueError:
+        try:
+            objs = [json.loads(line) for line in text.splitlines() if line.strip()]
+        except ValueError as exc:
+            raise InputError(f"{path}: not JSON ({exc})") from None
+    for obj in objs:
+        if (
+            not isinstance(obj, dict)
+            or "request_throughput" not in obj
+            or not any(f"mean_{m}_ms" in obj for m in METRICS)
+        ):
+            raise InputError(
+                f"{path}: not a `vllm bench serve --save-result` file (no request_throughput "
+                "and mean_*_ms keys)"
+            )
+    return objs
+
+
+def _num(v: Any) -> float | None:
+    if isinstance(v, bool) or v is None:
+        return None
+    if isinstance(v, (int, float)):
+        return None if (isinstance(v, float) and math.isnan(v)) else float(v)
+    if isinstance(v, str):
+        try:
+            return float(v)
+        except ValueError:
+            return None
+    return None
+
+
+def _int(v: Any) -> int | None:
+    f = _num(v)
+    return None if f is None or math.isinf(f) else int(f)
+
+
+def layout_from_metadata(obj: dict[str, Any]) -> Layout | None:
+    """``--metadata tp=8 dp=1 ep=1`` pairs saved in the result (values are strings)."""
+    layout = Layout(source="metadata")
+    for attr, keys in _LAYOUT_KEYS.items():
+        for k in keys:
+            if _int(obj.get(k)) is not None:
+                setattr(layout, attr, _int(obj.get(k)))
+    if layout.tp is None:
+        return None
+    ep = obj.get("ep", obj.get("enable_expert_parallel"))
+    layout.ep = str(ep).lower() in ("1", "true", "yes", "on") if ep is not None else False
+    layout.pp, layout.dp = layout.pp or 1, layout.dp or 1
+    return layout
+
+
+def to_row(obj: dict[str, Any], source: str, layout: Layout | None,
+           vllm_version: str | None) -> dict[str, Any]:  # fmt: skip
+    """One serving_bench row (without run_id)."""
+    rate = _num(obj.get("request_rate"))
+    rate = None if rate is None or math.isinf(rate) else rate
+    max_c = _int(obj.get("max_concurrency"))
+    num_prompts = _int(obj.get("num_prompts"))
+    completed = _int(obj.get("completed"))
+    concurrency = max_c if max_c is not None else (num_prompts if rate is None else None)
+    row: dict[str, Any] = {
+        "source": source, "result_date": obj.get("date"), "bench_label": obj.get("label"),
+        "backend": obj.get("backend") or obj.get("endpoint_type"),
+        "model_id": obj.get("model_id"), "tokenizer_id": obj.get("tokenizer_id"),
+        "num_prompts": num_prompts, "request_rate": rate, "burstiness": _num(obj.get("burstiness")),
+        "max_concurrency": max_c, "concurrency": concurrency,
+        "input_len": _mean_len(obj, "input_lens", "total_input_tokens", completed),
+        "output_len": _mean_len(obj, "output_lens", "total_output_tokens", completed),
+        "duration_s": _num(obj.get("duration")),
+    }  # fmt: skip
+    for key in _TOP[1:]:
+        row[key] = _int(obj.get(key)) if key in ("completed", "failed") else _num(obj.get(key))
+    for key in ("total_input_tokens", "total_output_tokens"):
+        row[key] = _int(obj.get(key))
+    for m in METRICS:
+        for s in _STATS:
+            row[f"{s}_{m}_ms"] = _num(obj.get(f"{s}_{m}_ms"))
+    lay = layout or Layout()
+    row.update(lay.row())
+    row["vllm_version"] = vllm_version or obj.get("vllm_version") or obj.get("version")
+    known = set(row) | {"date", "label", "endpoint_type", "request_rate", "duration"}
+    extra = {k: v for k, v in obj.items() if k not in known and k not in _BIG
+             and isinstance(v, (str, int, float, bool, type(None)))}  # fmt: skip
+    row["extra"] = json.dumps(extra, sort_keys=True, default=str)
+    return row
+
+
+def _mean_len(obj: dict[str, Any], lens_key: str, total_key: str, n: int | None) -> float | None:
+    lens = obj.get(lens_key)
+    if isinstance(lens, list) and lens and all(isinstance(x, (int, float)) for x in lens):
+        return float(statistics.fmean(lens))
+    total = _num(obj.get(total_key))
+    return total / n if total is not None and n else None

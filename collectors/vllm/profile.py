@@ -1,0 +1,212 @@
+"""``vllm-profile``: profile a running vLLM server under a short synthetic load.
+
+Reads ``/version`` and ``/v1/models``; ``POST /start_profile``; drives N streaming
+completions at concurrency c (TTFT/ITL measured on the client); ``POST /stop_profile``;
+waits until every rank's trace file in ``--trace-dir`` is final; ingests them as one trace
+run together with the load and the server's model, version and parallel layout.
+Routes as in vllm/entrypoints/serve/profile/api_router.py: both return 200 with an empty
+body, and are only mounted when a profiler is configured (404 otherwise).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from collectors.context import Context
+from collectors.errors import InputError, MeasurementError
+from collectors.vllm import client, load, traces
+from collectors.vllm import layout as layout_mod
+from store.bundle import Bundle, new_run_id
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--url", required=True, help="the vLLM server, e.g. http://127.0.0.1:8000")
+    parser.add_argument("--trace-dir", required=True, type=Path,
+                        help="the server's torch_profiler_dir, as seen from this machine")  # fmt: skip
+    parser.add_argument("--model", help="served model name (default: the server's first model)")
+    g = parser.add_argument_group("load while profiling")
+    g.add_argument("--num-requests", type=int, default=8, help="requests (default 8)")
+    g.add_argument("--concurrency", type=int, default=4, help="concurrent requests (default 4)")
+    g.add_argument("--input-len", type=int, default=128, help="prompt tokens (default 128)")
+    g.add_argument("--output-len", type=int, default=32, help="output tokens (default 32)")
+    g.add_argument("--warmup", type=int, default=1,
+                   help="requests sent before the profiler starts (default 1)")  # fmt: skip
+    g.add_argument("--request-timeout", type=float, default=120.0, metavar="S",
+                   help="per-request timeout (default 120)")  # fmt: skip
+    w = parser.add_argument_group("trace files")
+    w.add_argument("--flush-timeout", type=float, default=900.0, metavar="S",
+                   help="give up waiting for final trace files after S seconds (default 900)")  # fmt: skip
+    w.add_argument("--settle", type=float, default=10.0, metavar="S",
+                   help="with an unknown world size: done when nothing changed for S seconds "
+                   "(default 10)")  # fmt: skip
+    parser.add_argument("--server-args",
+                        help="the `vllm serve` command line, e.g. \"-tp 8 --enable-expert-parallel\"")  # fmt: skip
+
+
+def _check_args(args: argparse.Namespace) -> str:
+    try:
+        base = client.normalize_base(args.url)
+    except ValueError as exc:
+        raise InputError(f"--url: {exc}") from None
+    for name in ("num_requests", "concurrency", "input_len", "output_len"):
+        if getattr(args, name) < 1:
+            raise InputError(f"--{name.replace('_', '-')}: must be at least 1")
+    if not args.trace_dir.is_dir():
+        raise InputError(f"--trace-dir {args.trace_dir}: no such folder on this machine")
+    return base
+
+
+def _server_facts(base: str, model_arg: str | None) -> tuple[str | None, dict]:
+    try:
+        version = client.get_json(f"{base}/version").get("version")
+        models = client.get_json(f"{base}/v1/models").get("data") or []
+    except client.ServerUnreachable as exc:
+        raise MeasurementError(f"vLLM server down? {exc}") from None
+    except (client.HttpStatus, AttributeError) as exc:
+        raise MeasurementError(f"{base} does not answer like a vLLM server: {exc}") from None
+    card = next((m for m in models if m.get("id") == model_arg), None) if model_arg else None
+    if model_arg and card is None:
+        ids = ", ".join(m.get("id", "?") for m in models)
+        raise InputError(f"--model {model_arg}: not served by {base} (it serves: {ids})")
+    card = card or (models[0] if models else None)
+    if not card:
+        raise MeasurementError(f"{base}/v1/models lists no model")
+    return (str(version) if version else None), card
+
+
+def _layout(args: argparse.Namespace, base: str) -> layout_mod.Layout | None:
+    if args.server_args:
+        try:
+            return layout_mod.from_server_args(args.server_args)
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
+    try:  # only with VLLM_SERVER_DEV_MODE=1; quietly absent otherwise
+        info = client.get_json(f"{base}/server_info?config_format=json", timeout=5.0)
+    except (client.ServerUnreachable, client.HttpStatus):
+        return None
+    return layout_mod.from_server_info(info)
+
+
+def _post(base: str, path: str, timeout: float, version: str | None, trace_dir: Path) -> None:
+    try:
+        client.request(f"{base}{path}", method="POST", timeout=timeout)
+    except client.HttpStatus as exc:
+        if exc.status == 404:
+            hint = layout_mod.profiler_hint(version, str(trace_dir))
+            raise InputError(
+                f"{base}: the profiler is not enabled on this vLLM {version or '(unknown version)'}"
+                f" server (POST {path} returned 404); {hint}"
+            ) from None
+        raise MeasurementError(str(exc)) from None
+    except client.ServerUnreachable as exc:
+        raise MeasurementError(f"vLLM server down? {exc}") from None
+
+
+def run(args: argparse.Namespace, ctx: Context) -> int:
+    base = _check_args(args)
+    log = ctx.log
+    version, card = _server_facts(base, args.model)
+    model = card["id"]
+    layout = _layout(args, base)
+    log.info(f"{base}: vLLM {version}, model {model}, layout "
+             f"{layout.name if layout else 'unknown (pass --server-args)'}")  # fmt: skip
+    spec = load.LoadSpec(base, model, args.num_requests, args.concurrency, args.input_len,
+                         args.output_len, args.request_timeout)  # fmt: skip
+    if args.warmup > 0:
+        warm = load.run_load(load.LoadSpec(base, model, args.warmup, 1, args.input_len,
+                                           min(args.output_len, 4), args.request_timeout))  # fmt: skip
+        _check_load(warm, base, "warm-up")
+    before = traces.snapshot(args.trace_dir)
+    _post(base, "/start_profile", 60.0, version, args.trace_dir)
+    log.info(f"profiler started; {args.num_requests} requests at concurrency {args.concurrency}")
+    t0 = time.perf_counter()
+    try:
+        results = load.run_load(spec, _progress(log))
+    finally:
+        stop_at = time.monotonic()
+        try:
+            _post(base, "/stop_profile", args.flush_timeout, version, args.trace_dir)
+        except MeasurementError as exc:
+            log.warning(f"stop_profile failed: {exc}")
+    duration = time.perf_counter() - t0
+    _check_load(results, base, "load")
+    expected = layout.world_size if layout else None
+    waited = traces.wait_for_traces(
+        args.trace_dir, before, expected,
+        timeout_s=args.flush_timeout, settle_s=args.settle, log=log, start=stop_at,
+    )  # fmt: skip
+    files = waited.files
+    log.info(f"{len(files)} trace file(s) final after {waited.waited_s:.1f} s; ingesting")
+    if layout is None:
+        layout = layout_mod.from_trace_names([f.name for f in files])
+    return _commit(args, ctx, base, version, card, layout, results, duration, files, waited)
+
+
+def _progress(log):
+    step = {"next": 0.0}
+
+    def report(done: int, total: int) -> None:
+        if done / total >= step["next"]:
+            log.info(f"load: {done}/{total} requests done")
+            step["next"] += 0.25
+
+    return report
+
+
+def _check_load(results: list[load.RequestResult], base: str, what: str) -> None:
+    failed = [r for r in results if not r.ok]
+    if failed:
+        raise MeasurementError(
+            f"{base}: {len(failed)} of {len(results)} {what} request(s) failed - did the server "
+            f"stop? first error: {failed[0].error}"
+        )
+
+
+def _commit(args, ctx, base, version, card, layout, results, duration, files, waited) -> int:
+    from collectors import env as env_mod
+    from collectors.trace.ingest import ingest_traces
+
+    try:
+        ingest = ingest_traces(files, log=ctx.log)
+    except InputError as exc:
+        raise MeasurementError(f"the server's trace files are unusable: {exc}") from None
+    lay = layout or layout_mod.Layout()
+    server = {
+        "url": base, "model_id": card.get("id"), "model_root": card.get("root"),
+        "max_model_len": card.get("max_model_len"), "vllm_version": version, **lay.row(),
+        "all2all_backend": lay.all2all_backend, "kv_cache_dtype": lay.kv_cache_dtype,
+        "quantization": lay.quantization, "server_args": args.server_args,
+        "trace_dir": str(args.trace_dir), "trace_files": len(files),
+        "flush_wait_s": waited.waited_s, "num_requests": args.num_requests,
+        "concurrency": args.concurrency, "input_len": args.input_len,
+        "output_len": args.output_len,
+    }  # fmt: skip
+    env = env_mod.snapshot()
+    if version:
+        env["vllm"] = version  # the server's version is what the traces describe
+    tables = dict(ingest.tables)
+    tables["vllm_server"] = [server]
+    tables["vllm_load"] = [r.row() for r in results]
+    record = ctx.run_record(
+        new_run_id("vllm-profile"), env=env,
+        status="partial" if ingest.partial else "ok", message=ingest.message,
+    )  # fmt: skip
+    stats = load.summarize(results, duration)
+    for w in getattr(ingest, "warnings", []) or []:
+        ctx.log.warning(str(w))
+    summary = {
+        "url": base, "model": card.get("id"), "vllm_version": version, "layout": lay.name,
+        "trace_files": [str(f) for f in files], "load": stats,
+        "trace": ingest.summary,
+    }  # fmt: skip
+    ctx.log.info(
+        f"load: {stats['completed']} ok, median TTFT {_fmt(stats['median_ttft_ms'])} ms, "
+        f"median TPOT {_fmt(stats['median_tpot_ms'])} ms (profiler on)"
+    )
+    return ctx.submit(Bundle(record, tables), summary)
+
+
+def _fmt(v: float | None) -> str:
+    return "-" if v is None else f"{v:.1f}"

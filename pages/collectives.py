@@ -1,0 +1,114 @@
+"""Collectives: latency vs tokens per GPU (log-log) with the latency cliff, busbw vs size,
+PCIe and NVLink hosts side by side, comm benchmarks and nccl-tests imports on one axis."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from pages import comm_charts as charts
+from pages import ui
+from store import queries_comm
+from store.errors import StoreError
+
+st.title("Collectives")
+ui.share_link()
+loc = ui.store()
+host = ui.host_filter()
+AREAS = {a.verb: a for a in ui.AREAS}
+
+try:
+    runs = queries_comm.comm_runs(loc, host)
+except StoreError as exc:
+    ui.store_problem(exc)
+    st.stop()
+
+if runs.empty:
+    ui.empty_state(AREAS["comm"], "No collective runs" + (f" for host {host}" if host else "")
+                   + " yet. Measure this host's curves (gloo on CPU, NCCL on GPUs):")  # fmt: skip
+    st.caption("Or import nccl-tests output you already have (text logs of any era, or -J JSON):")
+    st.code(AREAS["nccl-tests"].command, language="bash")
+    st.stop()
+
+# Absolute run ids in the URL (?runs=ID&runs=ID): a first visit without them selects the
+# newest run by id, so a copied link keeps showing that run after newer ones arrive. The
+# widget is not URL-bound because a bound default never reaches the URL.
+options = runs["run_id"].tolist()
+linked = st.query_params.get_all("runs")
+options += [r for r in linked if r not in options]  # keep unknown ids visible, not dropped
+if "run_pick" not in st.session_state:
+    st.session_state["run_pick"] = linked or options[:1]
+st.session_state["run_pick"] = [r for r in st.session_state["run_pick"] if r in options]
+selected = st.multiselect("Runs", options, key="run_pick",
+                          help="comm benchmarks and nccl-tests imports; newest first")  # fmt: skip
+if st.query_params.get_all("runs") != selected:
+    st.query_params["runs"] = selected
+missing = [r for r in selected if r not in set(runs["run_id"])]
+if missing:
+    st.warning(f"Not in this store{' for host ' + host if host else ''}: {', '.join(missing)}")
+
+info = runs[runs["run_id"].isin(selected)]
+st.dataframe(
+    info[["run_id", "host", "source", "backend", "world_size", "device", "interconnect",
+          "graph_mode", "gpu_names", "ops", "points", "label", "finished_at"]],
+    hide_index=True, width="stretch",
+)  # fmt: skip
+if info.empty:
+    st.info("Select one or more runs above.")
+    st.stop()
+
+frame = queries_comm.comm_results(loc, selected)
+all_ops = sorted(frame["op"].unique().tolist())
+c1, c2, c3 = st.columns([3, 2, 2])
+ops = c1.multiselect("Ops", all_ops, default=all_ops, key="ops", bind="query-params")
+axis = c2.radio("Latency x-axis", ["tokens", "bytes"], key="x", bind="query-params",
+                horizontal=True, help="tokens per GPU (serving terms) or nccl-tests bytes")  # fmt: skip
+hidden = c3.number_input("Hidden size (maps byte sizes to tokens)", min_value=1, value=7168,
+                         step=1, key="hidden", bind="query-params")  # fmt: skip
+
+shown = charts.with_x(frame[frame["op"].isin(ops)], axis, int(hidden))
+cs = charts.curves(shown)
+if not cs:
+    st.info("No points to draw for these ops on this axis (byte sweeps of ops without a "
+            "token mapping show on the bytes axis).")  # fmt: skip
+    st.stop()
+
+st.subheader("Latency per call" + (" vs tokens per GPU" if axis == "tokens" else " vs size"))
+if axis == "tokens" and (frame["tokens_per_rank"].isna() & frame["op"].isin(ops)).any():
+    st.caption(f"Byte-sized points (nccl-tests, --bytes sweeps) are placed at the tokens per "
+               f"GPU they carry with hidden {int(hidden)} and each row's dtype.")  # fmt: skip
+classes = sorted({c.interconnect for c in cs})
+columns = st.columns(len(classes)) if len(classes) > 1 else [st.container()]
+for column, klass in zip(columns, classes, strict=True):
+    group = [c for c in cs if c.interconnect == klass]
+    fig = charts.latency_figure(group, axis, f"Interconnect: {klass}")
+    with column:
+        st.plotly_chart(fig, key=f"latency-{klass}")
+        ui.html_download(fig, f"collectives-latency-{klass}")
+
+st.markdown("\n".join(f"- {charts.summary_line(c, axis)}" for c in cs))
+points = shown[["run_id", "host", "source", "interconnect", "op", "dtype", "in_place",
+                "tokens_per_rank", "x", "bytes", "count", "p50_us", "p10_us", "p90_us",
+                "min_us", "mean_us", "algbw_gbps", "busbw_gbps", "wrong"]]  # fmt: skip
+ui.csv_download(points, "collectives-latency")
+
+st.subheader("Bus bandwidth vs message size")
+fig = charts.busbw_figure(cs)
+st.plotly_chart(fig, key="busbw")
+b1, b2 = st.columns(2)
+with b1:
+    ui.csv_download(points[["run_id", "op", "dtype", "in_place", "bytes", "algbw_gbps",
+                            "busbw_gbps"]], "collectives-busbw")  # fmt: skip
+with b2:
+    ui.html_download(fig, "collectives-busbw")
+
+st.subheader("Points")
+st.dataframe(points, hide_index=True, width="stretch")
+nccl_runs = info[info["source"] == "nccl-tests"]
+for row in nccl_runs.itertuples():
+    footer = (
+        "absent"
+        if row.footer_avg_busbw_gbps != row.footer_avg_busbw_gbps
+        else (f"{row.footer_avg_busbw_gbps:.2f} GB/s")
+    )  # NaN != NaN: no footer in the file
+    st.caption(f"nccl-tests {row.run_id}: mean busbw over both halves "
+               f"{row.avg_busbw_gbps:.2f} GB/s (file's footer: {footer}); {row.file}")  # fmt: skip

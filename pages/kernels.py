@@ -1,0 +1,222 @@
+"""Kernel breakdown: where a run's decode step goes, per rank, per step, per kernel.
+
+State lives in the URL: ``run`` and ``vs`` hold absolute run ids, ``rank`` the rank the
+per-step chart shows. Numbers come from store.queries_trace; this page only formats them.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from pages import ui
+from store import queries_trace as qt
+from store.errors import StoreError, StoreMissing
+
+NONE = "(no comparison)"
+MEAN = "mean"
+COLORS = {
+    "gemm": "#4C78A8", "moe": "#9D755D", "attention": "#F58518", "norm": "#72B7B2",
+    "elementwise": "#54A24B", "cast_quant": "#EECA3B", "sampling": "#B279A2",
+    "memory": "#BAB0AC", "other": "#D8D8D8", "allreduce": "#E45756", "all_to_all": "#FF9DA6",
+    "allgather": "#B82E2E", "reduce_scatter": "#F2A7A7", "other_comm": "#8C3A3A",
+}  # fmt: skip
+COMMANDS = "python -m collectors profile\npython -m collectors trace PATH"
+
+
+def empty(what: str) -> None:
+    st.info(what + " Profile this machine's built-in MoE decode step, or import "
+            "PyTorch-profiler traces (files or a folder of rank traces):")  # fmt: skip
+    st.code(COMMANDS, language="bash")
+
+
+def run_label(row: pd.Series) -> str:
+    when = pd.Timestamp(row["finished_at"]).strftime("%Y-%m-%d %H:%M:%S UTC")
+    label = row["label"] if isinstance(row["label"], str) and row["label"] else row["verb"]
+    return f"{row['host']} · {label} · {when} · {int(row['ranks'])} rank(s)"
+
+
+def pick_run(title: str, param: str, runs: pd.DataFrame, optional: bool) -> str | None:
+    """A run picker whose URL parameter holds the absolute run id (never 'latest')."""
+    ids = runs["run_id"].tolist()
+    labels = {rid: run_label(row) for rid, row in zip(ids, runs.to_dict("records"), strict=True)}
+    options = ([NONE] if optional else []) + ids
+    key = f"pick_{param}"
+    wanted = st.query_params.get(param)
+    if wanted and wanted not in labels:
+        st.warning(f"Run {wanted!r} from the link is not in this store; showing another run.")
+        wanted = None
+    if st.session_state.get(key) not in options:
+        st.session_state[key] = wanted or options[0]
+    choice = st.selectbox(title, options, key=key, format_func=lambda r: labels.get(r, r))
+    if choice == NONE:
+        st.query_params.pop(param, None)
+        return None
+    st.query_params[param] = choice  # the link always names this exact run
+    return choice
+
+
+def stacked(frame: pd.DataFrame, x: str, y: str, title: str, y_title: str) -> go.Figure:
+    fig = go.Figure()
+    present = set(frame["category"])
+    order = [c for c in qt.CATEGORIES if c in present] + sorted(present - set(qt.CATEGORIES))
+    for cat in order:
+        part = frame[frame["category"] == cat]
+        fig.add_bar(x=part[x], y=part[y], name=cat, marker_color=COLORS.get(cat))
+    fig.update_layout(barmode="stack", title=title, yaxis_title=y_title, legend_title="category",
+                      height=420, margin={"t": 50, "b": 40})  # fmt: skip
+    return fig
+
+
+def chart(fig: go.Figure, data: pd.DataFrame, name: str) -> None:
+    st.plotly_chart(fig, width="stretch")
+    c1, c2, _ = st.columns([1, 1, 6])
+    with c1:
+        ui.csv_download(data, name)
+    with c2:
+        ui.html_download(fig, name)
+
+
+def comm_sentences(summary: pd.DataFrame) -> list[str]:
+    lines = []
+    for row in summary[summary["is_comm"]].to_dict("records"):
+        dtypes = f", {row['dtypes']}" if isinstance(row["dtypes"], str) and row["dtypes"] else ""
+        lines.append(
+            f"**{row['category']}**: {row['calls_per_step']:.0f} calls/step, "
+            f"{row['avg_us']:.1f} us avg, {row['pct_of_step']:.1f}% of step{dtypes}"
+        )
+    return lines
+
+
+st.title("Kernel breakdown")
+ui.share_link()
+loc = ui.store()
+host = ui.host_filter()
+try:
+    all_runs = qt.trace_runs(loc)
+except StoreMissing:
+    empty("No runs yet.")
+    st.stop()
+except StoreError as exc:
+    ui.store_problem(exc)
+    st.stop()
+if all_runs.empty:
+    empty("No kernel breakdowns yet.")
+    st.stop()
+runs = all_runs if host is None else all_runs[all_runs["host"] == host]
+for param in ("run", "vs"):  # a linked run from another host stays pickable
+    linked = st.query_params.get(param)
+    if linked and linked not in set(runs["run_id"]) and linked in set(all_runs["run_id"]):
+        runs = pd.concat([runs, all_runs[all_runs["run_id"] == linked]])
+if runs.empty:
+    empty(f"No kernel breakdowns from host {host!r} yet.")
+    st.stop()
+
+run_id = pick_run("Run", "run", runs, optional=False)
+assert run_id is not None
+info = runs[runs["run_id"] == run_id].iloc[0]
+st.caption(f"Run `{run_id}` ({info['verb']}) on {info['host']}: {int(info['ranks'])} rank(s), "
+           f"backend {info['backend'] or 'unknown'}, device {info['device_name'] or 'CPU only'}.")  # fmt: skip
+if info["status"] == "partial" or (pd.notna(info["partial"]) and bool(info["partial"])):
+    st.warning(f"Partial run: {info['message'] or 'a trace was cut short'}")
+
+summary = qt.category_summary(loc, run_id)
+if summary.empty:
+    st.info("This run has no steps with categorised time.")
+    st.stop()
+top = summary.iloc[0]
+st.markdown(
+    f"Step: **{top['step_us'] / 1000:.2f} ms** mean wall per step and rank; largest category: "
+    f"**{top['category']}** ({top['pct_of_step']:.1f}% of step)."
+)
+st.subheader("Communication")
+sentences = comm_sentences(summary)
+st.markdown("\n".join(f"- {s}" for s in sentences) or "No communication in this run's steps.")
+
+st.subheader("Categories per rank")
+per_rank = qt.rank_categories(loc, run_id)
+per_rank = per_rank.assign(rank_label=[f"rank {r}" for r in per_rank["rank"]])
+chart(stacked(per_rank, "rank_label", "us_per_step", "Mean time per step, by rank", "us / step"),
+      per_rank.drop(columns="rank_label"), "categories-per-rank")  # fmt: skip
+rank_rows = qt.ranks(loc, run_id)
+st.dataframe(rank_rows[["rank", "file", "rank_source", "steps", "busy_us", "idle_us", "span_us",
+                        "comm_us", "exposed_comm_us", "partial"]],
+             hide_index=True, width="stretch")  # fmt: skip
+
+st.subheader("Per step")
+rank_options = [MEAN, *[str(r) for r in rank_rows["rank"]]]
+rank_choice = st.selectbox("Rank for the per-step view (mean = averaged over ranks)",
+                           rank_options, key="rank", bind="query-params")  # fmt: skip
+rank = None if rank_choice in (None, MEAN) else int(rank_choice)
+per_step = qt.step_categories(loc, run_id, rank)
+step_names = qt.steps(loc, run_id)
+step_names = step_names.drop_duplicates("step")[["step", "name", "source"]].fillna("")
+per_step = per_step.merge(step_names, on="step", how="left")
+per_step["step_label"] = [f"{s}: {n}" for s, n in zip(per_step["step"], per_step["name"],
+                                                       strict=True)]  # fmt: skip
+who = "mean of ranks" if rank is None else f"rank {rank}"
+chart(stacked(per_step, "step_label", "us", f"Time per step by category ({who})", "us"),
+      per_step.drop(columns="step_label"), "per-step")  # fmt: skip
+table = per_step.pivot_table(index=["step", "name", "wall_us"], columns="category", values="us",
+                             aggfunc="sum", fill_value=0).reset_index()  # fmt: skip
+st.caption(f"{len(table)} step(s) ({who}); microseconds per category:")
+st.dataframe(table, hide_index=True, width="stretch")
+
+st.subheader("Top kernels")
+kernels = qt.top_kernels(loc, run_id, limit=25)
+if not kernels.empty:
+    k0 = kernels.iloc[0]
+    st.caption(f"Top: {k0['name']} ({k0['category']}): {k0['total_us']:.0f} us over "
+               f"{int(k0['calls'])} call(s), summed over ranks.")  # fmt: skip
+    shown = kernels.head(15).iloc[::-1]
+    fig = go.Figure(go.Bar(x=shown["total_us"], y=shown["name"].str.slice(0, 80),
+                           orientation="h", marker_color=[COLORS.get(c) for c in shown["category"]],
+                           customdata=shown["category"],
+                           hovertemplate="%{y}<br>%{customdata}: %{x:.0f} us<extra></extra>"))  # fmt: skip
+    fig.update_layout(title="Top kernels by total time", xaxis_title="us (all ranks)",
+                      height=480, margin={"l": 10, "t": 50})  # fmt: skip
+    chart(fig, kernels, "top-kernels")
+    st.dataframe(kernels, hide_index=True, width="stretch")
+
+st.subheader("Collective dtypes")
+dtypes = qt.collective_dtypes(loc, run_id)
+if dtypes.empty:
+    st.caption("No collective kernels in this run.")
+else:
+    st.markdown("\n".join(f"- {r['category']} in **{r['dtype']}**: {int(r['calls'])} call(s), "
+                          f"{r['total_us']:.0f} us" for r in dtypes.to_dict("records")))  # fmt: skip
+    fig = go.Figure(go.Bar(x=[f"{c} / {d}" for c, d in zip(dtypes["category"], dtypes["dtype"],
+                                                         strict=True)],
+                           y=dtypes["total_us"], marker_color=[COLORS.get(c) for c in
+                                                                dtypes["category"]]))  # fmt: skip
+    fig.update_layout(title="Collective time by dtype", yaxis_title="us (all ranks)", height=360)
+    chart(fig, dtypes, "collective-dtypes")
+
+st.subheader("Compare with another run")
+others = runs[runs["run_id"] != run_id]
+if others.empty:
+    st.caption("Only one run here: profile or import another to compare (e.g. TP vs EP).")
+else:
+    other = pick_run("Second run (B); this run is A", "vs", others, optional=True)
+    if other:
+        comp = qt.compare_categories(loc, run_id, other)
+        wall = comp[comp["category"] == "(step wall)"]
+        cats = comp[comp["category"] != "(step wall)"]
+        if not wall.empty:
+            w = wall.iloc[0]
+            st.markdown(f"Step wall: A **{w['a_us_per_step']:.0f} us** vs B "
+                        f"**{w['b_us_per_step']:.0f} us** ({w['delta_us_per_step']:+.0f} us).")  # fmt: skip
+        if not cats.empty:
+            big = cats.iloc[cats["delta_us_per_step"].abs().argmax()]
+            st.markdown(f"Largest change: **{big['category']}** "
+                        f"{big['delta_us_per_step']:+.0f} us/step (B - A).")  # fmt: skip
+        fig = go.Figure()
+        fig.add_bar(x=cats["category"], y=cats["a_us_per_step"], name="A: " + run_id)
+        fig.add_bar(x=cats["category"], y=cats["b_us_per_step"], name="B: " + other)
+        fig.add_scatter(x=cats["category"], y=cats["delta_us_per_step"], name="B - A",
+                        mode="markers", marker={"size": 11, "symbol": "diamond"})  # fmt: skip
+        fig.update_layout(barmode="group", title="Per-category time per step, A vs B",
+                          yaxis_title="us / step", height=420, legend={"orientation": "h"})  # fmt: skip
+        chart(fig, comp, "comparison")
+        st.dataframe(comp, hide_index=True, width="stretch")

@@ -1,0 +1,142 @@
+"""Policy: the active precision policy, stored trace runs that break it, and a verdict for a
+pasted launch command / systemd unit / env file (parsed as text, never executed).
+
+URL state: ``native`` (the checkpoint's native precision the checks compare against) and
+``run`` (an absolute run id, or none for every run). Pasted text is deliberately NOT put in
+the URL: unit files often carry secrets (tokens in Environment= lines).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from pages import ui
+from planner.lint import lint_text
+from planner.native import HINTS
+from planner.policy import PolicyError, load_policy
+from planner.trace_check import check_kernels
+from store import queries_policy as qp
+from store.errors import StoreError, StoreMissing
+
+ASSUMED = "assumed"
+ALL_RUNS = "(all runs)"
+MAX_PASTE = 64 * 1024
+TRACE_AREA = ui.Area("trace", "Trace", "python -m collectors trace PATH")
+NATIVE_LABELS = {
+    ASSUMED: "not given: BF16 model dtype, no KV quantization (assumed)",
+    "int4": "INT4 weight-only, W4A16 (e.g. Kimi-K2.5)",
+    "fp8-block": "FP8 128x128 blocks (e.g. DeepSeek-V3, MiniMax-M2.5)",
+    "bf16": "BF16", "fp16": "FP16",
+    "kimi-k2.5": "Kimi-K2.5 (INT4 W4A16)", "kimi-k2": "Kimi-K2 (INT4 W4A16)",
+    "deepseek-v3": "DeepSeek-V3 (FP8 blocks)", "minimax-m2.5": "MiniMax-M2.5 (FP8 blocks)",
+    "w4a16": "W4A16",
+}  # fmt: skip
+
+
+def md(text: object) -> str:
+    """Inline code for names that carry markdown characters (kernel templates, flags)."""
+    return "`" + str(text).replace("`", "'") + "`"
+
+
+def show_findings(findings: list, kind: str) -> None:
+    for f in findings:
+        if kind == "lint":
+            where = f" {md(f.where)}" if f.where else ""
+            st.markdown(f"- **{f.level}** {md(f.rule_id) if f.rule_id else ''} line {f.line}:"
+                        f"{where} {f.sentence} ({f.detail})")  # fmt: skip
+        else:
+            rank = "" if f.rank is None else f" rank {f.rank}"
+            st.markdown(f"- **{f.level}** {md(f.rule_id)} run {md(f.run_id)}{rank}: "
+                        f"{md(f.kernel)} x{f.calls} - {f.sentence} ({f.detail})")  # fmt: skip
+
+
+st.title("Policy")
+ui.share_link()
+try:
+    policy = load_policy()
+except PolicyError as exc:
+    st.error(str(exc))
+    st.stop()
+
+st.subheader("Active policy")
+st.markdown(f"**{policy.name}** version **{policy.version}**: {policy.description}")
+rules = pd.DataFrame(
+    [(r.id, r.kind, r.component, r.sentence, r.rationale) for r in policy.rules],
+    columns=["id", "kind", "component", "rule", "rationale"],
+)
+st.table(rules.set_index("id"))
+ui.csv_download(rules, f"policy-{policy.name}-{policy.version}")
+
+native_key = st.selectbox(
+    "Checkpoint's native precision (what the checks compare against)",
+    [ASSUMED, *HINTS], key="native", bind="query-params",
+    format_func=lambda k: NATIVE_LABELS.get(k, k),
+)  # fmt: skip
+native = None if native_key == ASSUMED else HINTS[native_key]
+
+st.subheader("Check a launch command or unit file")
+st.caption("Paste a `vllm serve` / `sglang.launch_server` command, a shell script, a systemd "
+           "unit or an env file. It is parsed as text: nothing is executed, no file it names "
+           f"is opened. Up to {MAX_PASTE // 1024} KiB.")  # fmt: skip
+with st.form("lint"):
+    text = st.text_area("Launch command, unit or env file", height=200, max_chars=MAX_PASTE,
+                        key="paste")  # fmt: skip
+    st.form_submit_button("Check", icon=":material/rule:")
+if text and text.strip():
+    result = lint_text(text[:MAX_PASTE], policy, native, name="pasted")
+    shown = (
+        st.error if not result.compliant else st.warning if result.count("review") else st.success
+    )
+    shown(f"Verdict: {result.verdict} (native precision: {result.native_source})")
+    show_findings(result.findings, "lint")
+
+st.subheader("Stored trace runs")
+loc = ui.store()
+host = ui.host_filter()
+try:
+    runs = qp.trace_runs(loc, host)
+    rows = qp.policy_kernel_rows(loc, host)
+    adjacent = qp.quantize_before_collectives(loc, host)
+    with_events = qp.event_runs(loc, host)
+except StoreMissing:
+    ui.empty_state(TRACE_AREA, "No store yet. Import PyTorch-profiler traces to check them:")
+    st.stop()
+except StoreError as exc:
+    ui.store_problem(exc)
+    st.stop()
+except Exception as exc:  # noqa: BLE001 - a store from before the trace tables: say so
+    st.error(f"Cannot read the trace tables of this store: {exc}".splitlines()[0])
+    st.stop()
+if runs.empty:
+    ui.empty_state(TRACE_AREA, "No trace runs" + (f" from {host}" if host else "") +
+                   " yet. Import PyTorch-profiler traces to check them:")  # fmt: skip
+    st.stop()
+
+records = adjacent.to_dict("records")
+adjacency = {rid: [r for r in records if r["run_id"] == rid] for rid in with_events}
+findings = check_kernels(rows.to_dict("records"), policy, native, adjacency)
+flagged = sorted({f.run_id for f in findings if f.level == "violation"})
+review = sorted({f.run_id for f in findings if f.level == "review"} - set(flagged))
+st.markdown(
+    f"Checked **{len(runs)}** trace run(s): **{len(flagged)}** break the policy"
+    + (f" ({', '.join(flagged)})" if flagged else "")
+    + f", **{len(review)}** need review"
+    + (f" ({', '.join(review)})" if review else "")
+    + "."
+)
+labels = {r["run_id"]: f"{r['run_id']} · {r['host']} · {r['label'] or r['verb']}"
+          for r in runs.to_dict("records")}  # fmt: skip
+wanted = st.query_params.get("run")
+if wanted and wanted not in labels:
+    st.warning(f"Run {wanted!r} from the link is not in this store.")
+run = st.selectbox("Run", [ALL_RUNS, *labels], key="run", bind="query-params",
+                   format_func=lambda r: labels.get(r, r))  # fmt: skip
+shown_findings = [f for f in findings if run == ALL_RUNS or f.run_id == run]
+if run != ALL_RUNS and not shown_findings:
+    st.success(f"Run {run}: no FP8 collective or quantizing communication kernel found; "
+               f"compliant with {policy.label}.")  # fmt: skip
+show_findings(shown_findings, "trace")
+if shown_findings:
+    table = pd.DataFrame([f.__dict__ for f in shown_findings])
+    ui.csv_download(table, "policy-trace-findings")

@@ -1,0 +1,302 @@
+"""Serving: measured TPOT and throughput versus concurrency per layout, the planner's
+prediction beside them, and a vLLM server's metrics over time.
+
+State in the URL: ``runs`` (absolute vllm-bench run ids, comma-separated), ``model``,
+``stat``, ``hw`` (hardware for the prediction), ``server`` and ``hours`` (metrics window).
+Numbers come from store.queries_serving and planner/; this page only formats them.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from pages import ui
+from store import queries_serving as qs
+from store.errors import StoreError, StoreMissing
+
+BENCH = next(a for a in ui.AREAS if a.verb == "vllm-bench")
+METRICS = next(a for a in ui.AREAS if a.verb == "vllm-metrics")
+PROFILE = next(a for a in ui.AREAS if a.verb == "vllm-profile")
+STATS = ("median", "mean", "p90", "p99")
+NO_HW = "(no prediction)"
+MEASURED = "measured gpu run of the benchmark's host"
+TPOT_HIST = "vllm:request_time_per_output_token_seconds"
+
+
+def chart(fig: go.Figure, data: pd.DataFrame, name: str) -> None:
+    st.plotly_chart(fig, width="stretch")
+    c1, c2, _ = st.columns([1, 1, 6])
+    with c1:
+        ui.csv_download(data, name)
+    with c2:
+        ui.html_download(fig, name)
+
+
+def pick_runs(runs: pd.DataFrame) -> list[str]:
+    """Benchmark runs kept in ``?runs=`` as absolute ids (all shown ones when none given)."""
+    ids = runs["run_id"].tolist()
+    wanted = [r for r in (st.query_params.get("runs") or "").split(",") if r]
+    missing = [r for r in wanted if r not in ids]
+    if missing:
+        st.warning(f"Run(s) from the link not in this view: {', '.join(missing)}")
+    if "bench_runs" not in st.session_state:
+        st.session_state["bench_runs"] = [r for r in wanted if r in ids] or ids
+    facts = {r.run_id: f"{r.host} · {r.layouts} · c={r.min_concurrency}-{r.max_concurrency}"
+             for r in runs.itertuples()}  # fmt: skip
+    chosen = st.multiselect("Benchmark runs", ids, key="bench_runs",
+                            format_func=lambda rid: f"{rid} ({facts.get(rid, '?')})")  # fmt: skip
+    value = ",".join(chosen)
+    if st.query_params.get("runs") != value:
+        st.query_params["runs"] = value
+    return chosen
+
+
+def planner_layout(row: dict):
+    from planner.layouts import Layout
+
+    kind, tp, dp = row["layout_kind"], int(row["tp"]), int(row["dp"] or 1)
+    ep = tp * dp if bool(row["ep"]) else 1
+    extra = {"a2a_backend": "allgather_reducescatter"} if kind == "dp_attn_ep" else {}
+    return Layout(row["layout"], kind, tp, dp, ep, **extra)
+
+
+def hardware_for(loc, choice: str, host: str):
+    """(HardwareSpec or None, why not)."""
+    from planner import hardware
+    from planner.errors import PlannerInputError
+    from store import queries_planner as qp
+
+    if choice == NO_HW:
+        return None, "no hardware chosen for the prediction"
+    try:
+        if choice != MEASURED:
+            return hardware.preset(choice), None
+        run_id = qp.latest_gpu_run_id(loc, host)
+        if run_id is None:
+            return None, (f"host {host!r} has no `gpu` run (run `python -m collectors gpu` "
+                          "there, or pick a hardware preset)")  # fmt: skip
+        head, devices = qp.gpu_run(loc, run_id)
+        return hardware.from_gpu_run(head.iloc[0].to_dict(), devices.to_dict("records")), None
+    except PlannerInputError as exc:
+        return None, str(exc)
+
+
+def model_for(model_id: str):
+    from planner.models import MODEL_PRESETS, preset
+
+    norm = "".join(ch for ch in model_id.lower().split("/")[-1] if ch.isalnum())
+    for name in MODEL_PRESETS:
+        if "".join(ch for ch in name if ch.isalnum()) in norm:
+            return preset(name), None
+    return None, (f"model {model_id!r} matches no planner preset ({', '.join(MODEL_PRESETS)}); "
+                  "the Tradeoff page takes a config.json")  # fmt: skip
+
+
+def predictions(loc, bench: pd.DataFrame, model_id: str, hw_choice: str):
+    """Planner TPOT/throughput at each measured (layout, host, concurrency); and why-nots."""
+    try:
+        from planner.api import plan
+        from planner.errors import PlannerInputError
+    except ImportError as exc:
+        return pd.DataFrame(), [f"the planner is not importable here ({exc})"]
+    model, why = model_for(model_id)
+    if model is None:
+        return pd.DataFrame(), [why]
+    out, reasons = [], []
+    for (layout, host), part in bench.groupby(["layout_label", "host"], sort=False):
+        first = part.iloc[0].to_dict()
+        if first["layout_kind"] is None or pd.isna(first["tp"]):
+            reasons.append(f"{layout} on {host}: layout unknown (import with --server-args)")
+            continue
+        hw, why = hardware_for(loc, hw_choice, host)
+        if hw is None:
+            reasons.append(f"{layout} on {host}: {why}")
+            continue
+        conc = sorted({int(c) for c in part["concurrency"].dropna()})
+        try:
+            res = plan(model, hw, layouts=[planner_layout(first)], concurrencies=conc)
+        except PlannerInputError as exc:
+            reasons.append(f"{layout} on {host}: {exc}")
+            continue
+        for c in conc:
+            p = res.point(res.layouts[0], c)
+            out.append({"layout_label": layout, "host": host, "concurrency": c,
+                        "predicted_tpot_ms": p["tpot_ms"],
+                        "predicted_tokens_per_s": p["tokens_per_s"], "hardware": hw.name})  # fmt: skip
+    return pd.DataFrame(out), reasons
+
+
+def bench_section(loc, host: str | None) -> None:
+    st.subheader("TPOT and throughput versus concurrency")
+    models = qs.bench_models(loc, host)
+    if not models:
+        ui.empty_state(BENCH, "No serving benchmarks yet. Import `vllm bench serve "
+                       "--save-result` files (or run a sweep with --url):")  # fmt: skip
+        return
+    model = st.selectbox("Model", models, key="model", bind="query-params")
+    runs = qs.bench_runs(loc, host, model)
+    chosen = pick_runs(runs)
+    if not chosen:
+        st.info("Pick at least one benchmark run.")
+        return
+    c1, c2 = st.columns(2)
+    stat = c1.radio("Statistic", STATS, key="stat", bind="query-params", horizontal=True)
+    hw_options = [MEASURED, *_hw_presets(), NO_HW]
+    hw_choice = c2.selectbox("Hardware for the planner's prediction", hw_options, key="hw",
+                             bind="query-params")  # fmt: skip
+    bench = qs.bench_results(loc, chosen, model)
+    if bench.empty:
+        st.info("These runs hold no results for this model.")
+        return
+    pred, reasons = predictions(loc, bench, model, hw_choice)
+    col = f"{stat}_tpot_ms"
+    data = bench[["run_id", "host", "layout_label", "layout_kind", "concurrency", col,
+                  "output_throughput", "request_throughput", f"{stat}_ttft_ms",
+                  f"{stat}_itl_ms", "completed", "failed"]].copy()  # fmt: skip
+    if not pred.empty:
+        data = data.merge(pred, on=["layout_label", "host", "concurrency"], how="left")
+        data["tpot_error_pct"] = 100.0 * (data[col] - data["predicted_tpot_ms"]) / data[
+            "predicted_tpot_ms"]  # fmt: skip
+    st.markdown("\n".join(f"- {s}" for s in _sentences(data, col, stat)))
+    if reasons:
+        st.caption("No prediction for: " + "; ".join(reasons))
+    fig = go.Figure()
+    for (layout, run_id), part in data.groupby(["layout_label", "run_id"], sort=False):
+        fig.add_scatter(x=part["concurrency"], y=part[col], mode="lines+markers",
+                        name=f"{layout} measured ({run_id[-8:]})")  # fmt: skip
+        if "predicted_tpot_ms" in part and part["predicted_tpot_ms"].notna().any():
+            fig.add_scatter(x=part["concurrency"], y=part["predicted_tpot_ms"], mode="lines",
+                            line={"dash": "dash"}, name=f"{layout} planner",
+                            text=[f"error {e:+.0f}%" for e in part["tpot_error_pct"]])  # fmt: skip
+    fig.update_layout(title=f"{stat} TPOT vs concurrency ({model})", xaxis_type="log",
+                      xaxis_title="concurrency", yaxis_title="TPOT (ms)", height=420)  # fmt: skip
+    chart(fig, data, "serving-tpot")
+    thr = go.Figure()
+    for (layout, run_id), part in data.groupby(["layout_label", "run_id"], sort=False):
+        thr.add_scatter(x=part["concurrency"], y=part["output_throughput"], mode="lines+markers",
+                        name=f"{layout} measured ({run_id[-8:]})")  # fmt: skip
+        if "predicted_tokens_per_s" in part and part["predicted_tokens_per_s"].notna().any():
+            thr.add_scatter(x=part["concurrency"], y=part["predicted_tokens_per_s"], mode="lines",
+                            line={"dash": "dash"}, name=f"{layout} planner")  # fmt: skip
+    thr.update_layout(title=f"Output throughput vs concurrency ({model})", xaxis_type="log",
+                      xaxis_title="concurrency", yaxis_title="tokens/s", height=420)  # fmt: skip
+    chart(thr, data, "serving-throughput")
+
+
+def _hw_presets() -> list[str]:
+    try:
+        from planner.hardware import HARDWARE_PRESETS
+    except ImportError:
+        return []
+    return list(HARDWARE_PRESETS)
+
+
+def _sentences(data: pd.DataFrame, col: str, stat: str) -> list[str]:
+    lines = []
+    for (layout, run_id), part in data.groupby(["layout_label", "run_id"], sort=False):
+        best = part.loc[part["output_throughput"].idxmax()]
+        low = part.loc[part["concurrency"].idxmin()]
+        text = (f"**{layout}** (run `{run_id}`): {stat} TPOT {low[col]:.1f} ms at concurrency "
+                f"{int(low['concurrency'])}; peak {best['output_throughput']:,.0f} tok/s at "
+                f"concurrency {int(best['concurrency'])}")  # fmt: skip
+        if "predicted_tpot_ms" in part and pd.notna(low.get("predicted_tpot_ms")):
+            text += (f"; planner predicts {low['predicted_tpot_ms']:.1f} ms at concurrency "
+                     f"{int(low['concurrency'])} (error {low['tpot_error_pct']:+.0f}%)")  # fmt: skip
+        lines.append(text + ".")
+    return lines
+
+
+def metrics_section(loc, host: str | None) -> None:
+    st.subheader("Server metrics over time")
+    servers = qs.metric_servers(loc, host)
+    if servers.empty:
+        ui.empty_state(METRICS, "No metric scrapes yet. Scrape a vLLM server (cron: every "
+                       "minute):")  # fmt: skip
+        return
+    keys = [f"{r.host} · {r.url} · {r.model_name}" for r in servers.itertuples()]
+    c1, c2 = st.columns([3, 1])
+    choice = c1.selectbox("Server", keys, key="server", bind="query-params")
+    hours = c2.number_input("Last hours", min_value=1, max_value=24 * 90, value=24, key="hours",
+                            bind="query-params")  # fmt: skip
+    row = servers.iloc[keys.index(choice)]
+    since = datetime.now(UTC) - timedelta(hours=int(hours))
+    timeline = qs.metrics_timeline(loc, row["host"], row["url"], row["model_name"], since)
+    if timeline.empty:
+        st.info(f"No scrape of this server in the last {int(hours)} h (relative to now).")
+        return
+    quant = qs.interval_quantiles(loc, row["host"], row["url"], row["model_name"], TPOT_HIST,
+                                  since)  # fmt: skip
+    data = timeline.merge(quant.drop(columns="run_id"), on="scraped_at", how="left")
+    last = data.iloc[-1]
+    st.markdown(
+        f"{len(data)} scrape(s) in the last {int(hours)} h; newest `{last['run_id']}`: "
+        f"{_n(last['running'])} running, {_n(last['waiting'])} waiting, KV cache "
+        f"{_pct(last['kv_cache_usage'])}; since the scrape before: mean TPOT "
+        f"{_ms(last['mean_tpot_ms'])}, mean ITL {_ms(last['mean_itl_ms'])}, "
+        f"{_n(last['generation_tokens_per_s'])} generated tok/s."
+    )
+    fig = go.Figure()
+    fig.add_scatter(x=data["scraped_at"], y=data["running"], name="running", mode="lines+markers")
+    fig.add_scatter(x=data["scraped_at"], y=data["waiting"], name="waiting", mode="lines+markers")
+    fig.add_scatter(x=data["scraped_at"], y=100 * data["kv_cache_usage"], name="KV cache %",
+                    mode="lines", yaxis="y2")  # fmt: skip
+    fig.update_layout(title="Requests and KV-cache usage", yaxis_title="requests", height=380,
+                      yaxis2={"title": "KV cache %", "overlaying": "y", "side": "right"})  # fmt: skip
+    chart(fig, data, "serving-load")
+    lat = go.Figure()
+    for name, label in (("mean_tpot_ms", "mean TPOT"), ("p50_ms", "p50 TPOT"),
+                        ("p99_ms", "p99 TPOT"), ("mean_itl_ms", "mean ITL")):  # fmt: skip
+        if name in data and data[name].notna().any():
+            lat.add_scatter(x=data["scraped_at"], y=data[name], name=label, mode="lines+markers")
+    lat.update_layout(title="TPOT between scrapes (histogram deltas)", yaxis_title="ms",
+                      height=380)  # fmt: skip
+    chart(lat, data, "serving-tpot-over-time")
+
+
+def _n(v) -> str:
+    return "-" if v is None or pd.isna(v) else f"{float(v):,.0f}"
+
+
+def _pct(v) -> str:
+    return "-" if v is None or pd.isna(v) else f"{100 * float(v):.0f}%"
+
+
+def _ms(v) -> str:
+    return "-" if v is None or pd.isna(v) else f"{float(v):.1f} ms"
+
+
+def profile_section(loc, host: str | None) -> None:
+    st.subheader("Profiled under load (vllm-profile)")
+    runs = qs.profile_runs(loc, host)
+    if runs.empty:
+        ui.empty_state(PROFILE, "No vLLM profiles yet. Profile a running server (its "
+                       "profiler must be enabled):")  # fmt: skip
+        return
+    top = runs.iloc[0]
+    st.markdown(
+        f"Newest `{top['run_id']}`: {top['model_id']} on vLLM {top['vllm_version'] or '?'}, "
+        f"{top['layout'] or 'layout unknown'}, {int(top['trace_files'])} rank trace(s) (flushed "
+        f"in {top['flush_wait_s']:.0f} s); median TPOT {_ms(top['median_tpot_ms'])} with the "
+        "profiler on (the Kernel breakdown page shows where its steps go)."
+    )
+    st.dataframe(runs, hide_index=True, width="stretch")
+    ui.csv_download(runs, "vllm-profile-runs")
+
+
+st.title("Serving")
+ui.share_link()
+loc = ui.store()
+host = ui.host_filter()
+try:
+    bench_section(loc, host)
+    metrics_section(loc, host)
+    profile_section(loc, host)
+except StoreMissing:
+    for area in (BENCH, METRICS, PROFILE):
+        ui.empty_state(area)
+except StoreError as exc:
+    ui.store_problem(exc)

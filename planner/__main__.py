@@ -1,0 +1,14 @@
+"""``python -m planner``: the tradeoff calculator; ``python -m planner lint FILE`` checks a
+launch command, systemd unit or env file against the precision policy (planner.lint)."""
+
+import sys
+
+if __name__ == "__main__":
+    argv = sys.argv[1:]
+    if argv[:1] == ["lint"]:
+        from planner.lint import main as lint_main
+
+        sys.exit(lint_main(argv[1:]))
+    from planner.cli import main
+
+    sys.exit(main(argv))

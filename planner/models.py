@@ -1,0 +1,349 @@
+"""Model specs: the shapes the decode-step cost model needs, from an HF ``config.json``.
+
+Handles DeepSeek-V3 / Kimi-K2 (MLA, leading dense layers, shared experts; Kimi-K2.5 nests
+them in ``text_config``), MiniMax-M2 / Mixtral / Qwen-MoE (GQA) and dense models. The
+checkpoint's native precision comes from ``quantization_config`` via ``planner.native``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from planner.errors import PlannerInputError
+from planner.native import NativeError, from_hf_config
+from planner.policy import Precision
+
+# Bytes per stored parameter, scales included (int4 group 32 with a bf16 scale: 0.5 + 2/32).
+DTYPE_BYTES: dict[str, float] = {
+    "fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8_e4m3": 1.0, "fp8_e5m2": 1.0, "int8": 1.0,
+    "nvfp4": 0.5625, "mxfp4": 0.53125, "int4": 0.5, "int6": 0.75, "fp6": 0.75, "int3": 0.375,
+}  # fmt: skip
+COMPONENTS = ("attention", "dense_mlp", "shared", "experts", "lm_head")
+
+
+def dtype_bytes(dtype: str) -> float:
+    return DTYPE_BYTES.get(dtype, 2.0)
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One model's decode-relevant shapes and its checkpoint's native precision."""
+
+    name: str
+    architecture: str
+    num_layers: int
+    num_dense_layers: int  # dense-MLP layers (leading, DeepSeek's first_k_dense_replace)
+    hidden: int
+    vocab: int
+    num_experts: int  # routed experts (0 = dense model)
+    top_k: int
+    num_shared_experts: int
+    expert_intermediate: int
+    shared_intermediate: int  # total over the shared experts of one layer
+    dense_intermediate: int
+    attention: str  # "mla" | "gqa"
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    q_lora_rank: int = 0
+    kv_lora_rank: int = 0
+    qk_rope_dim: int = 0
+    qk_nope_dim: int = 0
+    v_head_dim: int = 0
+    native: Precision = field(default_factory=lambda: Precision("bf16", "bf16", "bf16", "bf16"))
+    # Bytes per parameter of each component as shipped (only some modules are quantized).
+    bytes_per_param: tuple[tuple[str, float], ...] = ()
+    source: str = ""
+
+    # ---- derived sizes -------------------------------------------------------------
+    @property
+    def num_moe_layers(self) -> int:
+        return self.num_layers - self.num_dense_layers if self.num_experts else 0
+
+    def bpp(self, component: str) -> float:
+        return dict(self.bytes_per_param).get(component, dtype_bytes(self.native.activations))
+
+    @property
+    def act_bytes(self) -> float:
+        return dtype_bytes(self.native.activations)
+
+    def attention_params(self) -> tuple[int, int]:
+        """(replicated, TP-sharded) parameters of one attention layer.
+
+        MLA's q_a / kv_a down-projections are replicated on every TP rank in vLLM.
+        """
+        h = self.hidden
+        if self.attention == "mla":
+            qk = self.qk_nope_dim + self.qk_rope_dim
+            q = (
+                h * self.q_lora_rank + self.q_lora_rank * self.num_heads * qk
+                if self.q_lora_rank
+                else h * self.num_heads * qk
+            )
+            rep = h * (self.kv_lora_rank + self.qk_rope_dim) + (h * self.q_lora_rank)
+            shard = q - h * self.q_lora_rank
+            shard += self.kv_lora_rank * self.num_heads * (self.qk_nope_dim + self.v_head_dim)
+            shard += self.num_heads * self.v_head_dim * h
+            return rep, shard
+        qkv = h * (self.num_heads + 2 * self.num_kv_heads) * self.head_dim
+        return 0, qkv + self.num_heads * self.head_dim * h
+
+    @property
+    def expert_params(self) -> int:
+        return 3 * self.hidden * self.expert_intermediate
+
+    @property
+    def shared_params(self) -> int:
+        return 3 * self.hidden * self.shared_intermediate
+
+    @property
+    def dense_params(self) -> int:
+        return 3 * self.hidden * self.dense_intermediate
+
+    @property
+    def embed_params(self) -> int:
+        return self.vocab * self.hidden
+
+    def expert_bytes(self) -> float:
+        return self.expert_params * self.bpp("experts")
+
+    def nonexpert_bytes(self) -> float:
+        """Everything but the routed experts: what attention-DP replicates on every GPU."""
+        rep, shard = self.attention_params()
+        return (
+            self.num_layers * (rep + shard) * self.bpp("attention")
+            + self.num_dense_layers * self.dense_params * self.bpp("dense_mlp")
+            + self.num_moe_layers * self.shared_params * self.bpp("shared")
+            + 2 * self.embed_params * self.bpp("lm_head")
+        )
+
+    def routed_expert_bytes(self) -> float:
+        return self.num_moe_layers * self.num_experts * self.expert_bytes()
+
+    def kv_bytes_per_token(self, kv_dtype: str, tp: int = 1) -> float:
+        """KV cache bytes per token per GPU (MLA latent cache is replicated across TP)."""
+        b = dtype_bytes(kv_dtype)
+        if self.attention == "mla":
+            return self.num_layers * (self.kv_lora_rank + self.qk_rope_dim) * b
+        heads = max(1.0, self.num_kv_heads / max(tp, 1))
+        return self.num_layers * 2 * heads * self.head_dim * b
+
+    def attention_flops_per_token(self, context: float) -> float:
+        """Decode attention FLOPs per token over all heads and layers (MLA absorbed form)."""
+        if self.attention == "mla":
+            per_head = 2 * context * (2 * self.kv_lora_rank + self.qk_rope_dim)
+        else:
+            per_head = 4 * context * self.head_dim
+        return self.num_layers * self.num_heads * per_head
+
+
+# ---------------------------------------------------------------------------------------
+def _int(cfg: dict[str, Any], *keys: str, default: int | None = None, where: str) -> int:
+    for key in keys:
+        value = cfg.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+            raise PlannerInputError(f"{where}: {key} must be a non-negative integer, got {value!r}")
+        return int(value)
+    if default is None:
+        raise PlannerInputError(
+            f"{where}: not a transformer config.json (missing {' / '.join(keys)})"
+        )
+    return default
+
+
+def _component_bytes(cfg: dict[str, Any], native: Precision) -> dict[str, float]:
+    """Which modules the checkpoint quantized, and their bytes per parameter."""
+    act = dtype_bytes(native.activations)
+    if native.weights in ("bf16", "fp16", "fp32"):
+        return dict.fromkeys(COMPONENTS, dtype_bytes(native.weights))
+    q = cfg.get("quantization_config") or {}
+    ignore = [str(x) for x in (q.get("ignore") or q.get("modules_to_not_convert") or [])]
+    text = " ".join(ignore)
+    quant = dtype_bytes(native.weights)
+    group = 0
+    for group_cfg in (q.get("config_groups") or {}).values():
+        group = int((group_cfg.get("weights") or {}).get("group_size") or 0)
+        break
+    if native.weights == "int4" and group:
+        quant = 0.5 + 2.0 / group  # one bf16 scale per group
+    elif native.weights.startswith("fp8") and q.get("weight_block_size"):
+        bs = q["weight_block_size"]
+        quant = 1.0 + 4.0 / (int(bs[0]) * int(bs[-1]))  # one fp32 scale per block
+    out = dict.fromkeys(COMPONENTS, quant)
+    out["lm_head"] = act  # embeddings / lm_head ship in the model dtype
+    if "self_attn" in text or "attn" in text:
+        out["attention"] = act
+    if "shared_expert" in text:
+        out["shared"] = act
+    if "mlp." in text or "mlp\\." in text:
+        out["dense_mlp"] = act
+    return out
+
+
+def from_config(config: dict[str, Any], name: str = "", source: str = "") -> ModelSpec:
+    """A ModelSpec from a parsed HF config dict; PlannerInputError with one line if unusable."""
+    where = source or name or "config.json"
+    if not isinstance(config, dict):
+        raise PlannerInputError(f"{where}: not a transformer config.json (not a JSON object)")
+    cfg = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+    if "quantization_config" in config and "quantization_config" not in cfg:
+        cfg = {**cfg, "quantization_config": config["quantization_config"]}
+    try:
+        native = from_hf_config(config)
+    except NativeError as exc:
+        raise PlannerInputError(f"{where}: {exc}") from None
+    except (TypeError, ValueError, AttributeError, KeyError) as exc:
+        raise PlannerInputError(f"{where}: malformed quantization_config ({exc})") from None
+    hidden = _int(cfg, "hidden_size", "d_model", where=where)
+    layers = _int(cfg, "num_hidden_layers", "n_layer", "num_layers", where=where)
+    heads = _int(cfg, "num_attention_heads", "n_head", where=where)
+    vocab = _int(cfg, "vocab_size", where=where)
+    if min(hidden, layers, heads, vocab) <= 0:
+        raise PlannerInputError(f"{where}: hidden_size, layers, heads and vocab must be > 0")
+    experts = _int(
+        cfg, "n_routed_experts", "num_local_experts", "num_experts", default=0, where=where
+    )
+    top_k = _int(cfg, "num_experts_per_tok", "moe_topk", "top_k", default=0, where=where)
+    if experts and not 0 < top_k <= experts:
+        raise PlannerInputError(f"{where}: num_experts_per_tok {top_k} not in 1..{experts}")
+    inter = _int(cfg, "intermediate_size", "ffn_dim", default=4 * hidden, where=where)
+    moe_inter = _int(cfg, "moe_intermediate_size", default=inter if experts else 0, where=where)
+    if not experts:
+        dense_inter = inter
+    elif "moe_intermediate_size" in cfg:
+        dense_inter = inter  # DeepSeek: intermediate_size is the dense MLP's
+    else:
+        dense_inter = _int(cfg, "mlp_intermediate_size", default=0, where=where)
+    dense_layers = layers
+    if experts:
+        dense_layers = _int(cfg, "first_k_dense_replace", default=0, where=where)
+        dense_layers += len(cfg.get("mlp_only_layers") or [])
+        dense_layers = min(dense_layers, layers)
+    n_shared = _int(cfg, "n_shared_experts", default=0, where=where)
+    shared_inter = n_shared * moe_inter
+    shared_inter = _int(
+        cfg, "shared_expert_intermediate_size", "shared_intermediate_size",
+        default=shared_inter, where=where,
+    )  # fmt: skip
+    if shared_inter and not n_shared:
+        n_shared = 1
+    mla = bool(cfg.get("kv_lora_rank"))
+    kv_heads = _int(cfg, "num_key_value_heads", default=heads, where=where) if not mla else heads
+    head_dim = _int(cfg, "head_dim", default=hidden // heads, where=where)
+    spec = ModelSpec(
+        name=name or str(cfg.get("model_type") or config.get("model_type") or "model"),
+        architecture=str((config.get("architectures") or cfg.get("architectures") or ["?"])[0]),
+        num_layers=layers,
+        num_dense_layers=dense_layers,
+        hidden=hidden,
+        vocab=vocab,
+        num_experts=experts,
+        top_k=top_k if experts else 0,
+        num_shared_experts=n_shared,
+        expert_intermediate=moe_inter if experts else 0,
+        shared_intermediate=shared_inter,
+        dense_intermediate=dense_inter,
+        attention="mla" if mla else "gqa",
+        num_heads=heads,
+        num_kv_heads=kv_heads,
+        head_dim=head_dim,
+        q_lora_rank=_int(cfg, "q_lora_rank", default=0, where=where) if mla else 0,
+        kv_lora_rank=_int(cfg, "kv_lora_rank", default=0, where=where) if mla else 0,
+        qk_rope_dim=_int(cfg, "qk_rope_head_dim", default=0, where=where) if mla else 0,
+        qk_nope_dim=_int(cfg, "qk_nope_head_dim", default=0, where=where) if mla else 0,
+        v_head_dim=_int(cfg, "v_head_dim", default=0, where=where) if mla else 0,
+        native=native,
+        source=source or name,
+    )
+    comp = _component_bytes(cfg, native)
+    return _with_bytes(spec, comp)
+
+
+def _with_bytes(spec: ModelSpec, comp: dict[str, float]) -> ModelSpec:
+    from dataclasses import replace
+
+    return replace(spec, bytes_per_param=tuple(sorted(comp.items())))
+
+
+def load(path: str | Path) -> ModelSpec:
+    """A ModelSpec from a config.json path (or a directory holding one)."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / "config.json"
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise PlannerInputError(
+            f"{p}: cannot read ({exc.strerror or type(exc).__name__})"
+        ) from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise PlannerInputError(f"{p}: not JSON ({exc})") from None
+    return from_config(data, name=p.parent.name if p.name == "config.json" else p.stem,
+                       source=str(p))  # fmt: skip
+
+
+def resolve(name_or_path: str) -> ModelSpec:
+    """A preset name (kimi-k2.5, deepseek-v3, minimax-m2.5) or a config.json path."""
+    if name_or_path in MODEL_PRESETS:
+        return preset(name_or_path)
+    p = Path(name_or_path)
+    if p.exists():
+        return load(p)
+    raise PlannerInputError(
+        f"--model {name_or_path!r}: neither a model preset ({', '.join(MODEL_PRESETS)}) "
+        "nor an existing config.json"
+    )
+
+
+# ---- presets: HF-style configs with the shapes of REFERENCE §4, parsed like any file ----
+_MLA = {"q_lora_rank": 1536, "kv_lora_rank": 512, "qk_rope_head_dim": 64,
+        "qk_nope_head_dim": 128, "v_head_dim": 128}  # fmt: skip
+_FP8_BLOCK = {"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic",
+              "weight_block_size": [128, 128]}  # fmt: skip
+_KIMI_TEXT = {
+    "architectures": ["DeepseekV3ForCausalLM"], "model_type": "kimi_k2", "hidden_size": 7168,
+    "num_hidden_layers": 61, "first_k_dense_replace": 1, "n_routed_experts": 384,
+    "num_experts_per_tok": 8, "n_shared_experts": 1, "moe_intermediate_size": 2048,
+    "intermediate_size": 18432, "num_attention_heads": 64, "num_key_value_heads": 64,
+    "vocab_size": 163840, "torch_dtype": "bfloat16", **_MLA,
+}  # fmt: skip
+MODEL_PRESETS: dict[str, dict[str, Any]] = {
+    "kimi-k2.5": {
+        "architectures": ["KimiK25ForConditionalGeneration"], "model_type": "kimi_k25",
+        "text_config": _KIMI_TEXT,
+        "quantization_config": {
+            "quant_method": "compressed-tensors", "format": "pack-quantized",
+            "config_groups": {"group_0": {"targets": ["Linear"], "input_activations": None,
+                "weights": {"num_bits": 4, "type": "int", "symmetric": True,
+                            "strategy": "group", "group_size": 32}}},
+            "ignore": ["lm_head", "re:.*self_attn.*", "re:.*shared_experts.*",
+                       "re:.*mlp\\.(gate|up|gate_up|down)_proj.*"],
+        },
+    },
+    "deepseek-v3": {
+        **_KIMI_TEXT, "model_type": "deepseek_v3", "first_k_dense_replace": 3,
+        "n_routed_experts": 256, "num_attention_heads": 128, "num_key_value_heads": 128,
+        "vocab_size": 129280, "quantization_config": _FP8_BLOCK,
+    },
+    "minimax-m2.5": {
+        "architectures": ["MiniMaxM2ForCausalLM"], "model_type": "minimax_m2",
+        "hidden_size": 3072, "num_hidden_layers": 62, "num_attention_heads": 48,
+        "num_key_value_heads": 8, "head_dim": 128, "num_local_experts": 256,
+        "num_experts_per_tok": 8, "intermediate_size": 1536, "shared_intermediate_size": 0,
+        "vocab_size": 200064, "torch_dtype": "bfloat16",
+        "quantization_config": {**_FP8_BLOCK, "modules_to_not_convert": ["gate", "lm_head"]},
+    },
+}  # fmt: skip
+
+
+def preset(name: str) -> ModelSpec:
+    if name not in MODEL_PRESETS:
+        raise PlannerInputError(
+            f"model preset {name!r} unknown (known: {', '.join(MODEL_PRESETS)})"
+        )
+    return from_config(MODEL_PRESETS[name], name=name, source=f"preset {name} (REFERENCE §4)")

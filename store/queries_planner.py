@@ -1,0 +1,120 @@
+"""Named queries for the Tradeoff calculator and ``python -m planner --host``.
+
+Measured communication curves (``v_comm_results``, migration 0003), GPU inventories
+(``v_gpu_host`` / ``v_gpu_devices``, 0004), measured step breakdowns for calibration (the
+trace tables of 0002) and model names recorded in run arguments. Every value is a bound
+parameter. A store whose schema predates one of these tables gives an empty frame (the
+page then falls back to presets and says so), never an error.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import pandas as pd
+
+from store.location import StoreLocation
+from store.reader import query_df
+
+
+def _safe(loc: StoreLocation, sql: str, params: list) -> pd.DataFrame:
+    try:
+        return query_df(loc, sql, params)
+    except duckdb.CatalogException:  # table/view of a migration this store lacks
+        return pd.DataFrame()
+
+
+def gpu_hosts(loc: StoreLocation) -> pd.DataFrame:
+    """Per host: its newest ``gpu`` run with GPUs recorded (run id, count, model, link)."""
+    return _safe(
+        loc,
+        "SELECT host, arg_max(run_id, finished_at) AS run_id, "
+        "arg_max(gpu_count, finished_at) AS gpu_count, arg_max(gpu_model, finished_at) AS "
+        "gpu_model, arg_max(interconnect_class, finished_at) AS interconnect_class, "
+        "max(finished_at) AS finished_at FROM v_gpu_host WHERE status IN ('ok', 'partial') "
+        "GROUP BY host ORDER BY host",
+        [],
+    )
+
+
+def gpu_run(loc: StoreLocation, run_id: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(the v_gpu_host row, its v_gpu_devices rows) of one gpu run."""
+    host = _safe(loc, "SELECT * FROM v_gpu_host WHERE run_id = ?", [run_id])
+    devices = _safe(
+        loc,
+        "SELECT gpu_index, name, memory_bytes, mem_bandwidth_gbps, nvlink_active "
+        "FROM v_gpu_devices WHERE run_id = ? ORDER BY gpu_index",
+        [run_id],
+    )
+    return host, devices
+
+
+def latest_gpu_run_id(loc: StoreLocation, host: str) -> str | None:
+    frame = _safe(
+        loc,
+        "SELECT run_id FROM v_gpu_host WHERE host = ? AND status IN ('ok', 'partial') "
+        "ORDER BY finished_at DESC, run_id DESC LIMIT 1",
+        [host],
+    )
+    return None if frame.empty else str(frame["run_id"].iloc[0])
+
+
+def comm_runs(loc: StoreLocation, host: str | None = None) -> pd.DataFrame:
+    """Comm / nccl-tests runs (optionally on one host), newest first, with what they hold."""
+    return _safe(
+        loc,
+        "SELECT run_id, host, any_value(label) AS label, max(finished_at) AS finished_at, "
+        "any_value(source) AS source, any_value(backend) AS backend, "
+        "any_value(world_size) AS world_size, any_value(device) AS device, "
+        "string_agg(DISTINCT op, ', ' ORDER BY op) AS ops, count(*) AS points "
+        "FROM v_comm_results WHERE (?::VARCHAR IS NULL OR host = ?) "
+        "GROUP BY run_id, host ORDER BY finished_at DESC, run_id DESC",
+        [host, host],
+    )
+
+
+def comm_rows(loc: StoreLocation, run_ids: list[str]) -> pd.DataFrame:
+    """Every measured point of the given comm runs (what planner.comm turns into curves)."""
+    if not run_ids:
+        return pd.DataFrame()
+    return _safe(
+        loc,
+        "SELECT run_id, host, op, dtype, tokens_per_rank, hidden, bytes, p50_us, busbw_gbps, "
+        "source, backend, world_size, device, interconnect FROM v_comm_results "
+        "WHERE list_contains(string_split(?, ','), run_id) ORDER BY run_id, op, bytes",
+        [",".join(run_ids)],  # one string: the reader's cache key must be hashable
+    )
+
+
+def trace_breakdowns(loc: StoreLocation, host: str | None = None) -> pd.DataFrame:
+    """Per trace run: mean step wall time, AllReduce and all-to-all-like time per step, the
+    world size and the typical decode batch (generation tokens), for calibration."""
+    return _safe(
+        loc,
+        "WITH s AS (SELECT run_id, count(*) AS rank_steps, sum(wall_us) AS wall, "
+        "median(generation_tokens) AS gen_tokens FROM trace_steps GROUP BY run_id), "
+        "c AS (SELECT run_id, "
+        "sum(total_us) FILTER (WHERE category = 'allreduce') AS ar_us, "
+        "sum(total_us) FILTER (WHERE category IN ('all_to_all', 'allgather', "
+        "'reduce_scatter')) AS a2a_us FROM trace_step_categories GROUP BY run_id), "
+        "w AS (SELECT run_id, max(world_size) AS world_size FROM trace_ranks GROUP BY run_id) "
+        "SELECT r.run_id, r.host, r.label, r.finished_at, w.world_size, s.gen_tokens, "
+        "s.wall / s.rank_steps / 1000.0 AS step_ms, "
+        "coalesce(c.ar_us, 0) / s.rank_steps / 1000.0 AS allreduce_ms, "
+        "coalesce(c.a2a_us, 0) / s.rank_steps / 1000.0 AS all_to_all_ms "
+        "FROM v_runs r JOIN s USING (run_id) LEFT JOIN c USING (run_id) "
+        "LEFT JOIN w USING (run_id) WHERE s.rank_steps > 0 "
+        "AND (?::VARCHAR IS NULL OR r.host = ?) ORDER BY r.finished_at DESC, r.run_id DESC",
+        [host, host],
+    )
+
+
+def run_models(loc: StoreLocation, host: str | None = None) -> pd.DataFrame:
+    """Model names recorded in run arguments (``--model``), newest first."""
+    return _safe(
+        loc,
+        "SELECT model, max(finished_at) AS last_seen, count(*) AS runs FROM ("
+        "SELECT json_extract_string(args, '$.model') AS model, finished_at FROM v_runs "
+        "WHERE args IS NOT NULL AND (?::VARCHAR IS NULL OR host = ?)) "
+        "WHERE model IS NOT NULL AND model <> '' GROUP BY model ORDER BY last_seen DESC",
+        [host, host],
+    )

@@ -1,0 +1,116 @@
+"""Named queries for the Serving page: benchmarks, vllm-profile runs, metric scrapes.
+
+Every value is a bound parameter. Interval quantiles come from the bucket counts added
+between two scrapes (``v_vllm_histogram_deltas``), interpolated like Prometheus does.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from store.histogram import histogram_quantile
+from store.location import StoreLocation
+from store.reader import query_df
+
+_HOST = "(?::VARCHAR IS NULL OR host = ?)"
+
+
+def bench_runs(
+    loc: StoreLocation, host: str | None = None, model: str | None = None
+) -> pd.DataFrame:
+    """One row per vllm-bench run: id, label, host, when, models, layouts, concurrencies."""
+    return query_df(
+        loc,
+        "SELECT run_id, any_value(label) AS label, any_value(host) AS host, "
+        "max(finished_at) AS finished_at, string_agg(DISTINCT model_id, ', ') AS models, "
+        "string_agg(DISTINCT coalesce(layout, '?'), ', ') AS layouts, "
+        "count(*) AS results, min(concurrency) AS min_concurrency, "
+        "max(concurrency) AS max_concurrency FROM v_serving_bench "
+        f"WHERE {_HOST} AND (?::VARCHAR IS NULL OR model_id = ?) "
+        "GROUP BY run_id ORDER BY finished_at DESC, run_id DESC",
+        [host, host, model, model],
+    )
+
+
+def bench_models(loc: StoreLocation, host: str | None = None) -> list[str]:
+    frame = query_df(
+        loc,
+        f"SELECT DISTINCT model_id FROM v_serving_bench WHERE {_HOST} AND model_id IS NOT NULL "
+        "ORDER BY model_id",
+        [host, host],
+    )
+    return frame["model_id"].tolist()
+
+
+def bench_results(loc: StoreLocation, run_ids: list[str], model: str | None = None) -> pd.DataFrame:
+    """Benchmark rows of the given runs (one per concurrency x result), ordered for plotting."""
+    if not run_ids:
+        return query_df(loc, "SELECT * FROM v_serving_bench WHERE false")
+    return query_df(
+        loc,
+        "SELECT *, coalesce(layout, 'layout unknown') AS layout_label FROM v_serving_bench "
+        "WHERE list_contains(string_split(?, ','), run_id) AND (?::VARCHAR IS NULL OR model_id = ?) "
+        "ORDER BY layout_label, run_id, concurrency",
+        [",".join(run_ids), model, model],  # a string: cache keys must be hashable
+    )
+
+
+def profile_runs(loc: StoreLocation, host: str | None = None) -> pd.DataFrame:
+    """vllm-profile runs: the server's facts and the client-side load summary."""
+    return query_df(
+        loc,
+        "SELECT s.run_id, s.host, s.finished_at, s.status, s.message, s.model_id, "
+        "s.vllm_version, s.layout, s.layout_kind, s.trace_files, s.flush_wait_s, "
+        "s.num_requests, s.concurrency, l.completed, l.median_ttft_ms, l.median_tpot_ms, "
+        "l.p99_tpot_ms, l.mean_itl_ms FROM v_vllm_servers s "
+        "LEFT JOIN v_vllm_load_summary l USING (run_id) "
+        f"WHERE {_HOST.replace('host', 's.host')} ORDER BY s.finished_at DESC, s.run_id DESC",
+        [host, host],
+    )
+
+
+def metric_servers(loc: StoreLocation, host: str | None = None) -> pd.DataFrame:
+    """Each scraped server (host, url, model) with its scrape count and time range."""
+    return query_df(
+        loc,
+        "SELECT host, url, model_name, count(*) AS scrapes, min(scraped_at) AS first_at, "
+        f"max(scraped_at) AS last_at FROM v_vllm_scrapes WHERE {_HOST} "
+        "GROUP BY host, url, model_name ORDER BY last_at DESC",
+        [host, host],
+    )
+
+
+def metrics_timeline(loc: StoreLocation, host: str, url: str, model: str | None,
+                     since: object) -> pd.DataFrame:  # fmt: skip
+    """Per scrape: gauges and the interval rates/latencies since the previous scrape."""
+    return query_df(
+        loc,
+        "SELECT * FROM v_vllm_metrics_deltas WHERE host = ? AND url = ? "
+        "AND model_name IS NOT DISTINCT FROM ? AND scraped_at >= ? ORDER BY scraped_at",
+        [host, url, model, since],
+    )
+
+
+def interval_quantiles(loc: StoreLocation, host: str, url: str, model: str | None, metric: str,
+                       since: object, qs: tuple[float, ...] = (0.5, 0.99)) -> pd.DataFrame:  # fmt: skip
+    """Per scrape, quantiles (ms) of ``metric`` over the observations since the last scrape."""
+    frame = query_df(
+        loc,
+        "SELECT run_id, scraped_at, le, added FROM v_vllm_histogram_deltas WHERE host = ? "
+        "AND url = ? AND model_name IS NOT DISTINCT FROM ? AND metric = ? AND scraped_at >= ? "
+        "AND added IS NOT NULL ORDER BY scraped_at, le",
+        [host, url, model, metric, since],
+    )
+    rows = []
+    for (run_id, at), part in frame.groupby(["run_id", "scraped_at"], sort=True):
+        buckets = [(float("inf") if math.isinf(le) else float(le), float(n))
+                   for le, n in zip(part["le"], part["added"], strict=True)]  # fmt: skip
+        row = {"run_id": run_id, "scraped_at": at, "observations": buckets[-1][1] if buckets else 0}
+        for q in qs:
+            v = histogram_quantile(q, buckets)
+            row[f"p{round(q * 100)}_ms"] = None if v is None else v * 1000.0
+        rows.append(row)
+    columns = ["run_id", "scraped_at", "observations", *[f"p{round(q * 100)}_ms" for q in qs]]
+    return pd.DataFrame(rows, columns=columns).sort_values("scraped_at", ignore_index=True)

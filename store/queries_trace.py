@@ -1,0 +1,169 @@
+"""Named queries for the Kernel breakdown page (tables of migration 0002).
+
+Every value is a bound parameter. "Per step" figures average over every (rank, step) pair
+of a run, so a category absent from a step counts as zero there; percentages are of the
+summed step wall time.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from store.location import StoreLocation
+from store.reader import query_df
+
+# The taxonomy's vocabulary, in the order charts stack it (compute first, then comm).
+CATEGORIES: tuple[str, ...] = (
+    "gemm", "moe", "attention", "norm", "elementwise", "cast_quant", "sampling", "memory",
+    "other", "allreduce", "all_to_all", "allgather", "reduce_scatter", "other_comm",
+)  # fmt: skip
+COMM_CATEGORIES: tuple[str, ...] = (
+    "allreduce", "all_to_all", "allgather", "reduce_scatter", "other_comm",
+)  # fmt: skip
+
+_COMM_LIST = ", ".join(f"'{c}'" for c in COMM_CATEGORIES)  # constants, not user values
+
+
+def trace_runs(loc: StoreLocation, host: str | None = None) -> pd.DataFrame:
+    """Runs with a trace breakdown (``trace`` imports and ``profile`` runs), newest first."""
+    return query_df(
+        loc,
+        "SELECT r.run_id, r.verb, r.label, r.host, r.status, r.message, r.finished_at, "
+        "t.ranks, t.steps, t.world_size, t.backend, t.device_name, t.partial "
+        "FROM v_runs r JOIN (SELECT run_id, count(*) AS ranks, max(steps) AS steps, "
+        "max(world_size) AS world_size, any_value(backend) AS backend, "
+        "any_value(device_name) AS device_name, bool_or(partial) AS partial "
+        "FROM trace_ranks GROUP BY run_id) t USING (run_id) "
+        "WHERE (?::VARCHAR IS NULL OR r.host = ?) "
+        "ORDER BY r.finished_at DESC, r.run_id DESC",
+        [host, host],
+    )
+
+
+def ranks(loc: StoreLocation, run_id: str) -> pd.DataFrame:
+    """One row per rank: file, source of its rank number, busy/idle/span/exposed comm."""
+    return query_df(
+        loc,
+        "SELECT rank, file, partial, rank_source, world_size, backend, nccl_version, "
+        "device_name, has_gpu, events_total, events_kept, kernels, steps, busy_us, idle_us, "
+        "span_us, comm_us, exposed_comm_us FROM trace_ranks WHERE run_id = ? ORDER BY rank",
+        [run_id],
+    )
+
+
+def rank_categories(loc: StoreLocation, run_id: str) -> pd.DataFrame:
+    """Per rank x category: mean calls and microseconds per step."""
+    return query_df(
+        loc,
+        "WITH n AS (SELECT rank, count(*) AS steps FROM trace_steps WHERE run_id = ? "
+        "GROUP BY rank) "
+        "SELECT c.rank, c.category, sum(c.calls) / any_value(n.steps) AS calls_per_step, "
+        "sum(c.total_us) / any_value(n.steps) AS us_per_step, sum(c.total_us) AS total_us "
+        "FROM trace_step_categories c JOIN n USING (rank) WHERE c.run_id = ? "
+        "GROUP BY c.rank, c.category ORDER BY c.rank, us_per_step DESC",
+        [run_id, run_id],
+    )
+
+
+def steps(loc: StoreLocation, run_id: str) -> pd.DataFrame:
+    """Every step of every rank: name, where its boundary came from, wall and busy time."""
+    return query_df(
+        loc,
+        "SELECT rank, step, name, source, start_us, wall_us, busy_us, context_tokens, "
+        "generation_tokens FROM trace_steps WHERE run_id = ? ORDER BY rank, step",
+        [run_id],
+    )
+
+
+def step_categories(loc: StoreLocation, run_id: str, rank: int | None = None) -> pd.DataFrame:
+    """Per step x category: microseconds and calls, for one rank or averaged over ranks."""
+    return query_df(
+        loc,
+        "WITH s AS (SELECT rank, step, wall_us FROM trace_steps WHERE run_id = ? "
+        "AND (?::INTEGER IS NULL OR rank = ?)), "
+        "nr AS (SELECT step, count(*) AS ranks, avg(wall_us) AS wall_us FROM s GROUP BY step) "
+        "SELECT c.step, c.category, sum(c.total_us) / any_value(nr.ranks) AS us, "
+        "sum(c.calls) / any_value(nr.ranks) AS calls, any_value(nr.wall_us) AS wall_us "
+        "FROM trace_step_categories c JOIN s USING (rank, step) JOIN nr USING (step) "
+        "WHERE c.run_id = ? GROUP BY c.step, c.category ORDER BY c.step, us DESC",
+        [run_id, rank, rank, run_id],
+    )
+
+
+def category_summary(loc: StoreLocation, run_id: str) -> pd.DataFrame:
+    """Per category over the run: calls/step, mean us per call, us/step, % of step wall.
+
+    The numbers of the sentence "allreduce: N calls/step, X us avg, Y% of step"; also
+    carries the collective's dtypes (comma-separated) where the kernels name one.
+    """
+    return query_df(
+        loc,
+        "WITH s AS (SELECT count(*) AS rank_steps, sum(wall_us) AS wall FROM trace_steps "
+        "WHERE run_id = ?), "
+        "c AS (SELECT category, sum(calls) AS calls, sum(total_us) AS total_us "
+        "FROM trace_step_categories WHERE run_id = ? GROUP BY category), "
+        "d AS (SELECT category, string_agg(DISTINCT dtype, ', ' ORDER BY dtype) AS dtypes "
+        "FROM trace_kernel_stats WHERE run_id = ? AND dtype IS NOT NULL AND dtype <> '' "
+        "GROUP BY category) "
+        "SELECT c.category, c.calls / s.rank_steps AS calls_per_step, "
+        "c.total_us / nullif(c.calls, 0) AS avg_us, c.total_us / s.rank_steps AS us_per_step, "
+        "100 * c.total_us / nullif(s.wall, 0) AS pct_of_step, s.wall / s.rank_steps AS step_us, "
+        f"c.category IN ({_COMM_LIST}) AS is_comm, d.dtypes "
+        "FROM c CROSS JOIN s LEFT JOIN d USING (category) WHERE s.rank_steps > 0 "
+        "ORDER BY c.total_us DESC",
+        [run_id, run_id, run_id],
+    )
+
+
+def top_kernels(
+    loc: StoreLocation, run_id: str, limit: int = 25, rank: int | None = None
+) -> pd.DataFrame:
+    """Kernels (or top-level CPU ops) by total time, summed over ranks unless one is given."""
+    return query_df(
+        loc,
+        "SELECT name, category, string_agg(DISTINCT dtype, ', ') AS dtype, "
+        "sum(calls) AS calls, sum(total_us) AS total_us, "
+        "sum(total_us) / nullif(sum(calls), 0) AS avg_us, min(min_us) AS min_us, "
+        "max(max_us) AS max_us, count(DISTINCT rank) AS ranks "
+        "FROM trace_kernel_stats WHERE run_id = ? AND (?::INTEGER IS NULL OR rank = ?) "
+        "GROUP BY name, category ORDER BY total_us DESC, name LIMIT ?",
+        [run_id, rank, rank, int(limit)],
+    )
+
+
+def collective_dtypes(loc: StoreLocation, run_id: str) -> pd.DataFrame:
+    """Communication kernels by category and dtype: calls, time, distinct kernel names."""
+    return query_df(
+        loc,
+        "SELECT category, coalesce(nullif(dtype, ''), 'unknown') AS dtype, "
+        "sum(calls) AS calls, sum(total_us) AS total_us, count(DISTINCT name) AS kernels, "
+        "string_agg(DISTINCT name, ', ') AS names "
+        f"FROM trace_kernel_stats WHERE run_id = ? AND category IN ({_COMM_LIST}) "
+        "GROUP BY ALL ORDER BY total_us DESC",
+        [run_id],
+    )
+
+
+def compare_categories(loc: StoreLocation, run_a: str, run_b: str) -> pd.DataFrame:
+    """Two runs side by side: us/step and calls/step per category, and the delta B - A.
+
+    Includes a ``(step wall)`` row with the mean step wall time of each run.
+    """
+    return query_df(
+        loc,
+        "WITH s AS (SELECT run_id, count(*) AS rank_steps, avg(wall_us) AS wall_us "
+        "FROM trace_steps WHERE run_id IN (?, ?) GROUP BY run_id), "
+        "c AS (SELECT c.run_id, c.category, sum(c.total_us) / any_value(s.rank_steps) AS us, "
+        "sum(c.calls) / any_value(s.rank_steps) AS calls "
+        "FROM trace_step_categories c JOIN s USING (run_id) WHERE c.run_id IN (?, ?) "
+        "GROUP BY c.run_id, c.category "
+        "UNION ALL SELECT run_id, '(step wall)', wall_us, NULL FROM s), "
+        "a AS (SELECT * FROM c WHERE run_id = ?), b AS (SELECT * FROM c WHERE run_id = ?) "
+        "SELECT coalesce(a.category, b.category) AS category, "
+        "coalesce(a.us, 0) AS a_us_per_step, coalesce(b.us, 0) AS b_us_per_step, "
+        "coalesce(b.us, 0) - coalesce(a.us, 0) AS delta_us_per_step, "
+        "a.calls AS a_calls_per_step, b.calls AS b_calls_per_step "
+        "FROM a FULL OUTER JOIN b USING (category) "
+        "ORDER BY category = '(step wall)' DESC, greatest(a_us_per_step, b_us_per_step) DESC",
+        [run_a, run_b, run_a, run_b, run_a, run_b],
+    )

@@ -1,0 +1,96 @@
+"""Hand a run to a teammate: read one run's rows out of a store, and check rows coming in.
+
+``export`` writes what ``run_tables`` returns; ``import`` checks incoming tables against the
+schema THIS code writes (built by applying the migrations to an in-memory DuckDB), so a
+file that could never commit is refused before it reaches the spool.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import duckdb
+
+from store import migrate
+from store.connect import connection
+from store.location import StoreLocation
+
+SKIP_TABLES = {"stepscope_schema"}
+
+
+def run_tables(loc: StoreLocation, run_id: str) -> dict[str, Any] | None:
+    """Every non-empty table's rows for ``run_id`` (``runs`` included) as pyarrow Tables.
+
+    None when the store has no such run.
+    """
+    with connection(loc, read_only=True, timeout_s=30) as con:
+        migrate.check_readable(con)
+        names = [
+            r[0]
+            for r in con.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE' "
+                "AND table_catalog = current_database() AND table_schema = current_schema() "
+                "ORDER BY table_name"
+            ).fetchall()
+            if r[0] not in SKIP_TABLES
+        ]
+        found = con.execute("SELECT count(*) FROM runs WHERE run_id = ?", [run_id]).fetchone()[0]
+        if not found:
+            return None
+        tables = {}
+        for name in names:  # names come from the store's own catalog
+            table = con.execute(f"SELECT * FROM {name} WHERE run_id = ?", [run_id]).to_arrow_table()
+            if table.num_rows or name == "runs":
+                tables[name] = table
+        return tables
+
+
+@cache
+def code_schema() -> dict[str, dict[str, str]]:
+    """{table: {column: type}} of the schema this code's migrations create."""
+    con = duckdb.connect(":memory:")
+    try:
+        migrate.upgrade(con)
+        rows = con.execute(
+            "SELECT c.table_name, c.column_name, c.data_type FROM information_schema.columns c "
+            "JOIN information_schema.tables t USING (table_catalog, table_schema, table_name) "
+            "WHERE t.table_type = 'BASE TABLE' ORDER BY c.table_name, c.ordinal_position"
+        ).fetchall()
+    finally:
+        con.close()
+    schema: dict[str, dict[str, str]] = {}
+    for table, column, dtype in rows:
+        if table not in SKIP_TABLES:
+            schema.setdefault(table, {})[column] = dtype
+    return schema
+
+
+def check_against_schema(tables: dict[str, Any]) -> str | None:
+    """Insert ``tables`` (pyarrow, no run_id) into an in-memory copy of the schema.
+
+    Returns None when every row would commit, else one line saying which table and why.
+    Nothing is executed but DuckDB's own typed INSERT of the given values.
+    """
+    schema = code_schema()
+    con = duckdb.connect(":memory:")
+    try:
+        migrate.upgrade(con)
+        for name, table in tables.items():
+            if name not in schema or name == "runs":
+                return f"table {name!r} is not part of this Stepscope's schema"
+            unknown = [c for c in table.column_names if c not in schema[name]]
+            if unknown:
+                return f"table {name}: unknown column(s) {', '.join(unknown[:5])}"
+            con.register("incoming", table)
+            try:
+                con.execute(
+                    f"INSERT INTO {name} BY NAME SELECT 'check'::VARCHAR AS run_id, * FROM incoming"
+                )
+            except duckdb.Error as exc:
+                return f"table {name}: rows do not fit the schema ({str(exc).splitlines()[0]})"
+            finally:
+                con.unregister("incoming")
+    finally:
+        con.close()
+    return None

@@ -1,0 +1,112 @@
+"""Kernel breakdown in a real browser: a real profile run and a real imported trace set."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.e2e.conftest import Dashboard, open_app, start_dashboard, stop_dashboard, wait_app
+from tests.helpers import FIXTURES, query, run_cli
+
+pytestmark = pytest.mark.e2e
+HTA = FIXTURES / "traces" / "hta"
+SENTENCE = re.compile(r"(\w+): (\d+) calls/step, ([\d.]+) us avg, ([\d.]+)% of step")
+
+
+@pytest.fixture(scope="module")
+def dash(tmp_path_factory) -> tuple[Dashboard, str, str]:
+    ranks = sorted(HTA.glob("sampled_rank-*.json.gz"))
+    if len(ranks) < 2:
+        pytest.skip(f"fixture traces missing: {HTA}/sampled_rank-*.json.gz")
+    tmp = tmp_path_factory.mktemp("kernels")
+    store = tmp / "stepscope.duckdb"
+    prof = run_cli(store, "profile", "--json", "--label", "tp2-cpu", "--layers", "2",
+                   "--steps", "2", "--batch", "4", "--context", "64")  # fmt: skip
+    assert prof.code == 0, prof.stderr
+    trace = run_cli(store, "trace", *map(str, ranks), "--json", "--label", "hta-sampled")
+    assert trace.code == 0, trace.stderr
+    d = start_dashboard(store, tmp / "streamlit.log")
+    yield d, prof.json["run_id"], trace.json["run_id"]
+    stop_dashboard(d)
+
+
+def _main(pg):
+    return pg.locator("[data-testid='stMain']")
+
+
+def test_default_view_names_an_absolute_run(dash, page) -> None:
+    d, _, trace_id = dash
+    open_app(page, d.link("kernels"))
+    page.wait_for_url(re.compile(r"run="))
+    # The newest run, named by its id (a shared link must never mean "latest").
+    assert f"run={trace_id}" in page.url
+    expect(_main(page).get_by_text(trace_id).first).to_be_visible()
+
+
+def test_profile_run_sentence_charts_and_numbers(dash, page) -> None:
+    d, prof_id, _ = dash
+    open_app(page, d.link(f"kernels?run={prof_id}"))
+    main = _main(page)
+    expect(main.get_by_text(re.compile(r"allreduce: \d+ calls/step"))).to_be_visible()
+    text = main.inner_text()
+    found = {m[0]: m for m in SENTENCE.findall(text)}
+    # Two layers: AllReduce after attention and after the MoE; one logits AllGather.
+    assert found["allreduce"][1] == "4" and found["allgather"][1] == "1", text
+    assert 0 < float(found["allreduce"][3]) < 100
+    calls = query(d.store, "SELECT sum(calls) FROM trace_step_categories WHERE run_id = ? "
+                  "AND category = 'allreduce'", [prof_id])[0][0]  # fmt: skip
+    assert calls == 4 * 2 * 2  # per step x steps x ranks: the sentence is computed from data
+    assert main.get_by_test_id("stPlotlyChart").count() >= 4
+    assert "Top:" in text and re.search(r"allreduce in \S+: \d+ call\(s\)", text), text
+    expect(main.get_by_role("button", name="CSV").first).to_be_visible()
+
+
+def test_imported_trace_shows_its_collectives(dash, page) -> None:
+    d, _, trace_id = dash
+    open_app(page, d.link(f"kernels?run={trace_id}"))
+    text = _main(page).inner_text()
+    cats = {m[0] for m in SENTENCE.findall(text)}
+    assert cats and cats <= {"allreduce", "all_to_all", "allgather", "reduce_scatter",
+                             "other_comm"}, text  # fmt: skip
+    assert "2 rank(s)" in text
+
+
+def test_comparison_link_reopens_in_fresh_context(dash, page, browser) -> None:
+    d, prof_id, trace_id = dash
+    open_app(page, d.link(f"kernels?run={prof_id}"))
+    box = _main(page).get_by_test_id("stSelectbox").filter(has_text="Second run")
+    box.click()
+    page.get_by_role("option", name=re.compile("hta-sampled")).click()
+    wait_app(page)
+    page.wait_for_url(re.compile(r"vs="))
+    expect(_main(page).get_by_text("Step wall: A")).to_be_visible()
+    link = page.url
+    assert f"run={prof_id}" in link and f"vs={trace_id}" in link
+    wall = _main(page).get_by_text("Step wall: A").inner_text()
+
+    fresh = browser.new_context()
+    other = fresh.new_page()
+    try:
+        open_app(other, link)
+        main = _main(other)
+        expect(main.get_by_text("Step wall: A")).to_be_visible()
+        assert main.get_by_text("Step wall: A").inner_text() == wall
+        assert "Largest change:" in main.inner_text()
+        assert main.get_by_test_id("stPlotlyChart").count() >= 5
+    finally:
+        fresh.close()
+
+
+def test_empty_store_shows_the_commands(tmp_path: Path, page) -> None:
+    store = tmp_path / "stepscope.duckdb"
+    assert run_cli(store, "host").code == 0
+    d = start_dashboard(store, tmp_path / "st.log")
+    try:
+        open_app(page, d.link("kernels"))
+        text = _main(page).inner_text()
+        assert "python -m collectors profile" in text and "python -m collectors trace" in text
+    finally:
+        stop_dashboard(d)

@@ -1,0 +1,107 @@
+"""Policy page in a real browser: paste a command for a verdict, stored trace runs that break
+the policy, and a copied link reopening the same run and checkpoint in a fresh context."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.e2e.conftest import Dashboard, open_app, start_dashboard, stop_dashboard, wait_app
+from tests.helpers import ROOT, run_cli
+from tests.policy.fp8_trace import write_trace
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(
+        not (ROOT / "store/migrations/0002_trace.sql").exists(),
+        reason="the trace tables (migration 0002) are not in this tree yet",
+    ),
+]
+RECIPE = """export VLLM_MARLIN_INPUT_DTYPE=fp8
+vllm serve moonshotai/Kimi-K2.5 \\
+  --tensor-parallel-size 8 \\
+  --kv-cache-dtype fp8
+"""
+
+
+@pytest.fixture(scope="module")
+def dash(tmp_path_factory) -> Dashboard:
+    tmp = tmp_path_factory.mktemp("policy-page")
+    store = tmp / "stepscope.duckdb"
+    ids = {}
+    for label, dtype in (("fp8-allreduce", "f8e4m3"), ("bf16-allreduce", "bf16")):
+        trace = write_trace(tmp / f"{label}.pt.trace.json.gz", dtype=dtype)
+        res = run_cli(store, "trace", str(trace), "--label", label, "--json")
+        assert res.code == 0, res.stderr
+        ids[label] = res.json["run_id"]
+    d = start_dashboard(store, tmp / "streamlit.log")
+    d.ids = ids  # type: ignore[attr-defined]
+    yield d
+    stop_dashboard(d)
+
+
+def main_text(pg) -> str:
+    return pg.locator("[data-testid='stMain']").inner_text()
+
+
+def test_paste_command_gives_verdict(dash: Dashboard, page) -> None:
+    open_app(page, dash.link("policy"))
+    expect(page.get_by_text("full-precision", exact=False).first).to_be_visible()
+    assert "kv-cache-native" in main_text(page)  # the rules table lists every rule id
+    page.get_by_label("Launch command, unit or env file").fill(RECIPE)
+    page.get_by_role("button", name="Check").click()
+    wait_app(page)
+    expect(page.get_by_text("Verdict: NOT COMPLIANT")).to_be_visible()
+    text = main_text(page)
+    assert "2 violation(s)" in text
+    assert "activations-native line 1" in text and "kv-cache-native line 4" in text
+    # A compliant command after it.
+    page.get_by_label("Launch command, unit or env file").fill("vllm serve m -tp 8\n")
+    page.get_by_role("button", name="Check").click()
+    wait_app(page)
+    expect(page.get_by_text("Verdict: compliant with full-precision")).to_be_visible()
+
+
+def test_stored_runs_with_violations(dash: Dashboard, page) -> None:
+    open_app(page, dash.link("policy"))
+    fp8, bf16 = dash.ids["fp8-allreduce"], dash.ids["bf16-allreduce"]  # type: ignore[attr-defined]
+    expect(page.get_by_text("Checked 2 trace run(s)")).to_be_visible()
+    text = main_text(page)
+    assert f"1 break the policy ({fp8})" in text
+    assert "ncclDevKernel_AllReduce_Sum_f8e4m3" in text and bf16 not in text.split("Run\n")[0]
+
+
+def test_link_reopens_run_and_checkpoint(dash: Dashboard, page, browser) -> None:
+    fp8 = dash.ids["fp8-allreduce"]  # type: ignore[attr-defined]
+    open_app(page, dash.link("policy"))
+    page.get_by_test_id("stMain").get_by_test_id("stSelectbox").filter(
+        has_text="Checkpoint"
+    ).click()
+    page.get_by_role("option", name="DeepSeek-V3 (FP8 blocks)").click()
+    wait_app(page)
+    page.get_by_test_id("stMain").get_by_test_id("stSelectbox").filter(has_text="Run").click()
+    page.get_by_role("option", name=fp8, exact=False).click()
+    wait_app(page)
+    page.wait_for_url(f"**run={fp8}**")
+    link = page.url
+    assert "native=deepseek-v3" in link
+    fresh = browser.new_context()
+    other = fresh.new_page()
+    try:
+        open_app(other, link)
+        text = main_text(other)
+        assert "DeepSeek-V3 (FP8 blocks)" in text and fp8 in text
+        assert "communication-native run" in text and "checkpoint assumed" not in text
+    finally:
+        fresh.close()
+
+
+def test_policy_page_without_store_says_what_to_run(tmp_path: Path, page) -> None:
+    d = start_dashboard(tmp_path / "none.duckdb", tmp_path / "st.log")
+    try:
+        open_app(page, d.link("policy"))
+        assert "python -m collectors trace PATH" in main_text(page)
+    finally:
+        stop_dashboard(d)

@@ -1,0 +1,117 @@
+"""Serving page in a real browser: benchmarks imported by the real `vllm-bench` CLI, metric
+scrapes of the real test server (tests/vllm/server.py) by the real `vllm-metrics` CLI, and a
+`gpu` run (NVML stand-in for an 8x RTX PRO 6000 PCIe host) for the planner's prediction."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+from playwright.sync_api import expect
+
+from collectors.vllm.load import LoadSpec, run_load
+from tests.e2e.conftest import Dashboard, open_app, start_dashboard, stop_dashboard, wait_app
+from tests.gpu.conftest import PCIE, fake_env
+from tests.helpers import ROOT, run_cli
+from tests.vllm import bench_fixtures
+
+pytestmark = pytest.mark.e2e
+HOST = "gpu-node-7"
+MODEL = "moonshotai/Kimi-K2.5"
+
+
+@pytest.fixture(scope="module")
+def serving(tmp_path_factory) -> tuple[Dashboard, dict[str, str]]:
+    tmp = tmp_path_factory.mktemp("serving")
+    store = tmp / "stepscope.duckdb"
+    assert run_cli(store, "gpu", "--host", HOST, **fake_env(PCIE)).code == 0
+    bench_fixtures.write_sweep(tmp / "tp8", tp=8)
+    bench_fixtures.write_sweep(tmp / "dp8", tp=1, metadata=False)
+    runs = {}
+    for name, extra in (("tp8", ()), ("dp8", ("--server-args", f"vllm serve {MODEL} -tp 1 -dp 8 "
+                                              "--enable-expert-parallel"))):  # fmt: skip
+        res = run_cli(store, "vllm-bench", "--results", str(tmp / name), "--host", HOST, "--json",
+                      *extra)  # fmt: skip
+        assert res.code == 0, res.stderr
+        runs[name] = res.json["run_id"]
+    cfg = tmp / "server.json"
+    cfg.write_text(json.dumps({"version": "0.16.0", "model": MODEL, "trace_dir": str(tmp)}))
+    server = subprocess.Popen([sys.executable, "-m", "tests.vllm.server", str(cfg)], cwd=ROOT,
+                              stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        url = f"http://127.0.0.1:{server.stdout.readline().split()[1]}"
+        for _ in range(3):
+            assert run_cli(store, "vllm-metrics", "--url", url, "--host", HOST).code == 0
+            run_load(LoadSpec(url, MODEL, num_requests=4, concurrency=2, input_len=8,
+                              output_len=20))  # fmt: skip
+    finally:
+        server.terminate()
+        server.wait(10)
+    d = start_dashboard(store, tmp / "streamlit.log")
+    yield d, runs
+    stop_dashboard(d)
+
+
+def _main(pg):
+    return pg.locator("[data-testid='stMain']")
+
+
+def _open(pg, dash: Dashboard, path: str) -> None:
+    open_app(pg, dash.url)  # app.py must run once before a deep link (see test_hardware.py)
+    open_app(pg, dash.link(path))
+
+
+def test_measured_tpot_with_planner_prediction_and_metrics(serving, page) -> None:
+    dash, runs = serving
+    _open(page, dash, "serving")
+    main = _main(page)
+    expect(main.get_by_text("planner predicts").first).to_be_visible()
+    text = main.inner_text()
+    assert f"TP8 (run {runs['tp8']}): median TPOT" in text
+    assert f"TP1xDP8+EP (run {runs['dp8']}): median TPOT" in text
+    assert text.count("(error ") == 2  # both layouts overlaid with the planner's error
+    assert "3 scrape(s) in the last 24 h" in text and "generated tok/s" in text
+    expect(main.get_by_test_id("stPlotlyChart")).to_have_count(4)
+    for name in ("CSV", "HTML"):
+        expect(main.get_by_role("button", name=name).first).to_be_visible()
+    page.wait_for_url(f"**runs=*{runs['tp8']}*")  # absolute run ids in the URL
+
+
+def test_copied_link_reopens_the_same_view(serving, page, browser) -> None:
+    dash, runs = serving
+    _open(page, dash, "serving")
+    main = _main(page)
+    main.get_by_test_id("stRadioOption").filter(has_text="p99").click()
+    wait_app(page)
+    # Drop the DP8 run from the multiselect: its chip's remove button.
+    main.get_by_role("button", name=re.compile(f"Remove {runs['dp8']}")).click()
+    wait_app(page)
+    page.wait_for_url("**stat=p99**")
+    link = page.url
+    assert f"runs={runs['tp8']}" in link and runs["dp8"] not in link
+    fresh = browser.new_context()
+    other = fresh.new_page()
+    try:
+        _open(other, dash, link.split("/", 3)[3])
+        m = _main(other)
+        expect(m.get_by_text("p99 TPOT").first).to_be_visible()
+        text = m.inner_text()
+        assert f"TP8 (run {runs['tp8']}): p99 TPOT" in text and "TP1xDP8+EP" not in text
+    finally:
+        fresh.close()
+
+
+def test_empty_store_shows_the_commands(tmp_path, page) -> None:
+    d = start_dashboard(tmp_path / "empty.duckdb", tmp_path / "st.log")
+    try:
+        assert run_cli(tmp_path / "empty.duckdb", "host").code == 0
+        _open(page, d, "serving")
+        text = _main(page).inner_text()
+        for cmd in ("python -m collectors vllm-bench --results", "python -m collectors "
+                    "vllm-metrics --url", "python -m collectors vllm-profile --url"):  # fmt: skip
+            assert cmd in text
+    finally:
+        stop_dashboard(d)

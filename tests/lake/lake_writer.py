@@ -1,0 +1,28 @@
+"""Writer process for the lake concurrency test: commit runs in a loop, log each committed id.
+
+Alternates small runs (inlined in the catalog by DuckLake) and larger ones (Parquet files in
+the data path), so both storage paths take concurrent writers.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from store.bundle import write_spool
+from store.commit import commit_entry
+from store.location import resolve
+from tests.store.bundles import host_bundle
+
+store, seconds, out = sys.argv[1], float(sys.argv[2]), Path(sys.argv[3])
+loc = resolve(store)
+deadline = time.monotonic() + seconds
+n = 0
+with out.open("w") as log:
+    while time.monotonic() < deadline:
+        bundle = host_bundle(host=f"w{out.stem}", gpus=2 if n % 2 == 0 else 24)
+        commit_entry(loc, write_spool(bundle, loc.spool_dir), timeout_s=60)
+        log.write(f"{bundle.run.run_id} {len(bundle.tables['host_gpus']['gpu_index'])}\n")
+        log.flush()
+        n += 1

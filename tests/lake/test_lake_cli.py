@@ -1,0 +1,90 @@
+"""The collectors' real CLI on a lake: commit, spool on an outage, flush, migrate --to."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+
+from store.bundle import write_spool
+from store.commit import commit_entry
+from store.connect import connection
+from store.location import resolve
+from tests.helpers import run_cli
+from tests.lake.conftest import Lake, PgServer
+from tests.store.bundles import host_bundle
+
+
+def lake_rows(url: str, sql: str, params: list | None = None) -> list[tuple]:
+    with connection(resolve(url), read_only=True) as con:
+        return con.execute(sql, params or []).fetchall()
+
+
+def test_host_collector_commits_to_the_lake(lake: Lake, tmp_path: Path) -> None:
+    res = run_cli(tmp_path / "unused.duckdb", "host", "--store", lake.url, "--json",
+                  "--label", "on-lake", **lake.env())  # fmt: skip
+    assert res.code == 0, res.stderr
+    run_id = res.json["run_id"]
+    assert res.json["committed"] is True
+    assert lake_rows(lake.url, "SELECT label FROM runs WHERE run_id = ?", [run_id]) == [
+        ("on-lake",)
+    ]
+    assert not any(lake.spool.iterdir()) if lake.spool.exists() else True
+
+
+def test_unreachable_catalog_exits_75_then_flush_commits(lake: Lake, pg: PgServer,
+                                                         tmp_path: Path) -> None:  # fmt: skip
+    down = f"ducklake:postgres:dbname=x host=127.0.0.1 port=1 user=postgres;data_path={lake.data}/"
+    res = run_cli(tmp_path / "unused.duckdb", "host", "--store", down, "--json", **lake.env())
+    assert res.code == 75, res.stderr
+    assert "unreachable" in res.stderr and "flush" in res.stderr
+    assert "Traceback" not in res.stderr
+    spooled = [p.name for p in lake.spool.iterdir()]
+    assert spooled == [res.json["run_id"]]
+    # The catalog is back (here: the right URL): flush commits what waited, once.
+    res2 = run_cli(tmp_path / "unused.duckdb", "flush", "--store", lake.url, **lake.env())
+    assert res2.code == 0, res2.stderr
+    assert lake_rows(lake.url, "SELECT count(*) FROM runs WHERE run_id = ?", spooled) == [(1,)]
+    assert not any(lake.spool.iterdir())
+
+
+def test_migrate_copies_every_table_and_rerun_is_a_noop(lake: Lake, tmp_path: Path) -> None:
+    src = tmp_path / "src" / "stepscope.duckdb"
+    loc = resolve(src)
+    bundles = [host_bundle("a", gpus=3), host_bundle("b", gpus=40), host_bundle("c")]
+    for b in bundles:
+        commit_entry(loc, write_spool(b, loc.spool_dir))
+    assert run_cli(src, "host", "--label", "real-cli").code == 0
+    res = run_cli(src, "migrate", "--to", lake.url, "--json", **lake.env())
+    assert res.code == 0, res.stderr
+    summary = res.json
+    assert summary["new_runs"] == 4 and summary["ok"]
+    assert summary["tables"]["host_gpus"] == {"source": 43, "copied": 43, "target": 43}
+    assert "host_gpus: 43 row(s) in source, copied 43" in res.stderr
+    # Every column of every row arrived unchanged.
+    con = duckdb.connect(str(src), read_only=True)
+    want_runs = con.execute("SELECT * EXCLUDE (committed_at) FROM runs ORDER BY run_id").df()
+    want_gpus = con.execute("SELECT * FROM host_gpus ORDER BY run_id, gpu_index").df()
+    con.close()
+    with connection(resolve(lake.url), read_only=True) as lcon:
+        got_runs = lcon.execute("SELECT * EXCLUDE (committed_at) FROM runs ORDER BY run_id").df()
+        got_gpus = lcon.execute("SELECT * FROM host_gpus ORDER BY run_id, gpu_index").df()
+    assert got_runs.equals(want_runs[got_runs.columns])
+    assert got_gpus.equals(want_gpus[got_gpus.columns])
+
+    again = run_cli(src, "migrate", "--to", lake.url, "--json", **lake.env())
+    assert again.code == 0, again.stderr
+    assert again.json["new_runs"] == 0
+    assert all(t["copied"] == 0 for t in again.json["tables"].values())
+    assert lake_rows(lake.url, "SELECT count(*) FROM runs") == [(4,)]
+
+
+def test_migrate_refuses_bad_targets_in_one_line(lake: Lake, tmp_path: Path) -> None:
+    src = tmp_path / "s.duckdb"
+    missing = run_cli(src, "migrate", "--to", lake.url, **lake.env())
+    assert missing.code == 1 and "no store there" in missing.stderr
+    assert run_cli(src, "host").code == 0
+    same = run_cli(src, "migrate", "--to", str(src))
+    assert same.code == 1 and "the target is the source" in same.stderr
+    for res in (missing, same):
+        assert len(res.stderr.strip().splitlines()) == 1 and "Traceback" not in res.stderr

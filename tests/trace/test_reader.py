@@ -1,0 +1,106 @@
+"""The streaming reader against json.load on real fixtures, and on awkward inputs."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from collectors.errors import InputError
+from collectors.trace.reader import read_trace
+from tests.trace.conftest import fixture
+from tests.trace.synth import TraceBuilder, decode_step_trace
+
+GPU_CATS = {"kernel", "gpu_memcpy", "gpu_memset"}
+
+
+@pytest.mark.parametrize("rel", [
+    "hta/sampled_rank-0.json.gz", "hta/ns_resolution_rank-0.pt.trace.json.gz",
+    "tracelens/h100_qwen1.5_0.5b.json.gz", "tracelens/sglang_qwen3_8b_decode.json.gz",
+    "tracelens/vllm_mi300x_decode_fullgraph_bs32.json.gz",
+    "tracelens/vllm_mi300x_prefilldecode_piecewise.json.gz",
+])  # fmt: skip
+def test_counts_match_a_full_json_load(rel):
+    path = fixture(rel)
+    doc = json.loads(gzip.decompress(path.read_bytes()))
+    events = doc["traceEvents"]
+    raw = read_trace(path)
+    assert raw.events_total == len(events)
+    gpu = [e for e in events if e.get("cat") in GPU_CATS and e.get("ph") == "X"]
+    assert len(raw.g_ts) == len(gpu)
+    assert sum(raw.g_dur) == pytest.approx(sum(e["dur"] for e in gpu))
+    assert len(raw.c_ts) == sum(1 for e in events if e.get("cat") == "cpu_op")
+    assert raw.meta.get("distributedInfo") == doc.get("distributedInfo")
+    assert not raw.partial and raw.size_bytes == path.stat().st_size
+
+
+def test_python_function_events_are_not_kept():
+    raw = read_trace(fixture("tracelens/vllm_mi300x_prefilldecode_piecewise.json.gz"))
+    # 17038 of its 19289 events are python_function frames
+    assert raw.events_total == 19289 and raw.events_kept < 2000
+
+
+def test_truncated_tmp_keeps_complete_events(truncated_tmp):
+    raw = read_trace(truncated_tmp)
+    assert raw.partial and "ends inside traceEvents" in raw.partial_reason
+    full = read_trace(fixture("tracelens/h100_qwen1.5_0.5b.json.gz"))
+    assert 0 < raw.events_kept < full.events_kept
+    assert raw.meta.get("baseTimeNanoseconds") is None  # it lives in the lost trailer
+
+
+def test_separator_inside_strings_and_nested_args(tmp_path):
+    b = TraceBuilder(rank=3)
+    tricky = "void k<{lambda()#1}, {lambda()#2}>(at::Tensor)"
+    b.kernel(tricky, 10.0, 20.0, 5.0, nested=[{"a": 1}, {"b": "}, {"}])
+    b.kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 30.0, 40.0, 7.0)
+    raw = read_trace(b.write(tmp_path / "t.json"))
+    assert [raw.names[i] for i in raw.g_name] == [tricky, "ncclDevKernel_AllReduce_Sum_f32_RING_LL"]
+    assert list(raw.g_dur) == [5.0, 7.0] and raw.meta["distributedInfo"]["rank"] == 3
+
+
+@pytest.mark.parametrize("trailer", [(), ("distributedInfo", "deviceProperties")])
+def test_metadata_before_or_after_events(tmp_path, trailer):
+    b = TraceBuilder(rank=1)
+    b.meta["distributedInfo"]["pg_config"] = [{"pg_name": "0"}, {"pg_name": "1"}]
+    b.kernel("gemm_kernel", 1.0, 2.0, 3.0)
+    raw = read_trace(b.write(tmp_path / "t.json.gz", trailer_keys=trailer))
+    assert raw.meta["distributedInfo"]["rank"] == 1 and not raw.partial
+    assert raw.meta["deviceProperties"][0]["name"] == "NVIDIA H100 80GB HBM3"
+    assert len(raw.g_ts) == 1
+
+
+def test_concatenated_gzip_members(tmp_path):
+    text = TraceBuilder().write(tmp_path / "t.json").read_bytes()
+    path = tmp_path / "t.json.gz"
+    path.write_bytes(gzip.compress(text[:100]) + gzip.compress(text[100:]))
+    assert len(read_trace(path).g_ts) == 0 and not read_trace(path).partial
+
+
+def _bad(path: Path, content: bytes | str) -> str:
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    with pytest.raises(InputError) as exc:
+        read_trace(path)
+    msg = str(exc.value)
+    assert msg.startswith(str(path)) and "\n" not in msg
+    return msg
+
+
+def test_bad_inputs_name_the_file_and_reason(tmp_path):
+    p = tmp_path / "x.json"
+    assert "empty" in _bad(p, b"")
+    assert "not valid JSON" in _bad(p, "hello, this is not json")
+    assert "JSON array" in _bad(p, "[1, 2]")
+    assert "without traceEvents" in _bad(p, '{"a": 1}')
+    assert "not a list" in _bad(p, '{"traceEvents": 7}')
+    ev = '{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1.0'
+    assert "lacks a numeric 'dur'" in _bad(p, '{"traceEvents": [' + ev + "}]}")
+    assert "negative duration" in _bad(p, '{"traceEvents": [' + ev + ', "dur": -3}]}')
+    assert "lacks a 'name'" in _bad(p, '{"traceEvents": [{"ph": "X", "cat": "kernel", '
+                                      '"ts": 1, "dur": 1}]}')  # fmt: skip
+    g = tmp_path / "x.json.gz"
+    good = decode_step_trace(tmp_path / "good.json.gz").read_bytes()
+    half = len(good) // 2
+    assert "corrupt gzip" in _bad(g, good[:half] + b"\xff" * 64 + good[half + 64 :])
+    assert "garbage after the gzip stream" in _bad(g, good + b"garbage!")

@@ -1,0 +1,55 @@
+"""``vllm-metrics`` against a real HTTP server: scrapes, deltas between them, failures."""
+
+from __future__ import annotations
+
+import socket
+
+from collectors.vllm.load import LoadSpec, run_load
+from tests.helpers import query, run_cli
+from tests.vllm.conftest import MODEL
+
+
+def test_two_scrapes_give_interval_rates_and_latencies(vllm_server, store_path) -> None:
+    server = vllm_server()
+    first = run_cli(store_path, "vllm-metrics", "--url", server.url, "--json")
+    assert first.code == 0, first.stderr
+    assert first.json["vllm_version"] == "0.16.0" and first.json["models"] == [MODEL]
+    results = run_load(LoadSpec(server.url, MODEL, num_requests=6, concurrency=3,
+                                input_len=16, output_len=20))  # fmt: skip
+    assert all(r.ok for r in results)
+    second = run_cli(store_path, "vllm-metrics", "--url", server.url + "/v1/", "--json")
+    assert second.code == 0, second.stderr
+
+    rows = query(store_path, "SELECT run_id, prev_run_id, generation_tokens_per_s, mean_itl_ms, "
+                 "mean_tpot_ms, mean_ttft_ms, requests_per_s FROM v_vllm_metrics_deltas "
+                 "ORDER BY scraped_at")  # fmt: skip
+    assert [r[0] for r in rows] == [first.json["run_id"], second.json["run_id"]]
+    assert rows[0][1:] == (None,) * 6  # the first scrape has nothing to compare with
+    prev, gen_rate, itl, tpot, ttft, req_rate = rows[1][1:]
+    assert prev == first.json["run_id"]
+    assert gen_rate > 0 and req_rate > 0
+    assert 0 < itl < 1000 and 0 < tpot < 1000 and 0 < ttft < 1000
+    # The counters moved by exactly what the load generated: 6 requests x 20 tokens.
+    gen = query(store_path, "SELECT generation_tokens FROM v_vllm_scrapes ORDER BY scraped_at")
+    assert gen[1][0] - gen[0][0] == 120
+    added = query(store_path, "SELECT sum(added) FROM v_vllm_histogram_deltas WHERE run_id = ? "
+                  "AND metric = 'vllm:e2e_request_latency_seconds' AND le = 'inf'",
+                  [second.json["run_id"]])  # fmt: skip
+    assert added[0][0] == 6
+    version = query(store_path, "SELECT vllm FROM v_runs WHERE run_id = ?", [first.json["run_id"]])
+    assert version == [("0.16.0",)]
+
+
+def test_server_down_is_one_clear_line(store_path) -> None:
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    res = run_cli(store_path, "vllm-metrics", "--url", f"http://127.0.0.1:{port}")
+    assert res.code == 1
+    assert "vLLM server down?" in res.stderr and "Traceback" not in res.stderr
+    assert not store_path.exists()
+
+
+def test_bad_url_is_input_error(store_path) -> None:
+    res = run_cli(store_path, "vllm-metrics", "--url", "ftp://nowhere")
+    assert res.code == 1 and "--url" in res.stderr and "Traceback" not in res.stderr

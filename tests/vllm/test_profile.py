@@ -1,0 +1,110 @@
+"""``vllm-profile`` against a real HTTP server that writes real rank traces on /stop_profile."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from tests.helpers import query, run_cli
+
+FAST = ("--num-requests", "6", "--concurrency", "3", "--input-len", "8", "--output-len", "12",
+        "--settle", "1", "--flush-timeout", "30")  # fmt: skip
+
+
+def _profile(store, server, *extra: str):
+    return run_cli(store, "vllm-profile", "--url", server.url, "--trace-dir",
+                   str(server.trace_dir), *FAST, *extra)  # fmt: skip
+
+
+def test_profile_ingests_every_rank_with_load_and_layout(vllm_server, rank_traces, store_path):
+    pytest.importorskip("collectors.trace.ingest", reason="trace ingest (issue 3) not in tree")
+    server = vllm_server(traces=rank_traces)
+    res = _profile(store_path, server, "--server-args", "vllm serve moonshotai/Kimi-K2.5 -tp 2",
+                   "--json")  # fmt: skip
+    assert res.code == 0, res.stderr
+    out = res.json
+    assert out["committed"] and out["vllm_version"] == "0.16.0" and out["layout"] == "TP2"
+    assert len(out["trace_files"]) == 2 and all(".tmp" not in f for f in out["trace_files"])
+    assert "waiting for trace files" in res.stderr or "final after" in res.stderr
+    run_id = out["run_id"]
+    assert query(store_path, "SELECT verb, vllm FROM v_runs WHERE run_id = ?", [run_id]) == [
+        ("vllm-profile", "0.16.0")]  # fmt: skip
+    server_row = query(store_path, "SELECT model_id, tp, dp, ep, layout_kind, trace_files, "
+                       "max_model_len FROM v_vllm_servers WHERE run_id = ?", [run_id])  # fmt: skip
+    assert server_row == [("moonshotai/Kimi-K2.5", 2, 1, False, "tp", 2, 8192)]
+    load = query(store_path, "SELECT count(*), count(ttft_ms), min(output_tokens), "
+                 "max(output_tokens), count(error) FROM vllm_load WHERE run_id = ?", [run_id])  # fmt: skip
+    assert load == [(6, 6, 12, 12, 0)]
+    ranks = query(store_path, "SELECT count(*) FROM trace_ranks WHERE run_id = ?", [run_id])
+    assert ranks[0][0] == 2
+
+
+def test_layout_from_file_names_when_not_given(vllm_server, rank_traces, store_path):
+    pytest.importorskip("collectors.trace.ingest", reason="trace ingest (issue 3) not in tree")
+    server = vllm_server(traces=rank_traces)
+    res = _profile(store_path, server, "--json")
+    assert res.code == 0, res.stderr
+    assert query(store_path, "SELECT tp, layout_source FROM vllm_server") == [(2, "trace-files")]
+
+
+@pytest.mark.parametrize(("version", "flag"), [
+    ("0.16.0", "--profiler-config '{\"profiler\":\"torch\",\"torch_profiler_dir\":"),
+    ("0.11.2", "VLLM_TORCH_PROFILER_DIR="),
+])  # fmt: skip
+def test_profiler_not_enabled_names_the_flag(vllm_server, store_path, version, flag):
+    server = vllm_server(profiler=False, version=version)
+    res = _profile(store_path, server)
+    assert res.code == 1
+    line = res.stderr.strip().splitlines()[-1]
+    assert "profiler is not enabled" in line and "404" in line and flag in line
+    assert str(server.trace_dir) in line and "Traceback" not in res.stderr
+    assert not store_path.exists()
+
+
+def test_server_down(store_path, tmp_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    res = run_cli(store_path, "vllm-profile", "--url", f"http://127.0.0.1:{port}",
+                  "--trace-dir", str(tmp_path))  # fmt: skip
+    assert res.code == 1
+    assert "vLLM server down?" in res.stderr and "Traceback" not in res.stderr
+
+
+def test_server_dying_mid_load_fails_the_run(vllm_server, rank_traces, store_path):
+    # warm-up takes 4 chunks; the server process exits during the profiled load.
+    server = vllm_server(traces=rank_traces, die_after_chunks=20, token_delay_s=0.01)
+    res = _profile(store_path, server)
+    assert res.code == 1, res.stderr
+    line = res.stderr.strip().splitlines()[-1]
+    assert "load request(s) failed - did the server stop?" in line, res.stderr
+    assert server.proc.wait(5) == 3 and not store_path.exists()
+
+
+def test_trace_files_that_stay_tmp_time_out(vllm_server, rank_traces, store_path):
+    server = vllm_server(traces=rank_traces, stay_tmp=True)
+    res = run_cli(store_path, "vllm-profile", "--url", server.url, "--trace-dir",
+                  str(server.trace_dir), *FAST[:-2], "--flush-timeout", "4")  # fmt: skip
+    assert res.code == 1
+    line = res.stderr.strip().splitlines()[-1]
+    assert "2 trace file(s) still .tmp after" in line and ".pt.trace.json.gz.tmp" in line
+    assert not store_path.exists()
+
+
+def test_trace_files_never_appearing(vllm_server, store_path):
+    server = vllm_server(traces=[])  # the profiler "runs" but writes nothing into this dir
+    res = run_cli(store_path, "vllm-profile", "--url", server.url, "--trace-dir",
+                  str(server.trace_dir), *FAST[:-2], "--flush-timeout", "2")  # fmt: skip
+    assert res.code == 1
+    assert "no trace file appeared within 2 s" in res.stderr.strip().splitlines()[-1]
+
+
+def test_bad_inputs_are_one_line(vllm_server, store_path, tmp_path):
+    res = run_cli(store_path, "vllm-profile", "--url", "http://127.0.0.1:1", "--trace-dir",
+                  str(tmp_path / "missing"))  # fmt: skip
+    assert res.code == 1 and "--trace-dir" in res.stderr and "no such folder" in res.stderr
+    server = vllm_server()
+    res = run_cli(store_path, "vllm-profile", "--url", server.url, "--trace-dir",
+                  str(server.trace_dir), "--model", "nope")  # fmt: skip
+    assert res.code == 1 and "--model nope: not served" in res.stderr
