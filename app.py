@@ -15,9 +15,13 @@ st.set_page_config(page_title="Stepscope", page_icon=":material/speed:", layout=
 PAGES = [
     st.Page("pages/overview.py", title="Overview", icon=":material/dashboard:", default=True,
             url_path="overview"),
+    st.Page("pages/kernels.py", title="Kernel breakdown", icon=":material/stacked_bar_chart:",
+            url_path="kernels"),
     st.Page("pages/hardware.py", title="Hardware", icon=":material/memory:", url_path="hardware"),
     st.Page("pages/collectives.py", title="Collectives", icon=":material/hub:",
             url_path="collectives"),
+    st.Page("pages/tradeoff.py", title="Tradeoff calculator", icon=":material/balance:",
+            url_path="tradeoff"),
     st.Page("pages/policy.py", title="Policy", icon=":material/policy:", url_path="policy"),
     st.Page("pages/serving.py", title="Serving", icon=":material/dns:", url_path="serving"),
 ]  # fmt: skip

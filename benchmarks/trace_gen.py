@@ -20,14 +20,23 @@ from pathlib import Path
 
 KERNELS = (
     ("ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_64x3_tn", 38.0),
-    ("void flash::flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128, 64, 128, 4, false, "
-     "false, cutlass::bfloat16_t>, true, false>(flash::Flash_fwd_params)", 22.0),  # fmt: skip
-    ("void vllm::rms_norm_kernel<c10::BFloat16>(c10::BFloat16*, c10::BFloat16 const*, "
-     "c10::BFloat16 const*, float, int, int)", 4.0),  # fmt: skip
+    (
+        "void flash::flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128, 64, 128, 4, false, "
+        "false, cutlass::bfloat16_t>, true, false>(flash::Flash_fwd_params)",
+        22.0,
+    ),  # fmt: skip
+    (
+        "void vllm::rms_norm_kernel<c10::BFloat16>(c10::BFloat16*, c10::BFloat16 const*, "
+        "c10::BFloat16 const*, float, int, int)",
+        4.0,
+    ),  # fmt: skip
     ("fused_moe_kernel", 61.0),
-    ("void at::native::vectorized_elementwise_kernel<4, at::native::silu_kernel(at::"
-     "TensorIteratorBase&)::{lambda()#1}::operator()() const::{lambda(c10::BFloat16)#1}, "
-     "std::array<char*, 2ul> >(int, at::native::silu_kernel, std::array<char*, 2ul>)", 3.0),  # fmt: skip
+    (
+        "void at::native::vectorized_elementwise_kernel<4, at::native::silu_kernel(at::"
+        "TensorIteratorBase&)::{lambda()#1}::operator()() const::{lambda(c10::BFloat16)#1}, "
+        "std::array<char*, 2ul> >(int, at::native::silu_kernel, std::array<char*, 2ul>)",
+        3.0,
+    ),  # fmt: skip
     ("ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)", 78.0),
 )
 PY_FRAMES = (
@@ -124,10 +133,12 @@ def generate(path: Path, size_mb: float, rank: int = 0, layers: int = 61, batch:
         steps += 1
         out.flush()
     out.write(
-        '\n  ],\n  "distributedInfo": {"backend": "nccl", "rank": %d, "world_size": 8, '
-        '"pg_count": 1, "nccl_version": "2.27.3"},\n  "traceName": "%s",\n'
-        '  "displayTimeUnit": "ms",\n  "baseTimeNanoseconds": 1760000000000000000\n}\n'
-        % (rank, path.name)
+        '\n  ],\n  "distributedInfo": {"backend": "nccl", "rank": '
+        + str(rank)
+        + ', "world_size": 8, "pg_count": 1, "nccl_version": "2.27.3"},\n  "traceName": "'
+        + path.name
+        + '",\n  "displayTimeUnit": "ms",\n'
+        + '  "baseTimeNanoseconds": 1760000000000000000\n}\n'
     )
     out.flush()
     out.detach()

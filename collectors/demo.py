@@ -18,6 +18,10 @@ DEMO_STEPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("host", ()),
     ("gpu", ()),
     ("profile", ("--steps", "3", "--layers", "4")),  # ~10 s on 2 CPU cores (gloo)
+    # 2-rank gloo sweep in serving terms: ~10-40 s on 2 CPU cores (depends on their load)
+    ("comm", ("--device", "cpu", "--nproc", "2", "--ops", "all_reduce,all_to_all",
+              "--tokens", "1,2,4,8,16,32,64,128", "--hidden", "7168", "--dtype", "bf16",
+              "--iters", "20", "--warmup", "3", "--timeout", "120")),  # fmt: skip
 )
 
 
@@ -29,6 +33,8 @@ def verbs_present() -> set[str]:
 
 
 def main() -> int:
+    # Commit any backlog and upgrade an older store's schema before the dashboard reads it.
+    subprocess.call([sys.executable, "-m", "collectors", "flush", "--log-format", "text"])
     present = verbs_present()
     for verb, extra in DEMO_STEPS:
         if verb in present:

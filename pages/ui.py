@@ -17,6 +17,25 @@ from store.location import StoreLocation, resolve
 
 ALL = "(all hosts)"
 
+def _leave_legacy_multipage_mode() -> None:
+    """Make a shared deep link work on a freshly started server.
+
+    Streamlit treats a ``pages/`` folder beside app.py as its legacy multipage mode until
+    ``st.navigation`` has run once in the server process; until then a link such as
+    ``/hardware?run=...`` runs the page file alone, skipping app.py (no sidebar, wrong
+    page list). Every page imports this module first, so switch the server to
+    ``st.navigation`` mode and rerun the same URL through app.py.
+    """
+    from streamlit.runtime.pages_manager import PagesManager
+
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
+_leave_legacy_multipage_mode()
+
+
 
 @dataclass(frozen=True)
 class Area:

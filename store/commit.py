@@ -165,7 +165,7 @@ def _entry_lock(entry: Path) -> Iterator[bool]:
         yield False
         return
     try:
-        pass  # TEMP
+        fcntl.flock(fd, fcntl.LOCK_EX)
         yield entry.is_dir()
     finally:
         os.close(fd)

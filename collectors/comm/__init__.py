@@ -24,6 +24,8 @@ DEFAULT_TOKENS = "1,2,4,8,16,32,64"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.epilog = ("Under torchrun (one process per rank, also across hosts): torchrun "
+                "--nproc-per-node N -m collectors.comm [these flags]; global rank 0 commits.")  # fmt: skip
     p.add_argument("--ops", default=",".join(sizes.OPS),
                    help=f"comma list of {', '.join(sizes.OPS)} (default: all)")  # fmt: skip
     p.add_argument("--tokens", default=None, metavar="LIST",

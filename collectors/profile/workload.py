@@ -5,29 +5,33 @@ then a router, top-k routed experts and a shared expert, one AllReduce for the M
 (as vLLM does at TP>1, DP=1). The step ends with a vocab-parallel ``lm_head``, an AllGather
 of the logits and greedy sampling. The same functions run on CPU (gloo) and CUDA (NCCL).
 
-Each part runs inside a ``record_function`` region named ``stepscope::<category>`` so a CPU
-trace, which has no GPU kernels to classify, still says which part of the step each op
-belongs to.
+Like vLLM (``vllm::unified_attention``, ``vllm::moe_forward``, ``vllm::all_reduce``), the
+attention, MoE, collectives and sampling are custom ops (``stepscope::*``). A CPU trace has
+no GPU kernels, so the trace collector classifies its top-level CPU ops by name: these ops
+make each part land in its category (attention, moe, allreduce, allgather, sampling) with
+its whole time, including a collective's wait. GEMMs, norms, copies and residual adds are
+plain aten ops (gemm, norm, memory, elementwise).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
-from torch.profiler import record_function
+from torch.library import custom_op
 
 from collectors.profile.model_presets import ModelShape
 
-REGION = "stepscope::"  # prefix of every annotation this workload emits
-
-
-def region(category: str) -> Any:
-    return record_function(REGION + category)
+OPS = "stepscope::"  # namespace of the custom ops; CPU-op name -> category in the taxonomy
+# op name -> the category it is meant to land in (tests check the taxonomy agrees)
+OP_CATEGORIES = {
+    "stepscope::mla_attention": "attention", "stepscope::gqa_attention": "attention",
+    "stepscope::moe": "moe", "stepscope::all_reduce": "allreduce",
+    "stepscope::all_gather": "allgather", "stepscope::sample_greedy": "sampling",
+}  # fmt: skip
 
 
 @dataclass
@@ -112,112 +116,128 @@ def build(
 
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-    with region("norm"):
-        return F.rms_norm(x, (x.shape[-1],), weight, eps=1e-6)
+    return F.rms_norm(x, (x.shape[-1],), weight, eps=1e-6)
 
 
-def all_reduce(x: torch.Tensor, tp: int) -> torch.Tensor:
-    if tp > 1:
-        with region("allreduce"):
-            dist.all_reduce(x)
-    return x
+@custom_op("stepscope::all_reduce", mutates_args=("x",))
+def all_reduce(x: torch.Tensor) -> None:
+    """Sum over the TP group in place; the op spans the wait, not just the launch."""
+    dist.all_reduce(x)
 
 
-def attention_mla(x: torch.Tensor, layer: Layer, shape: ModelShape, pos: int) -> torch.Tensor:
-    """MLA decode in the absorbed form (queries in the latent space), heads split over TP."""
+@custom_op("stepscope::all_gather", mutates_args=())
+def all_gather(x: torch.Tensor, world_size: int) -> torch.Tensor:
+    """Concatenate every rank's ``x`` along the last dim (vocab-parallel logits)."""
+    parts = [torch.empty_like(x) for _ in range(world_size)]
+    dist.all_gather(parts, x.contiguous())
+    return torch.cat(parts, dim=-1)
+
+
+@custom_op("stepscope::mla_attention", mutates_args=())
+def mla_attention(
+    q: torch.Tensor, kv_cache: torch.Tensor, w_uk: torch.Tensor, w_uv: torch.Tensor,
+    nope_dim: int, scale: float,
+) -> torch.Tensor:  # fmt: skip
+    """MLA decode, absorbed form: queries move to the latent space and read the latent cache.
+
+    q [B, h, nope + rope], kv_cache [B, C, kv_lora + rope], w_uk [h, nope, kv_lora],
+    w_uv [h, kv_lora, v] -> [B, h * v].
+    """
+    B, h, kv_lora = q.shape[0], q.shape[1], w_uk.shape[2]
+    q_nope, q_rope = q[..., :nope_dim], q[..., nope_dim:]
+    q_lat = torch.bmm(q_nope.transpose(0, 1), w_uk).transpose(0, 1)  # [B, h, kv_lora]
+    q_full = torch.cat([q_lat, q_rope], dim=-1).unsqueeze(2)  # [B, h, 1, kv_lora + rope]
+    cache = kv_cache.unsqueeze(1)  # one latent "head" shared by all query heads
+    k = cache.expand(B, h, -1, -1)
+    v = cache[..., :kv_lora].expand(B, h, -1, -1)
+    out = F.scaled_dot_product_attention(q_full, k, v, scale=scale).squeeze(2)
+    return torch.bmm(out.transpose(0, 1), w_uv).transpose(0, 1).reshape(B, -1)
+
+
+@custom_op("stepscope::gqa_attention", mutates_args=())
+def gqa_attention(q: torch.Tensor, kv_cache: torch.Tensor) -> torch.Tensor:
+    """GQA decode: q [B, hq, d], kv_cache [2, B, hk, C, d] -> [B, hq * d]."""
+    B, hq, d = q.shape
+    group = hq // kv_cache.shape[2]
+    k = kv_cache[0].repeat_interleave(group, dim=1)
+    v = kv_cache[1].repeat_interleave(group, dim=1)
+    return F.scaled_dot_product_attention(q.unsqueeze(2), k, v).reshape(B, hq * d)
+
+
+@custom_op("stepscope::moe", mutates_args=())
+def moe(
+    x: torch.Tensor, router: torch.Tensor, w_gate_up: torch.Tensor, w_down: torch.Tensor,
+    top_k: int,
+) -> torch.Tensor:  # fmt: skip
+    """Router (sigmoid scores, top-k, renormalised) and the routed experts, each expert's
+    FFN split over TP (this rank's slice); the caller all-reduces the partial sums."""
+    experts = router.shape[1]
+    scores = torch.sigmoid((x @ router).float())
+    weights, ids = torch.topk(scores, top_k, dim=-1)
+    weights = (weights / weights.sum(-1, keepdim=True)).to(x.dtype).flatten()
+    out = torch.zeros_like(x)
+    flat_ids = ids.flatten()
+    order = torch.argsort(flat_ids)
+    counts = torch.bincount(flat_ids, minlength=experts).tolist()
+    token_of = order // top_k
+    start = 0
+    for expert, n in enumerate(counts):
+        if n == 0:
+            continue
+        rows, slots = token_of[start : start + n], order[start : start + n]
+        start += n
+        gate, up = (x[rows] @ w_gate_up[expert]).chunk(2, dim=-1)
+        y = (F.silu(gate) * up) @ w_down[expert]
+        out.index_add_(0, rows, y * weights[slots].unsqueeze(-1))
+    return out
+
+
+@custom_op("stepscope::sample_greedy", mutates_args=())
+def sample_greedy(logits: torch.Tensor) -> torch.Tensor:
+    return torch.argmax(torch.softmax(logits.float(), dim=-1), dim=-1)
+
+
+def attention_block(x: torch.Tensor, layer: Layer, shape: ModelShape, pos: int) -> torch.Tensor:
+    """Projections (GEMMs), KV-cache write (copy), attention op, row-parallel o_proj."""
     w, B = layer.attn, x.shape[0]
-    h = w["w_uk"].shape[0]
-    with region("gemm"):
-        q_a = x @ w["q_a"]
-    q_a = rms_norm(q_a, w["q_a_norm"])
-    with region("gemm"):
+    if shape.attention == "mla":
+        h = w["w_uk"].shape[0]
+        q_a = rms_norm(x @ w["q_a"], w["q_a_norm"])
         q = (q_a @ w["q_b"]).view(B, h, shape.nope_dim + shape.rope_dim)
-        kv_new = x @ w["kv_a"]
-    with region("memory"):
-        layer.kv_cache[:, pos].copy_(kv_new)  # append this token to the cache
-    with region("attention"):
-        q_nope, q_rope = q.split([shape.nope_dim, shape.rope_dim], dim=-1)
-        q_lat = torch.bmm(q_nope.transpose(0, 1), w["w_uk"]).transpose(0, 1)  # [B, h, kv_lora]
-        q_full = torch.cat([q_lat, q_rope], dim=-1).unsqueeze(2)  # [B, h, 1, kv_lora + rope]
-        cache = layer.kv_cache.unsqueeze(1)  # one latent head shared by all query heads
-        k = cache.expand(B, h, -1, -1)
-        v = cache[..., : shape.kv_lora].expand(B, h, -1, -1)
+        layer.kv_cache[:, pos].copy_(x @ w["kv_a"])  # append this token to the cache
         scale = 1.0 / math.sqrt(shape.nope_dim + shape.rope_dim)
-        out = F.scaled_dot_product_attention(q_full, k, v, scale=scale).squeeze(2)
-        out = torch.bmm(out.transpose(0, 1), w["w_uv"]).transpose(0, 1).reshape(B, -1)
-    with region("gemm"):
-        return out @ w["o"]
-
-
-def attention_gqa(x: torch.Tensor, layer: Layer, shape: ModelShape, pos: int) -> torch.Tensor:
-    w, B, d = layer.attn, x.shape[0], shape.head_dim
-    hk = layer.kv_cache.shape[2]
-    hq = w["o"].shape[0] // d
-    with region("gemm"):
-        qkv = x @ w["qkv"]
-    q, k_new, v_new = qkv.split([hq * d, hk * d, hk * d], dim=-1)
-    with region("memory"):
+        out = mla_attention(q, layer.kv_cache, w["w_uk"], w["w_uv"], shape.nope_dim, scale)
+    else:
+        d, hk = shape.head_dim, layer.kv_cache.shape[2]
+        hq = w["o"].shape[0] // d
+        q, k_new, v_new = (x @ w["qkv"]).split([hq * d, hk * d, hk * d], dim=-1)
         layer.kv_cache[0, :, :, pos].copy_(k_new.view(B, hk, d))
         layer.kv_cache[1, :, :, pos].copy_(v_new.view(B, hk, d))
-    with region("attention"):
-        k = layer.kv_cache[0].repeat_interleave(hq // hk, dim=1)
-        v = layer.kv_cache[1].repeat_interleave(hq // hk, dim=1)
-        out = F.scaled_dot_product_attention(q.reshape(B, hq, 1, d), k, v).reshape(B, hq * d)
-    with region("gemm"):
-        return out @ w["o"]
+        out = gqa_attention(q.reshape(B, hq, d), layer.kv_cache)
+    return out @ w["o"]
 
 
-def moe(x: torch.Tensor, layer: Layer, shape: ModelShape) -> torch.Tensor:
-    """Router, top-k routed experts (each expert's FFN split over TP) and the shared expert."""
-    with region("moe"):
-        logits = x @ layer.router
-        weights, ids = torch.topk(torch.sigmoid(logits.float()), shape.top_k, dim=-1)
-        weights = (weights / weights.sum(-1, keepdim=True)).to(x.dtype)
-        out = torch.zeros_like(x)
-        flat_ids = ids.flatten()
-        order = torch.argsort(flat_ids)
-        counts = torch.bincount(flat_ids, minlength=shape.experts).tolist()
-        token_of = order // shape.top_k
-        start = 0
-        for expert, n in enumerate(counts):
-            if n == 0:
-                continue
-            rows = token_of[start : start + n]
-            slots = order[start : start + n]
-            start += n
-            gate, up = (x[rows] @ layer.w_gate_up[expert]).chunk(2, dim=-1)
-            y = (F.silu(gate) * up) @ layer.w_down[expert]
-            out.index_add_(0, rows, y * weights.flatten()[slots].unsqueeze(-1))
-    if layer.shared_gate_up is not None:
-        with region("gemm"):
-            gate, up = (x @ layer.shared_gate_up).chunk(2, dim=-1)
-        with region("elementwise"):
-            act = F.silu(gate) * up
-        with region("gemm"):
-            out = out + act @ layer.shared_down
+def moe_block(x: torch.Tensor, layer: Layer, shape: ModelShape) -> torch.Tensor:
+    out = moe(x, layer.router, layer.w_gate_up, layer.w_down, shape.top_k)
+    if layer.shared_gate_up is not None:  # the shared expert: dense GEMMs on every token
+        gate, up = (x @ layer.shared_gate_up).chunk(2, dim=-1)
+        out = out + (F.silu(gate) * up) @ layer.shared_down
     return out
 
 
 def decode_step(model: Model, x: torch.Tensor, pos: int) -> torch.Tensor:
     """One decode step for ``x`` [tokens, hidden]; returns the sampled token ids."""
     shape, tp = model.shape, model.tp
-    attend = attention_mla if shape.attention == "mla" else attention_gqa
     for layer in model.layers:
-        h = all_reduce(attend(rms_norm(x, layer.attn_norm), layer, shape, pos), tp)
-        with region("elementwise"):
-            x = x + h
-        h = all_reduce(moe(rms_norm(x, layer.moe_norm), layer, shape), tp)
-        with region("elementwise"):
-            x = x + h
-    x = rms_norm(x, model.final_norm)
-    with region("gemm"):
-        local_logits = x @ model.lm_head
+        h = attention_block(rms_norm(x, layer.attn_norm), layer, shape, pos)
+        if tp > 1:
+            all_reduce(h)
+        x = x + h
+        h = moe_block(rms_norm(x, layer.moe_norm), layer, shape)
+        if tp > 1:
+            all_reduce(h)
+        x = x + h
+    logits = rms_norm(x, model.final_norm) @ model.lm_head
     if tp > 1:
-        with region("allgather"):
-            parts = [torch.empty_like(local_logits) for _ in range(tp)]
-            dist.all_gather(parts, local_logits)
-            logits = torch.cat(parts, dim=-1)
-    else:
-        logits = local_logits
-    with region("sampling"):
-        return torch.argmax(torch.softmax(logits.float(), dim=-1), dim=-1)
+        logits = all_gather(logits, tp)
+    return sample_greedy(logits)

@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from collectors.trace import metrics, steps as steps_mod, taxonomy
+from collectors.trace import metrics, taxonomy
+from collectors.trace import steps as steps_mod
 from collectors.trace.reader import RawTrace
 
 KINDS = ("kernel", "memcpy", "memset", "cpu_op")

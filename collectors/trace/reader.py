@@ -19,9 +19,10 @@ import hashlib
 import re
 import zlib
 from array import array
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from collectors.errors import InputError
 
@@ -171,20 +172,20 @@ class _Sink:
         """Move buffered rows into the typed columns (C-speed transpose)."""
         raw = self.raw
         if self.gpu_rows:
-            cols = list(zip(*self.gpu_rows))
+            cols = list(zip(*self.gpu_rows, strict=False))
             for arr, col in zip((raw.g_kind, raw.g_ts, raw.g_dur, raw.g_stream, raw.g_name,
-                                 raw.g_corr, raw.g_ext, raw.g_coll, raw.g_dtype), cols):  # fmt: skip
+                                 raw.g_corr, raw.g_ext, raw.g_coll, raw.g_dtype), cols, strict=False):  # fmt: skip
                 arr.extend(col if arr.typecode == "d" else _ints(col, arr.typecode))
             self.gpu_rows = []
         if self.cpu_rows:
-            ts, dur, tid, name = zip(*self.cpu_rows)
+            ts, dur, tid, name = zip(*self.cpu_rows, strict=False)
             raw.c_ts.extend(ts)
             raw.c_dur.extend(dur)
             raw.c_tid.extend(tid)
             raw.c_name.extend(name)
             self.cpu_rows = []
         if self.rt_rows:
-            corr, ts = zip(*self.rt_rows)
+            corr, ts = zip(*self.rt_rows, strict=False)
             raw.r_corr.extend(_ints(corr, "q"))
             raw.r_ts.extend(ts)
             self.rt_rows = []

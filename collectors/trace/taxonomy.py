@@ -31,59 +31,89 @@ KERNEL_PATTERNS: tuple[tuple[str, str], ...] = (
     ("other_comm", r"nccl\w*_(sendrecv|send|recv|broadcast|reduce|generic)|nccl|rccl"),
     # vLLM custom AllReduce (also aiter's), torch symmetric memory, FlashInfer/TRT-LLM
     # AllReduce (one/two-shot, lamport), ROCm quick-reduce, SGLang custom AR.
-    ("allreduce", r"cross_device_reduce|multimem_all_reduce|one_shot_all_reduce|"
-                  r"two_shot_all_reduce|allreduce_fusion|trtllm_?allreduce|lamport|"
-                  r"quick_?reduce|allreduce_prototype|custom_?all_?reduce|"
-                  r"(one|two)shot_?all_?reduce"),  # fmt: skip
+    (
+        "allreduce",
+        r"cross_device_reduce|multimem_all_reduce|one_shot_all_reduce|"
+        r"two_shot_all_reduce|allreduce_fusion|trtllm_?allreduce|lamport|"
+        r"quick_?reduce|allreduce_prototype|custom_?all_?reduce|"
+        r"(one|two)shot_?all_?reduce",
+    ),  # fmt: skip
     ("allgather", r"multimem_all_gather|symm\w*all_gather|all_gather_kernel"),
     ("reduce_scatter", r"symm\w*reduce_scatter|reduce_scatter_kernel"),
     # Expert-parallel all-to-all: DeepEP (intranode/internode/low-latency), pplx-kernels,
     # MoRI, FlashInfer/TRT-LLM MoE all-to-all, NVSHMEM-based a2a.
-    ("all_to_all", r"deep_?ep|pplx|mori\w*(dispatch|combine)|moe_?a2a|all2all|alltoall|"
-                   r"all_to_all|moe_?(dispatch|combine)|(dispatch|combine)_kernel"),  # fmt: skip
+    (
+        "all_to_all",
+        r"deep_?ep|pplx|mori\w*(dispatch|combine)|moe_?a2a|all2all|alltoall|"
+        r"all_to_all|moe_?(dispatch|combine)|(dispatch|combine)_kernel",
+    ),  # fmt: skip
     ("other_comm", r"nvshmem|userbuffers|c10d|gloo"),
     # Sampling: FlashInfer sampling, vLLM/SGLang top-k/top-p, penalties, greedy argmax.
-    ("sampling", r"sampling|sampler|top_?k_?top_?p|top_?p_|min_?p_|multinomial|"
-                 r"penalt|gumbel|argmax|ArgMaxOps|exponential_"),  # fmt: skip
+    (
+        "sampling",
+        r"sampling|sampler|top_?k_?top_?p|top_?p_|min_?p_|multinomial|"
+        r"penalt|gumbel|argmax|ArgMaxOps|exponential_",
+    ),  # fmt: skip
     # MoE: fused MoE (Triton, CUTLASS, Marlin MoE, aiter/CK fmoe, DeepGEMM grouped,
     # triton_kernels matmul_ogs), routing (top-k softmax, grouped top-k, bitmatrix),
     # token permute/align/sort/sum around the experts.
-    ("moe", r"moe|marlin_moe|MarlinMoE|fused_experts|grouped_gemm|m_grouped|matmul_ogs|"
-            r"topk_?softmax|topkGating|grouped_topk|_topk_forward|topk|routing|router|"
-            r"bitmatrix|expert|gating|gatherTopK|_finalize_matmul_scatter"),  # fmt: skip
+    (
+        "moe",
+        r"moe|marlin_moe|MarlinMoE|fused_experts|grouped_gemm|m_grouped|matmul_ogs|"
+        r"topk_?softmax|topkGating|grouped_topk|_topk_forward|topk|routing|router|"
+        r"bitmatrix|expert|gating|gatherTopK|_finalize_matmul_scatter",
+    ),  # fmt: skip
     # Norms (before attention: FlashInfer's RMSNorm is `flashinfer::norm::...`): RMSNorm/
     # LayerNorm (vLLM, aiter, CK Rmsnorm2d, torch), batch/group norm
     # (incl. cuDNN bn_*); fused add+norm(+quant) counts as norm.
-    ("norm", r"rms_?norm|layer_?norm|RowwiseMoments|batch_?norm|group_?norm|cudnn::bn_|"
-             r"bn_fw|bn_bw|l2_?norm|normaliz"),  # fmt: skip
+    (
+        "norm",
+        r"rms_?norm|layer_?norm|RowwiseMoments|batch_?norm|group_?norm|cudnn::bn_|"
+        r"bn_fw|bn_bw|l2_?norm|normaliz",
+    ),  # fmt: skip
     # Attention: FlashAttention 2/3, FlashInfer prefill/decode, FlashMLA/cutlass MLA,
     # FMHA (xformers/cuDNN/CK), vLLM/ROCm paged and unified attention, Triton decode
     # attention, plus the KV-cache writes and rotary embedding that belong to it.
-    ("attention", r"flash|fmha|mla_|_mla|flashmla|attention|attn|paged_attention|"
-                  r"BatchPrefill|BatchDecode|SinglePrefill|SingleDecode|sdpa|"
-                  r"reshape_and_cache|store_kvcache|kv_?cache|kv_indices|rotary|rope_|"
-                  r"reduce_segments|_fwd_kernel|_fwd_grouped_kernel|decode_kernel"),  # fmt: skip
+    (
+        "attention",
+        r"flash|fmha|mla_|_mla|flashmla|attention|attn|paged_attention|"
+        r"BatchPrefill|BatchDecode|SinglePrefill|SingleDecode|sdpa|"
+        r"reshape_and_cache|store_kvcache|kv_?cache|kv_indices|rotary|rope_|"
+        r"reduce_segments|_fwd_kernel|_fwd_grouped_kernel|decode_kernel",
+    ),  # fmt: skip
     # Dtype casts and (de)quantisation: FP8/FP4/INT8 quant kernels, casting copies
     # (named `*_copy_kernel` with a dtype, or copies with LoadWithCast).
-    ("cast_quant", r"quant|bfloat16_copy|float16_copy|half_copy|float8_copy|"
-                   r"bfloat16tofloat|floattobfloat|to_copy|WithCast|cvt_fp|fp8_cast|"
-                   r"dtype_convert"),  # fmt: skip
+    (
+        "cast_quant",
+        r"quant|bfloat16_copy|float16_copy|half_copy|float8_copy|"
+        r"bfloat16tofloat|floattobfloat|to_copy|WithCast|cvt_fp|fp8_cast|"
+        r"dtype_convert",
+    ),  # fmt: skip
     # GEMM: cuBLAS/cuBLASLt (xmma, nvjet, sm90/sm80 tiles, gemv, split-K reduce), CUTLASS,
     # Marlin dense, DeepGEMM, hipBLASLt/Tensile (Cijk_), CK GEMM, ROCm skinny wvSplitK,
     # Triton matmul, cuDNN convolutions (implicit GEMM, winograd).
-    ("gemm", r"gemm|gemv|cublas|nvjet|xmma|cutlass|marlin|Cijk_|wvSplitK|LLGemm|"
-             r"matmul|_mm_|scaled_mm|splitKreduce|dot_kernel|convolution|conv\d|_conv_|"
-             r"implicit_convolve|winograd|cudnn|"
-             r"cask_|s16816|s1688|h16816|volta_|ampere_|turing_|sm\d+_"),  # fmt: skip
+    (
+        "gemm",
+        r"gemm|gemv|cublas|nvjet|xmma|cutlass|marlin|Cijk_|wvSplitK|LLGemm|"
+        r"matmul|_mm_|scaled_mm|splitKreduce|dot_kernel|convolution|conv\d|_conv_|"
+        r"implicit_convolve|winograd|cudnn|"
+        r"cask_|s16816|s1688|h16816|volta_|ampere_|turing_|sm\d+_",
+    ),  # fmt: skip
     # Memory movement: copies, concat, gather/scatter, index select, fill/zero, pad.
-    ("memory", r"copy|memcpy|memset|CatArray|cat_|index_?select|indexSelect|gather|"
-               r"scatter|fill|zero|transpose|permute|contiguous|pad|embedding|"
-               r"rocclr|roll|flip"),  # fmt: skip
+    (
+        "memory",
+        r"copy|memcpy|memset|CatArray|cat_|index_?select|indexSelect|gather|"
+        r"scatter|fill|zero|transpose|permute|contiguous|pad|embedding|"
+        r"rocclr|roll|flip",
+    ),  # fmt: skip
     # Elementwise and reductions: torch TensorIterator kernels, activations (SiLU/GELU,
     # act_and_mul), Triton pointwise/reduction, softmax, generic reduces.
-    ("elementwise", r"elementwise|silu|gelu|swiglu|relu|act_and_mul|activation|"
-                    r"triton_(poi|red|per)_|softmax|reduce_kernel|reduce|add|mul|"
-                    r"div|sum|mean|exp|log|sigmoid|tanh|pow|sqrt|neg|clamp"),  # fmt: skip
+    (
+        "elementwise",
+        r"elementwise|silu|gelu|swiglu|relu|act_and_mul|activation|"
+        r"triton_(poi|red|per)_|softmax|reduce_kernel|reduce|add|mul|"
+        r"div|sum|mean|exp|log|sigmoid|tanh|pow|sqrt|neg|clamp",
+    ),  # fmt: skip
 )
 
 # Top-level CPU ops (CPU-only traces): aten/c10d names into the same categories.
@@ -100,16 +130,22 @@ CPU_OP_PATTERNS: tuple[tuple[str, str], ...] = (
     # Attention.
     ("attention", r"attention|flash|sdpa|mla"),
     # GEMMs.
-    ("gemm", r"aten::(linear|mm|addmm|bmm|baddbmm|matmul|einsum|_scaled_mm|addmv|mv|"
-             r"conv|convolution|_convolution|mkldnn)|gemm"),  # fmt: skip
+    (
+        "gemm",
+        r"aten::(linear|mm|addmm|bmm|baddbmm|matmul|einsum|_scaled_mm|addmv|mv|"
+        r"conv|convolution|_convolution|mkldnn)|gemm",
+    ),  # fmt: skip
     # Norms.
     ("norm", r"norm"),
     # Casts: tensor dtype conversions.
     ("cast_quant", r"aten::(to|_to_copy|type_as|half|float|bfloat16)$|quant"),
     # Memory.
-    ("memory", r"aten::(copy_|cat|index_select|embedding|empty\w*|zeros\w*|ones\w*|fill_|"
-               r"zero_|clone|contiguous|stack|gather|scatter\w*|index\w*|view|reshape|"
-               r"permute|transpose|narrow|slice|select|split\w*|chunk|expand|pad)\b"),  # fmt: skip
+    (
+        "memory",
+        r"aten::(copy_|cat|index_select|embedding|empty\w*|zeros\w*|ones\w*|fill_|"
+        r"zero_|clone|contiguous|stack|gather|scatter\w*|index\w*|view|reshape|"
+        r"permute|transpose|narrow|slice|select|split\w*|chunk|expand|pad)\b",
+    ),  # fmt: skip
     # Elementwise/reductions.
     ("elementwise", r"aten::"),
 )

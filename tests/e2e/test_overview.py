@@ -64,6 +64,20 @@ def test_missing_store_says_what_to_run(tmp_path: Path, page) -> None:
     d = start_dashboard(tmp_path / "nothing-here.duckdb", tmp_path / "st.log")
     try:
         open_app(page, d.url)
-        assert "python -m collectors host" in page.locator("[data-testid='stMain']").inner_text()
+        expect(page.get_by_text("python -m collectors host")).to_be_visible()
     finally:
         stop_dashboard(d)
+
+
+def test_deep_link_as_first_request_after_server_start(dash: Dashboard, tmp_path: Path, page):
+    """A shared link opened before anyone visited / must still run through app.py."""
+    fresh = start_dashboard(dash.store, tmp_path / "fresh.log")
+    try:
+        open_app(page, fresh.link("overview?host=gpu-node-7"))
+        expect(page.get_by_text("1 host(s): gpu-node-7")).to_be_visible()
+        sidebar = page.get_by_test_id("stSidebar")
+        expect(sidebar.get_by_text("Host", exact=True)).to_be_visible()  # app.py's sidebar
+        nav = [t.strip() for t in page.locator("[data-testid='stSidebarNavLink']").all_inner_texts()]
+        assert "ui" not in nav and "app" not in nav  # not Streamlit's folder-based page list
+    finally:
+        stop_dashboard(fresh)

@@ -42,14 +42,22 @@ def dash(tmp_path_factory) -> Dashboard:
     stop_dashboard(d)
 
 
+def pick(pg, label: str, option: str) -> None:
+    boxes = pg.get_by_test_id("stMain").get_by_test_id("stSelectbox")
+    boxes.filter(has_text=label).get_by_role("combobox").click()
+    pg.get_by_role("option", name=option, exact=False).click()
+    wait_app(pg)
+
+
 def main_text(pg) -> str:
     return pg.locator("[data-testid='stMain']").inner_text()
 
 
 def test_paste_command_gives_verdict(dash: Dashboard, page) -> None:
     open_app(page, dash.link("policy"))
-    expect(page.get_by_text("full-precision", exact=False).first).to_be_visible()
-    assert "kv-cache-native" in main_text(page)  # the rules table lists every rule id
+    main = page.get_by_test_id("stMain")
+    expect(main).to_contain_text("full-precision version 1.0.0")
+    expect(main).to_contain_text("kv-cache-native")  # the rules table lists every rule id
     page.get_by_label("Launch command, unit or env file").fill(RECIPE)
     page.get_by_role("button", name="Check").click()
     wait_app(page)
@@ -68,22 +76,18 @@ def test_stored_runs_with_violations(dash: Dashboard, page) -> None:
     open_app(page, dash.link("policy"))
     fp8, bf16 = dash.ids["fp8-allreduce"], dash.ids["bf16-allreduce"]  # type: ignore[attr-defined]
     expect(page.get_by_text("Checked 2 trace run(s)")).to_be_visible()
+    expect(page.get_by_test_id("stMain")).to_contain_text("ncclDevKernel_AllReduce_Sum_f8e4m3")
     text = main_text(page)
-    assert f"1 break the policy ({fp8})" in text
-    assert "ncclDevKernel_AllReduce_Sum_f8e4m3" in text and bf16 not in text.split("Run\n")[0]
+    assert f"1 break the policy ({fp8}), 0 need review." in text
+    assert "violation communication-native run " + fp8 in text
+    assert "ncclDevKernel_AllReduce_Sum_f8e4m3" in text and bf16 not in text
 
 
 def test_link_reopens_run_and_checkpoint(dash: Dashboard, page, browser) -> None:
     fp8 = dash.ids["fp8-allreduce"]  # type: ignore[attr-defined]
     open_app(page, dash.link("policy"))
-    page.get_by_test_id("stMain").get_by_test_id("stSelectbox").filter(
-        has_text="Checkpoint"
-    ).click()
-    page.get_by_role("option", name="DeepSeek-V3 (FP8 blocks)").click()
-    wait_app(page)
-    page.get_by_test_id("stMain").get_by_test_id("stSelectbox").filter(has_text="Run").click()
-    page.get_by_role("option", name=fp8, exact=False).click()
-    wait_app(page)
+    pick(page, "Checkpoint", "DeepSeek-V3 (FP8 blocks)")
+    pick(page, "Run", fp8)
     page.wait_for_url(f"**run={fp8}**")
     link = page.url
     assert "native=deepseek-v3" in link
@@ -91,6 +95,7 @@ def test_link_reopens_run_and_checkpoint(dash: Dashboard, page, browser) -> None
     other = fresh.new_page()
     try:
         open_app(other, link)
+        expect(other.get_by_test_id("stMain")).to_contain_text("communication-native run")
         text = main_text(other)
         assert "DeepSeek-V3 (FP8 blocks)" in text and fp8 in text
         assert "communication-native run" in text and "checkpoint assumed" not in text

@@ -23,15 +23,26 @@ def test_scaled_shapes_split_exactly_over_tp(preset: str, tp: int) -> None:
 
 
 @pytest.mark.parametrize("preset", ["kimi-k2.5", "minimax-m2.5"])  # MLA and GQA
-def test_decode_step_runs_and_annotates_each_part(preset: str) -> None:
+def test_decode_step_runs_its_parts_as_named_ops(preset: str) -> None:
     shape = scaled(PRESETS[preset], 1 / 32, 1, 1)
     model = workload.build(shape, 0, 1, 3, 16, torch.device("cpu"), torch.float32)
     x = torch.randn(3, shape.hidden)
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         tokens = workload.decode_step(model, x, pos=15)
     assert tokens.shape == (3,) and int(tokens.max()) < shape.vocab
-    regions = {e.name for e in prof.events() if e.name.startswith(workload.REGION)}
-    parts = {"attention", "moe", "gemm", "norm", "memory", "sampling", "elementwise"}
-    assert {workload.REGION + p for p in parts} <= regions
-    # TP=1 has no collectives to annotate.
-    assert not {workload.REGION + c for c in ("allreduce", "allgather")} & regions
+    top = {e.name for e in prof.events() if e.cpu_parent is None}
+    attention = "stepscope::mla_attention" if preset == "kimi-k2.5" else "stepscope::gqa_attention"
+    assert {attention, "stepscope::moe", "stepscope::sample_greedy", "aten::rms_norm"} <= top
+    # TP=1 has no collectives.
+    assert not {"stepscope::all_reduce", "stepscope::all_gather"} & top
+
+
+def test_custom_ops_land_in_their_categories() -> None:
+    """The trace collector's CPU-op taxonomy puts each part of the step where it belongs."""
+    from collectors.trace.taxonomy import cpu_op_category
+
+    for op, category in workload.OP_CATEGORIES.items():
+        assert cpu_op_category(op) == category, op
+    for op, category in (("aten::matmul", "gemm"), ("aten::rms_norm", "norm"),
+                         ("aten::copy_", "memory"), ("aten::add", "elementwise")):  # fmt: skip
+        assert cpu_op_category(op) == category, op

@@ -12,19 +12,29 @@ NAMES = [
     ("ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", "allreduce"),
     ("ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)", "allgather"),
     ("ncclDevKernel_ReduceScatter_Sum_f32_RING_LL", "reduce_scatter"),
-    ("ncclKernel_Broadcast_RING_LL_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)",
-     "other_comm"),  # fmt: skip
-    ("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)",
-     "other_comm"),  # fmt: skip
+    (
+        "ncclKernel_Broadcast_RING_LL_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)",
+        "other_comm",
+    ),  # fmt: skip
+    (
+        "ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)",
+        "other_comm",
+    ),  # fmt: skip
     ("ncclDevKernel_Generic_4(ncclDevKernelArgsStorage<4096ul>)", "other_comm"),
     # non-NCCL collectives
-    ("void vllm::cross_device_reduce_1stage<__nv_bfloat16, 8>(vllm::RankData*, ...)",
-     "allreduce"),  # fmt: skip
+    (
+        "void vllm::cross_device_reduce_1stage<__nv_bfloat16, 8>(vllm::RankData*, ...)",
+        "allreduce",
+    ),  # fmt: skip
     ("void vllm::cross_device_reduce_2stage<half, 4>(...)", "allreduce"),
-    ("void c10d::symmetric_memory::multimem_all_reduce_kernel<__nv_bfloat16, 16, 8>(...)",
-     "allreduce"),  # fmt: skip
-    ("void flashinfer::trtllm_allreduce_fusion::allreduce_fusion_kernel_oneshot_lamport<...>",
-     "allreduce"),  # fmt: skip
+    (
+        "void c10d::symmetric_memory::multimem_all_reduce_kernel<__nv_bfloat16, 16, 8>(...)",
+        "allreduce",
+    ),  # fmt: skip
+    (
+        "void flashinfer::trtllm_allreduce_fusion::allreduce_fusion_kernel_oneshot_lamport<...>",
+        "allreduce",
+    ),  # fmt: skip
     ("void quickreduce::allreduce_prototype_twoshot<quickreduce::CodecFP, 8>(...)", "allreduce"),
     ("void deep_ep::intranode::dispatch<8, 768, 8192>(int4*, float*, ...)", "all_to_all"),
     ("void deep_ep::internode_ll::combine<true, 7168, 9>(void*, ...)", "all_to_all"),
@@ -39,8 +49,10 @@ NAMES = [
     ("void at::native::sbtopk::gatherTopK<float, unsigned int, 2, false>(...)", "moe"),
     # GEMM: cuBLAS/nvjet/CUTLASS/Marlin dense, ROCm hipBLASLt/Tensile and skinny GEMM
     ("nvjet_tst_128x64_64x4_1x2_h_bz_TNT", "gemm"),
-    ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute",
-     "gemm"),  # fmt: skip
+    (
+        "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute",
+        "gemm",
+    ),  # fmt: skip
     ("void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x128_32x5_tn_align4>(...)", "gemm"),
     ("ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_64x3_tn", "gemm"),
     ("void marlin::Marlin<__nv_bfloat16, 4, 256, 1, 8, 8, true, false, 8>(...)", "gemm"),
@@ -48,16 +60,20 @@ NAMES = [
     ("void wvSplitK_hf_sml_<__hip_bfloat16, 64, 2, 16, 8, 2, 1>(...)", "gemm"),
     ("volta_sgemm_64x64_nt", "gemm"),
     # attention: flash, FMHA, MLA, FlashInfer, paged/unified attention, KV-cache writes
-    ("void pytorch_flash::flash_fwd_kernel<pytorch_flash::Flash_fwd_kernel_traits<64, ...>",
-     "attention"),  # fmt: skip
+    (
+        "void pytorch_flash::flash_fwd_kernel<pytorch_flash::Flash_fwd_kernel_traits<64, ...>",
+        "attention",
+    ),  # fmt: skip
     ("void flashinfer::BatchDecodeWithPagedKVCacheKernel<...>", "attention"),
     ("void flashinfer::BatchPrefillWithPagedKVCacheKernel<...>", "attention"),
     ("void flash::flash_fwd_splitkv_mla_kernel<Flash_fwd_kernel_traits_mla<576, 64>>", "attention"),
     ("fmha_cutlassF_bf16_aligned_64x64_rf_sm80", "attention"),
     ("void paged_attention_ll4mi_QKV_mfma16_kernel<0, __hip_bfloat16, ...>", "attention"),
     ("kernel_unified_attention_2d", "attention"),
-    ("void vllm::reshape_and_cache_flash_kernel<__hip_bfloat16, __hip_bfloat16>(...)",
-     "attention"),  # fmt: skip
+    (
+        "void vllm::reshape_and_cache_flash_kernel<__hip_bfloat16, __hip_bfloat16>(...)",
+        "attention",
+    ),  # fmt: skip
     # norms (ROCm aiter and CK included), casts/quant, sampling, memory, elementwise
     ("void vllm::rms_norm_kernel<c10::BFloat16>(c10::BFloat16*, ...)", "norm"),
     ("_ZN5aiter24add_rmsnorm_quant_kernelIDF16bDF16bLi64ELi8ELb0ELb0ELb1ELi1EEEvPT0_", "norm"),
@@ -65,23 +81,36 @@ NAMES = [
     ("void flashinfer::norm::RMSNormKernel<8u, __nv_bfloat16>(...)", "norm"),
     ("void cudnn::bn_fw_tr_1C11_singleread<float, 512, true, 1, 2, 0>(...)", "norm"),
     ("void vllm::scaled_fp8_quant_kernel<c10::BFloat16, c10::Float8_e4m3fn>(...)", "cast_quant"),
-    ("void at::native::vectorized_elementwise_kernel<4, at::native::bfloat16_copy_kernel_cuda"
-     "(at::TensorIteratorBase&)::{lambda(float)#1}, std::array<char*, 2ul> >(...)",
-     "cast_quant"),  # fmt: skip
-    ("void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda(...)"
-     "::{lambda(float)#1}, ..., at::native::memory::LoadWithCast<1>, "
-     "at::native::memory::StoreWithCast<1> >(...)", "cast_quant"),  # fmt: skip
+    (
+        "void at::native::vectorized_elementwise_kernel<4, at::native::bfloat16_copy_kernel_cuda"
+        "(at::TensorIteratorBase&)::{lambda(float)#1}, std::array<char*, 2ul> >(...)",
+        "cast_quant",
+    ),  # fmt: skip
+    (
+        "void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda(...)"
+        "::{lambda(float)#1}, ..., at::native::memory::LoadWithCast<1>, "
+        "at::native::memory::StoreWithCast<1> >(...)",
+        "cast_quant",
+    ),  # fmt: skip
     ("triton_poi_fused__to_copy_1", "cast_quant"),
     ("void flashinfer::sampling::TopKTopPSamplingFromProbKernel<1024u, ...>", "sampling"),
-    ("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, "
-     "at::native::ArgMaxOps<float>, unsigned int, long, 4> >(...)", "sampling"),  # fmt: skip
+    (
+        "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, "
+        "at::native::ArgMaxOps<float>, unsigned int, long, 4> >(...)",
+        "sampling",
+    ),  # fmt: skip
     ("Memcpy DtoD (Device -> Device)", "memory"),
     ("void at::native::(anonymous namespace)::CatArrayBatchedCopy<...>", "memory"),
-    ("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<int>, ...>",
-     "memory"),  # fmt: skip
+    (
+        "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<int>, ...>",
+        "memory",
+    ),  # fmt: skip
     ("__amd_rocclr_copyBuffer", "memory"),
-    ("void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)"
-     "::silu_kernel(...)", "elementwise"),  # fmt: skip
+    (
+        "void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)"
+        "::silu_kernel(...)",
+        "elementwise",
+    ),  # fmt: skip
     ("triton_poi_fused_add_mul_0", "elementwise"),
     ("void cub::DeviceRadixSortOnesweepKernel<...>", "other"),
 ]

@@ -23,7 +23,7 @@ def rank_traces(tmp_path_factory) -> list[Path]:
     keep = tmp / "kept"
     subprocess.run(
         [sys.executable, "-m", "collectors", "profile", "--keep-traces", str(keep), "--dry-run",
-         "--tp", "2", "--steps", "2", "--warmup", "1", "--layers", "2", "--timeout", "120",
+         "--tp", "2", "--steps", "1", "--warmup", "0", "--layers", "1", "--timeout", "120",
          "--log-format", "text"],
         cwd=ROOT, env=cli_env(tmp / "unused.duckdb"), capture_output=True, text=True,
         timeout=300,

@@ -1,0 +1,158 @@
+"""Tradeoff calculator: which layout gives the best TPOT and throughput at full precision.
+
+State lives in the URL: ``setup`` (the published reference case or a model + host), ``model``,
+``hw`` (a host preset or ``gpu:<run id>``), ``comm`` (an absolute comm run id), ``calib`` (an
+absolute trace run id), ``layouts``, ``cmin``/``cmax``, ``ctx`` and ``at``. Numbers come
+from planner.plan; this page only formats them.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from pages import ui
+from pages.tradeoff_view import render
+from planner import hardware, models, reference
+from planner.api import PlanResult, plan
+from planner.comm import curves_from_rows
+from planner.costmodel import Assumptions, Calibration
+from planner.errors import PlannerInputError
+from planner.layouts import default_layouts
+from store import queries_planner as qp
+from store.errors import StoreError
+
+REF = reference.NAME
+CUSTOM = "custom"
+AUTO = "auto"
+NONE = "none"
+
+
+def url_select(title: str, param: str, options: list[str], labels: dict[str, str],
+               help: str | None = None) -> str:  # fmt: skip
+    """A selectbox whose URL parameter always holds the chosen (absolute) value."""
+    key = f"pick_{param}"
+    wanted = st.query_params.get(param)
+    if wanted and wanted not in options:
+        st.warning(f"{title} {wanted!r} from the link is not available here; showing another.")
+        wanted = None
+    if st.session_state.get(key) not in options:
+        st.session_state[key] = wanted or options[0]
+    choice = st.selectbox(title, options, key=key, help=help,
+                          format_func=lambda v: labels.get(v, v))  # fmt: skip
+    st.query_params[param] = choice
+    return choice
+
+
+def store_frames() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, str]:
+    """Stored GPU hosts, comm runs and trace breakdowns; empty frames (and why) without a store."""
+    loc = ui.store()
+    try:
+        return qp.gpu_hosts(loc), qp.comm_runs(loc), qp.trace_breakdowns(loc), ""
+    except StoreError as exc:
+        empty = pd.DataFrame()
+        return empty, empty, empty, f"store not readable ({exc}): presets only"
+
+
+def inputs() -> tuple[dict, list[str]]:
+    """Widgets -> plan() keyword arguments, and notes on where each input came from."""
+    notes: list[str] = []
+    setups = {REF: "Reference case: Kimi-K2.5 on 8x RTX PRO 6000 (published figures)",
+              CUSTOM: "Choose a model and a host"}  # fmt: skip
+    setup = url_select("Setup", "setup", list(setups), setups)
+    hosts, comm_runs, traces, problem = store_frames()
+    if problem:
+        notes.append(problem)
+    if setup == REF:
+        st.caption("Published figures of the profiling write-up (REFERENCE §1), labelled as "
+                   "such and never mixed with measured runs.")  # fmt: skip
+        return {"model": models.preset(reference.MODEL), "hardware": hardware.preset(
+            reference.HOST), **reference.plan_kwargs()}, notes  # fmt: skip
+    c1, c2 = st.columns(2)
+    with c1:
+        names = list(models.MODEL_PRESETS)
+        model = models.preset(url_select("Model", "model", names, {n: n for n in names}))
+    with c2:
+        hw_opts = {f"preset:{n}": f"{n} (preset)" for n in hardware.HARDWARE_PRESETS}
+        for row in hosts.to_dict("records"):
+            hw_opts[f"gpu:{row['run_id']}"] = (f"{row['host']}: {row['gpu_count']}x "
+                                               f"{row['gpu_model']} (gpu run {row['run_id']})")  # fmt: skip
+        if hosts.empty:
+            notes.append("no stored `gpu` runs: host presets only (python -m collectors gpu)")
+        choice = url_select("Host", "hw", list(hw_opts), hw_opts)
+    kwargs: dict = {"model": model}
+    if choice.startswith("preset:"):
+        hw = hardware.preset(choice.removeprefix("preset:"))
+        host_name = None
+    else:
+        run_id = choice.removeprefix("gpu:")
+        host_row, devices = qp.gpu_run(ui.store(), run_id)
+        hw = hardware.from_gpu_run(host_row.iloc[0].to_dict(), devices.to_dict("records"))
+        host_name = hw.name
+    kwargs["hardware"] = hw
+    c3, c4 = st.columns(2)
+    with c3:
+        comm_opts = {AUTO: "auto: this host's GPU comm runs, else published / fallback"}
+        for row in comm_runs.to_dict("records"):
+            comm_opts[row["run_id"]] = (f"{row['run_id']} ({row['host']}, {row['backend']}, "
+                                        f"{row['device']}, {row['world_size']} ranks)")  # fmt: skip
+        comm = url_select("Communication curves", "comm", list(comm_opts), comm_opts)
+    if comm != AUTO:
+        rows = qp.comm_rows(ui.store(), [comm]).to_dict("records")
+        kwargs["comm_curves"] = curves_from_rows(rows, hw.interconnect, devices=())
+    elif host_name is not None and not comm_runs.empty:
+        ids = comm_runs[comm_runs["host"] == host_name]["run_id"].tolist()
+        rows = qp.comm_rows(ui.store(), ids).to_dict("records") if ids else []
+        kwargs["comm_curves"] = curves_from_rows(rows, hw.interconnect)
+    with c4:
+        cal_opts = {NONE: "none"}
+        for row in traces.to_dict("records"):
+            cal_opts[row["run_id"]] = (f"{row['run_id']} ({row['host']}, step "
+                                       f"{row['step_ms']:.2f} ms, world {row['world_size']})")  # fmt: skip
+        cal = url_select("Calibrate to a measured step (trace run)", "calib", list(cal_opts),
+                         cal_opts, help="Scales the compute and communication terms so the "
+                         "TP layout of the same world size reproduces that measured step.")  # fmt: skip
+    if cal != NONE:
+        row = traces[traces["run_id"] == cal].iloc[0]
+        world = int(row["world_size"] or hw.gpu_count)
+        kwargs["calibration"] = Calibration(
+            "tp", world, 1, max(int(row["gen_tokens"] or 1), 1), float(row["step_ms"]),
+            (("allreduce", float(row["allreduce_ms"])), ("all_to_all",
+                                                         float(row["all_to_all_ms"]))),
+            source=f"measured trace run {cal} (profiled, assumed TP={world})",
+        )  # fmt: skip
+    return kwargs, notes
+
+
+st.title("Tradeoff calculator")
+ui.share_link()
+try:
+    kwargs, notes = inputs()
+    model, hw = kwargs["model"], kwargs["hardware"]
+    all_layouts = default_layouts(model, hw)
+    names = [x.name for x in all_layouts]
+    c1, c2, c3, c4 = st.columns([4, 1, 1, 1])
+    with c1:
+        picked = st.multiselect("Layouts", names, default=names, key="layouts",
+                                bind="query-params")  # fmt: skip
+    with c2:
+        cmin = st.number_input("Concurrency from", 1, 4096, 1, key="cmin", bind="query-params")
+    with c3:
+        cmax = st.number_input("to", 1, 4096, 512, key="cmax", bind="query-params")
+    with c4:
+        ctx = st.number_input("Context tokens", 1, 1_000_000, Assumptions.context_tokens,
+                              step=1024, key="ctx", bind="query-params")  # fmt: skip
+    chosen = [x for x in all_layouts if x.name in picked]
+    if not chosen:
+        st.info("Pick at least one layout.")
+        st.stop()
+    if cmax < cmin:
+        st.error(f"Concurrency range {cmin}-{cmax} is empty.")
+        st.stop()
+    res: PlanResult = plan(layouts=chosen, concurrencies=range(int(cmin), int(cmax) + 1),
+                           assumptions=Assumptions(context_tokens=int(ctx)), **kwargs)  # fmt: skip
+except PlannerInputError as exc:
+    st.error(str(exc))
+    st.stop()
+
+render(res, notes)

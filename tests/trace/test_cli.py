@@ -1,0 +1,116 @@
+"""``python -m collectors trace`` as a user runs it: real CLI, real store files."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import query, run_cli
+from tests.trace.conftest import fixture
+from tests.trace.synth import decode_step_trace
+
+ITEM7 = {"run_id", "ranks", "steps", "partial", "categories", "per_rank", "committed"}
+
+
+def test_json_summary_and_reimport_is_a_no_op(store_path):
+    a, b = fixture("hta/sampled_rank-0.json.gz"), fixture("hta/sampled_rank-1.json.gz")
+    res = run_cli(store_path, "trace", str(a), str(b), "--label", "hta sample", "--json")
+    assert res.code == 0, res.stderr
+    out = res.json
+    assert set(out) == ITEM7 and out["committed"] is True
+    assert out["ranks"] == [0, 1] and out["steps"] == 2 and out["partial"] is False
+    assert set(out["per_rank"]) == {"0", "1"}
+    assert set(out["per_rank"]["0"]) == {"busy_us", "idle_us", "span_us", "exposed_comm_us"}
+    assert out["categories"]["all_to_all"]["calls"] == 8
+    assert all(set(v) == {"calls", "total_us"} for v in out["categories"].values())
+    run_id = out["run_id"]
+    runs = query(store_path, "SELECT verb, status, label, nccl, gpu_count, args FROM runs")
+    assert runs[0][:5] == ("trace", "ok", "hta sample", None, 2)
+    args = json.loads(runs[0][5])
+    assert args["world_size"] == 128 and args["backend"] == "nccl"
+    cats = query(store_path, "SELECT category, calls_per_step FROM v_trace_categories "
+                 "WHERE run_id = ? AND category = 'all_to_all'", [run_id])  # fmt: skip
+    assert cats == [("all_to_all", 2.0)]  # 8 calls over 2 ranks x 2 steps
+    again = run_cli(store_path, "trace", str(b), str(a), "--json")
+    assert again.code == 0 and again.json["run_id"] == run_id
+    assert "already in the store" in again.stderr
+    assert query(store_path, "SELECT count(*) FROM trace_ranks") == [(2,)]
+
+
+def test_directory_import_with_device_and_nccl_recorded(store_path, tmp_path):
+    src = fixture("tracelens/vllm_mi300x_decode_fullgraph_bs32.json.gz")
+    d = tmp_path / "traces"
+    d.mkdir()
+    (d / "dp0_pp0_tp0_dcp0_ep0_rank0.123.pt.trace.json.gz").write_bytes(src.read_bytes())
+    (d / "config.json").write_text('{"model": "x"}')  # not a trace: skipped with a warning
+    res = run_cli(store_path, "trace", str(d), "--json")
+    assert res.code == 0, res.stderr
+    assert "skipped" in res.stderr and "config.json" in res.stderr
+    assert query(store_path, "SELECT nccl, status FROM runs") == [("2.26.6", "ok")]
+    got = query(store_path, "SELECT rank, rank_source, steps, step_source FROM v_trace_ranks")
+    assert got == [(0, "distributedInfo", 1, "vllm")]
+
+
+def test_partial_tmp_is_committed_as_partial(store_path, truncated_tmp):
+    res = run_cli(store_path, "trace", str(truncated_tmp), "--json")
+    assert res.code == 0, res.stderr
+    assert res.json["partial"] is True and "partial" in res.stderr
+    status, message = query(store_path, "SELECT status, message FROM runs")[0]
+    assert status == "partial" and truncated_tmp.name in message
+
+
+def _garbage_gz(tmp: Path) -> Path:
+    good = decode_step_trace(tmp / "ok.json.gz").read_bytes()
+    half = len(good) // 2
+    out = tmp / "bad.json.gz"
+    out.write_bytes(good[:half] + b"\x00garbage\xff" * 8 + good[half + 80 :])
+    return out
+
+
+def _write(name: str, content: str):
+    def make(tmp: Path) -> Path:
+        path = tmp / name
+        path.write_text(content)
+        return path
+
+    return make
+
+
+_EV = '{"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 5.0'
+BAD = [
+    ("not JSON", _write("a.json", "Traceback (most recent call last):"), "not valid JSON"),
+    ("wrong top level", _write("a.json", "[1, 2, 3]"), "top level is a JSON array"),
+    ("no traceEvents", _write("a.json", '{"schemaVersion": 1}'), "without traceEvents"),
+    ("missing fields", _write("a.json", '{"traceEvents": [' + _EV + "}]}"), "lacks a numeric"),
+    ("negative duration", _write("a.json", '{"traceEvents": [' + _EV + ', "dur": -1.5}]}'),
+     "negative duration"),
+    ("garbage in gz", _garbage_gz, "corrupt gzip"),
+    ("empty file", _write("a.json", ""), "empty"),
+    ("empty directory", lambda tmp: (tmp / "d").mkdir() or tmp / "d", "no trace files"),
+    ("missing path", lambda tmp: tmp / "nope.json", "no such file"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("case", "make", "reason"), BAD, ids=[b[0] for b in BAD])
+def test_bad_input_one_line_exit_1_nothing_committed(store_path, tmp_path, case, make, reason):
+    path = make(tmp_path)
+    res = run_cli(store_path, "trace", str(path))
+    assert res.code == 1, (case, res.stderr)
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1, res.stderr
+    assert str(path) in lines[0] and reason in lines[0]
+    assert "Traceback" not in res.stderr
+    assert not store_path.exists() or query(store_path, "SELECT count(*) FROM runs") == [(0,)]
+
+
+def test_duplicate_rank_is_an_error(store_path, tmp_path):
+    a = decode_step_trace(tmp_path / "a.json", rank=0)
+    b = tmp_path / "b.json.gz"
+    b.write_bytes(gzip.compress(decode_step_trace(tmp_path / "c.json", rank=0, steps=2)
+                                .read_bytes()))  # fmt: skip
+    res = run_cli(store_path, "trace", str(a), str(b))
+    assert res.code == 1 and "both claim rank 0" in res.stderr
+    assert not store_path.exists()
