@@ -39,13 +39,24 @@ KERNELS = (
     ),  # fmt: skip
     ("ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)", 78.0),
 )
+# with_stack (vLLM's default) records a Python frame stack around every op: 12 frames per
+# kernel here; the real vLLM fixtures hold 1-40 (49-88% of their events).
 PY_FRAMES = (
+    "vllm/v1/worker/gpu_worker.py(458): execute_model",
+    "torch/utils/_contextlib.py(120): decorate_context",
     "vllm/v1/worker/gpu_model_runner.py(1803): execute_model",
-    "torch/nn/modules/module.py(1773): _call_impl",
+    "vllm/v1/worker/gpu_model_runner.py(1620): _model_forward",
+    "torch/nn/modules/module.py(1773): _wrapped_call_impl",
+    "torch/nn/modules/module.py(1784): _call_impl",
     "vllm/model_executor/models/deepseek_v2.py(912): forward",
+    "torch/nn/modules/module.py(1773): _wrapped_call_impl",
+    "torch/nn/modules/module.py(1784): _call_impl",
     "vllm/model_executor/layers/linear.py(1297): forward",
+    "vllm/model_executor/layers/quantization/utils/w8a8_utils.py(412): apply",
     "<built-in method apply of PyCapsule object at 0x7f1c2c4e1b30>",
 )
+# the nested CPU ops around one launch: module op -> aten op -> the op that launches
+CPU_OPS = ("aten::linear", "aten::addmm", "aten::mm")
 
 
 class _Writer:
@@ -81,10 +92,15 @@ class _Writer:
                            f'"Python parent id": {self.ev_idx}, "Python id": {self.ev_idx + 1}, '
                            f'"Ev Idx": {self.ev_idx}')  # fmt: skip
                     self.ev_idx += 1
-                self.ext += 1
-                self.x("cpu_op", "aten::mm" if "gemm" in kname else "vllm::op", pid, tid,
-                       self.ts + 1.0, 6.0, f'"External id": {self.ext},"Record function id": 0, '
-                       f'"Ev Idx": {self.ev_idx}, "Input Dims": [[{batch}, 7168], [7168, 2048]]')  # fmt: skip
+                for depth, op in enumerate(CPU_OPS):
+                    self.ext += 1
+                    self.ev_idx += 1
+                    self.x("cpu_op", op, pid, tid, self.ts + 1.0 + depth * 0.3, 6.0 - depth,
+                           f'"External id": {self.ext},"Record function id": 0, "Ev Idx": '
+                           f'{self.ev_idx}, "Input Dims": [[{batch}, 7168], [7168, 2048], []], '
+                           f'"Input type": ["c10::BFloat16", "c10::BFloat16", ""], '
+                           f'"Input Strides": [[7168, 1], [1, 7168], []], '
+                           f'"Concrete Inputs": ["", "", ""]')  # fmt: skip
                 self.corr += 1
                 self.x("cuda_runtime", "cudaLaunchKernel", pid, tid, self.ts + 3.0, 4.0,
                        f'"External id": {self.ext}, "cbid": 211, "correlation": {self.corr}')  # fmt: skip

@@ -25,26 +25,36 @@ COLORS = {
 COMMANDS = "python -m collectors profile\npython -m collectors trace PATH"
 
 
+def share_link_and_stop() -> None:
+    with link_slot:
+        ui.share_link()
+    st.stop()
+
+
 def empty(what: str) -> None:
     st.info(what + " Profile this machine's built-in MoE decode step, or import "
             "PyTorch-profiler traces (files or a folder of rank traces):")  # fmt: skip
     st.code(COMMANDS, language="bash")
 
 
-def run_label(row: pd.Series) -> str:
+def run_label(row: dict) -> str:
     when = pd.Timestamp(row["finished_at"]).strftime("%Y-%m-%d %H:%M:%S UTC")
     label = row["label"] if isinstance(row["label"], str) and row["label"] else row["verb"]
     return f"{row['host']} · {label} · {when} · {int(row['ranks'])} rank(s)"
 
 
-def pick_run(title: str, param: str, runs: pd.DataFrame, optional: bool) -> str | None:
+def pick_run(
+    title: str, param: str, runs: pd.DataFrame, optional: bool, exclude: str | None = None
+) -> str | None:
     """A run picker whose URL parameter holds the absolute run id (never 'latest')."""
-    ids = runs["run_id"].tolist()
-    labels = {rid: run_label(row) for rid, row in zip(ids, runs.to_dict("records"), strict=True)}
+    labels = {row["run_id"]: run_label(row) for row in runs.to_dict("records")}
+    ids = [r for r in labels if r != exclude]
     options = ([NONE] if optional else []) + ids
     key = f"pick_{param}"
     wanted = st.query_params.get(param)
-    if wanted and wanted not in labels:
+    if wanted == exclude:
+        wanted = None  # comparing a run with itself: nothing to compare
+    if wanted and wanted not in ids:
         st.warning(f"Run {wanted!r} from the link is not in this store; showing another run.")
         wanted = None
     if st.session_state.get(key) not in options:
@@ -90,20 +100,20 @@ def comm_sentences(summary: pd.DataFrame) -> list[str]:
 
 
 st.title("Kernel breakdown")
-ui.share_link()
+link_slot = st.container()  # the share link is drawn last, once every picker set the URL
 loc = ui.store()
 host = ui.host_filter()
 try:
     all_runs = qt.trace_runs(loc)
 except StoreMissing:
     empty("No runs yet.")
-    st.stop()
+    share_link_and_stop()
 except StoreError as exc:
     ui.store_problem(exc)
-    st.stop()
+    share_link_and_stop()
 if all_runs.empty:
     empty("No kernel breakdowns yet.")
-    st.stop()
+    share_link_and_stop()
 runs = all_runs if host is None else all_runs[all_runs["host"] == host]
 for param in ("run", "vs"):  # a linked run from another host stays pickable
     linked = st.query_params.get(param)
@@ -111,20 +121,22 @@ for param in ("run", "vs"):  # a linked run from another host stays pickable
         runs = pd.concat([runs, all_runs[all_runs["run_id"] == linked]])
 if runs.empty:
     empty(f"No kernel breakdowns from host {host!r} yet.")
-    st.stop()
+    share_link_and_stop()
 
 run_id = pick_run("Run", "run", runs, optional=False)
 assert run_id is not None
 info = runs[runs["run_id"] == run_id].iloc[0]
+has_gpu = pd.notna(info["has_gpu"]) and bool(info["has_gpu"])
+device = info["device_name"] or ("GPU" if has_gpu else "CPU only (no GPU events)")
 st.caption(f"Run `{run_id}` ({info['verb']}) on {info['host']}: {int(info['ranks'])} rank(s), "
-           f"backend {info['backend'] or 'unknown'}, device {info['device_name'] or 'CPU only'}.")  # fmt: skip
+           f"backend {info['backend'] or 'unknown'}, device {device}.")  # fmt: skip
 if info["status"] == "partial" or (pd.notna(info["partial"]) and bool(info["partial"])):
     st.warning(f"Partial run: {info['message'] or 'a trace was cut short'}")
 
 summary = qt.category_summary(loc, run_id)
 if summary.empty:
     st.info("This run has no steps with categorised time.")
-    st.stop()
+    share_link_and_stop()
 top = summary.iloc[0]
 st.markdown(
     f"Step: **{top['step_us'] / 1000:.2f} ms** mean wall per step and rank; largest category: "
@@ -158,10 +170,11 @@ per_step["step_label"] = [f"{s}: {n}" for s, n in zip(per_step["step"], per_step
 who = "mean of ranks" if rank is None else f"rank {rank}"
 chart(stacked(per_step, "step_label", "us", f"Time per step by category ({who})", "us"),
       per_step.drop(columns="step_label"), "per-step")  # fmt: skip
-table = per_step.pivot_table(index=["step", "name", "wall_us"], columns="category", values="us",
-                             aggfunc="sum", fill_value=0).reset_index()  # fmt: skip
-st.caption(f"{len(table)} step(s) ({who}); microseconds per category:")
-st.dataframe(table, hide_index=True, width="stretch")
+if not per_step.empty:
+    table = per_step.pivot_table(index=["step", "name", "wall_us"], columns="category",
+                                 values="us", aggfunc="sum", fill_value=0).reset_index()  # fmt: skip
+    st.caption(f"{len(table)} step(s) ({who}); microseconds per category:")
+    st.dataframe(table, hide_index=True, width="stretch")
 
 st.subheader("Top kernels")
 kernels = qt.top_kernels(loc, run_id, limit=25)
@@ -194,11 +207,10 @@ else:
     chart(fig, dtypes, "collective-dtypes")
 
 st.subheader("Compare with another run")
-others = runs[runs["run_id"] != run_id]
-if others.empty:
+if len(runs) < 2:
     st.caption("Only one run here: profile or import another to compare (e.g. TP vs EP).")
 else:
-    other = pick_run("Second run (B); this run is A", "vs", others, optional=True)
+    other = pick_run("Second run (B); this run is A", "vs", runs, optional=True, exclude=run_id)
     if other:
         comp = qt.compare_categories(loc, run_id, other)
         wall = comp[comp["category"] == "(step wall)"]
@@ -220,3 +232,6 @@ else:
                           yaxis_title="us / step", height=420, legend={"orientation": "h"})  # fmt: skip
         chart(fig, comp, "comparison")
         st.dataframe(comp, hide_index=True, width="stretch")
+
+with link_slot:
+    ui.share_link()

@@ -1,12 +1,14 @@
 """Policy: the active precision policy, stored trace runs that break it, and a verdict for a
 pasted launch command / systemd unit / env file (parsed as text, never executed).
 
-URL state: ``native`` (the checkpoint's native precision the checks compare against) and
-``run`` (an absolute run id, or none for every run). Pasted text is deliberately NOT put in
+URL state: ``native`` (the checkpoint kind the checks compare against, e.g. ``deepseek-v3``)
+and ``run`` (an absolute run id; absent = every run). Pasted text is deliberately NOT put in
 the URL: unit files often carry secrets (tokens in Environment= lines).
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pandas as pd
 import streamlit as st
@@ -51,6 +53,23 @@ def show_findings(findings: list, kind: str) -> None:
                         f"{md(f.kernel)} x{f.calls} - {f.sentence} ({f.detail})")  # fmt: skip
 
 
+def url_select(label: str, options: list[str], param: str, fmt) -> str:
+    """A selectbox whose URL parameter holds the option's key (an absolute run id, a
+    checkpoint kind), not its display label; the first option is the default (no param)."""
+    key = f"pick_{param}"
+    wanted = st.query_params.get(param)
+    if wanted and wanted not in options:
+        st.warning(f"{label}: {wanted!r} from the link is not available here.")
+    if st.session_state.get(key) not in options:
+        st.session_state[key] = wanted if wanted in options else options[0]
+    choice = st.selectbox(label, options, key=key, format_func=fmt)
+    if choice == options[0]:
+        st.query_params.pop(param, None)
+    else:
+        st.query_params[param] = choice
+    return choice
+
+
 st.title("Policy")
 ui.share_link()
 try:
@@ -66,12 +85,14 @@ rules = pd.DataFrame(
     columns=["id", "kind", "component", "rule", "rationale"],
 )
 st.table(rules.set_index("id"))
+st.caption(f"Rules file: `{Path(policy.path).name}` (planner/policies/). Lint a file with "
+           "`python -m planner lint FILE [--policy P] [--native KIND | --model-config "
+           "config.json]`.")  # fmt: skip
 ui.csv_download(rules, f"policy-{policy.name}-{policy.version}")
 
-native_key = st.selectbox(
-    "Checkpoint's native precision (what the checks compare against)",
-    [ASSUMED, *HINTS], key="native", bind="query-params",
-    format_func=lambda k: NATIVE_LABELS.get(k, k),
+native_key = url_select(
+    "Checkpoint's native precision (what the checks compare against)", [ASSUMED, *HINTS],
+    "native", lambda k: NATIVE_LABELS.get(k, k),
 )  # fmt: skip
 native = None if native_key == ASSUMED else HINTS[native_key]
 
@@ -123,15 +144,25 @@ st.markdown(
     + (f" ({', '.join(flagged)})" if flagged else "")
     + f", **{len(review)}** need review"
     + (f" ({', '.join(review)})" if review else "")
-    + "."
+    + f". Checkpoint precision: {NATIVE_LABELS.get(native_key, native_key)}."
 )
-labels = {r["run_id"]: f"{r['run_id']} · {r['host']} · {r['label'] or r['verb']}"
-          for r in runs.to_dict("records")}  # fmt: skip
-wanted = st.query_params.get("run")
-if wanted and wanted not in labels:
-    st.warning(f"Run {wanted!r} from the link is not in this store.")
-run = st.selectbox("Run", [ALL_RUNS, *labels], key="run", bind="query-params",
-                   format_func=lambda r: labels.get(r, r))  # fmt: skip
+runs = runs.assign(
+    name=[lab if isinstance(lab, str) and lab else verb for lab, verb in zip(
+        runs["label"], runs["verb"], strict=True)],
+    violations=[sum(f.run_id == rid and f.level == "violation" for f in findings)
+                for rid in runs["run_id"]],
+    reviews=[sum(f.run_id == rid and f.level == "review" for f in findings)
+             for rid in runs["run_id"]],
+)  # fmt: skip
+runs["verdict"] = [
+    "breaks the policy" if v else "needs review" if r else "compliant"
+    for v, r in zip(runs["violations"], runs["reviews"], strict=True)
+]
+st.table(runs[["run_id", "host", "name", "verdict", "violations", "reviews"]].set_index("run_id"))
+labels = {
+    r["run_id"]: f"{r['run_id']} · {r['host']} · {r['name']}" for r in runs.to_dict("records")
+}
+run = url_select("Run", [ALL_RUNS, *labels], "run", lambda r: labels.get(r, r))
 shown_findings = [f for f in findings if run == ALL_RUNS or f.run_id == run]
 if run != ALL_RUNS and not shown_findings:
     st.success(f"Run {run}: no FP8 collective or quantizing communication kernel found; "

@@ -8,6 +8,7 @@ Numbers come from store.queries_serving and planner/; this page only formats the
 
 from __future__ import annotations
 
+import contextlib
 from datetime import UTC, datetime, timedelta
 
 import pandas as pd
@@ -25,6 +26,7 @@ STATS = ("median", "mean", "p90", "p99")
 NO_HW = "(no prediction)"
 MEASURED = "measured gpu run of the benchmark's host"
 TPOT_HIST = "vllm:request_time_per_output_token_seconds"
+PALETTE = ("#4C78A8", "#E45756", "#54A24B", "#F58518", "#B279A2", "#72B7B2", "#9D755D")
 
 
 def chart(fig: go.Figure, data: pd.DataFrame, name: str) -> None:
@@ -43,8 +45,11 @@ def pick_runs(runs: pd.DataFrame) -> list[str]:
     missing = [r for r in wanted if r not in ids]
     if missing:
         st.warning(f"Run(s) from the link not in this view: {', '.join(missing)}")
-    if "bench_runs" not in st.session_state:
+    current = st.session_state.get("bench_runs")
+    if current is None:
         st.session_state["bench_runs"] = [r for r in wanted if r in ids] or ids
+    elif any(r not in ids for r in current):  # another model or host: keep what still fits
+        st.session_state["bench_runs"] = [r for r in current if r in ids] or ids
     facts = {r.run_id: f"{r.host} · {r.layouts} · c={r.min_concurrency}-{r.max_concurrency}"
              for r in runs.itertuples()}  # fmt: skip
     chosen = st.multiselect("Benchmark runs", ids, key="bench_runs",
@@ -164,27 +169,30 @@ def bench_section(loc, host: str | None) -> None:
     st.markdown("\n".join(f"- {s}" for s in _sentences(data, col, stat)))
     if reasons:
         st.caption("No prediction for: " + "; ".join(reasons))
-    fig = go.Figure()
-    for (layout, run_id), part in data.groupby(["layout_label", "run_id"], sort=False):
-        fig.add_scatter(x=part["concurrency"], y=part[col], mode="lines+markers",
-                        name=f"{layout} measured ({run_id[-8:]})")  # fmt: skip
-        if "predicted_tpot_ms" in part and part["predicted_tpot_ms"].notna().any():
-            fig.add_scatter(x=part["concurrency"], y=part["predicted_tpot_ms"], mode="lines",
-                            line={"dash": "dash"}, name=f"{layout} planner",
-                            text=[f"error {e:+.0f}%" for e in part["tpot_error_pct"]])  # fmt: skip
-    fig.update_layout(title=f"{stat} TPOT vs concurrency ({model})", xaxis_type="log",
-                      xaxis_title="concurrency", yaxis_title="TPOT (ms)", height=420)  # fmt: skip
-    chart(fig, data, "serving-tpot")
-    thr = go.Figure()
-    for (layout, run_id), part in data.groupby(["layout_label", "run_id"], sort=False):
-        thr.add_scatter(x=part["concurrency"], y=part["output_throughput"], mode="lines+markers",
-                        name=f"{layout} measured ({run_id[-8:]})")  # fmt: skip
-        if "predicted_tokens_per_s" in part and part["predicted_tokens_per_s"].notna().any():
-            thr.add_scatter(x=part["concurrency"], y=part["predicted_tokens_per_s"], mode="lines",
-                            line={"dash": "dash"}, name=f"{layout} planner")  # fmt: skip
-    thr.update_layout(title=f"Output throughput vs concurrency ({model})", xaxis_type="log",
-                      xaxis_title="concurrency", yaxis_title="tokens/s", height=420)  # fmt: skip
+    tpot = versus(data, col, "predicted_tpot_ms", f"{stat} TPOT vs concurrency ({model})",
+                  "TPOT (ms)")  # fmt: skip
+    chart(tpot, data, "serving-tpot")
+    thr = versus(data, "output_throughput", "predicted_tokens_per_s",
+                 f"Output throughput vs concurrency ({model})", "tokens/s")  # fmt: skip
     chart(thr, data, "serving-throughput")
+
+
+def versus(data: pd.DataFrame, y: str, predicted: str, title: str, y_title: str) -> go.Figure:
+    """Measured (solid, markers) and the planner's prediction (dashed), one colour per line."""
+    fig = go.Figure()
+    groups = data.groupby(["layout_label", "run_id"], sort=False)
+    for i, ((layout, run_id), part) in enumerate(groups):
+        color = PALETTE[i % len(PALETTE)]
+        fig.add_scatter(x=part["concurrency"], y=part[y], mode="lines+markers",
+                        name=f"{layout} measured ({run_id[-8:]})", line={"color": color})  # fmt: skip
+        if predicted in part and part[predicted].notna().any():
+            errors = part.get("tpot_error_pct", pd.Series(dtype=float))
+            fig.add_scatter(x=part["concurrency"], y=part[predicted], mode="lines",
+                            line={"dash": "dash", "color": color}, name=f"{layout} planner",
+                            text=[f"TPOT error {e:+.0f}%" for e in errors])  # fmt: skip
+    fig.update_layout(title=title, xaxis_type="log", xaxis_title="concurrency",
+                      yaxis_title=y_title, height=420)  # fmt: skip
+    return fig
 
 
 def _hw_presets() -> list[str]:
@@ -283,6 +291,9 @@ def profile_section(loc, host: str | None) -> None:
         f"in {top['flush_wait_s']:.0f} s); median TPOT {_ms(top['median_tpot_ms'])} with the "
         "profiler on (the Kernel breakdown page shows where its steps go)."
     )
+    with contextlib.suppress(Exception):  # the Kernel breakdown page, when this build has it
+        st.page_link("pages/kernels.py", label=f"Kernel breakdown of {top['run_id']}",
+                     query_params={"run": top["run_id"]}, icon=":material/bar_chart:")  # fmt: skip
     st.dataframe(runs, hide_index=True, width="stretch")
     ui.csv_download(runs, "vllm-profile-runs")
 

@@ -1,12 +1,15 @@
 """Tradeoff calculator: which layout gives the best TPOT and throughput at full precision.
 
-State lives in the URL: ``setup`` (the published reference case or a model + host), ``model``,
+State lives in the URL: ``setup`` (the published reference case or a model + host), ``model``
+(a preset or ``run:<run id>`` whose arguments record the model),
 ``hw`` (a host preset or ``gpu:<run id>``), ``comm`` (an absolute comm run id), ``calib`` (an
 absolute trace run id), ``layouts``, ``cmin``/``cmax``, ``ctx`` and ``at``. Numbers come
 from planner.plan; this page only formats them.
 """
 
 from __future__ import annotations
+
+import json
 
 import pandas as pd
 import streamlit as st
@@ -44,14 +47,35 @@ def url_select(title: str, param: str, options: list[str], labels: dict[str, str
     return choice
 
 
-def store_frames() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, str]:
-    """Stored GPU hosts, comm runs and trace breakdowns; empty frames (and why) without a store."""
+def store_frames() -> tuple[pd.DataFrame, ...]:
+    """Stored GPU hosts, comm runs, trace breakdowns and recorded models (empty without a
+    store), and a note saying why."""
     loc = ui.store()
     try:
-        return qp.gpu_hosts(loc), qp.comm_runs(loc), qp.trace_breakdowns(loc), ""
+        frames = (qp.gpu_hosts(loc), qp.comm_runs(loc), qp.trace_breakdowns(loc),
+                  qp.run_models(loc))  # fmt: skip
+        return (*frames, "")
     except StoreError as exc:
         empty = pd.DataFrame()
-        return empty, empty, empty, f"store not readable ({exc}): presets only"
+        return empty, empty, empty, empty, f"store not readable ({exc}): presets only"
+
+
+def model_options(recorded: pd.DataFrame) -> tuple[dict[str, str], dict[str, object]]:
+    """Presets, then models recorded in runs (``run:<id>``) that the planner can read."""
+    labels = {n: f"{n} (preset)" for n in models.MODEL_PRESETS}
+    metas: dict[str, object] = {}
+    for row in recorded.to_dict("records"):
+        try:
+            meta = json.loads(row["model"])
+        except (TypeError, ValueError):
+            continue
+        if isinstance(meta, str) and models.preset_for_name(meta) is None:
+            continue
+        name = meta if isinstance(meta, str) else meta.get("name", "model")
+        key = f"run:{row['run_id']}"
+        labels[key] = f"{name} as recorded by {row['verb']} run {row['run_id']}"
+        metas[key] = meta
+    return labels, metas
 
 
 def inputs() -> tuple[dict, list[str]]:
@@ -60,7 +84,7 @@ def inputs() -> tuple[dict, list[str]]:
     setups = {REF: "Reference case: Kimi-K2.5 on 8x RTX PRO 6000 (published figures)",
               CUSTOM: "Choose a model and a host"}  # fmt: skip
     setup = url_select("Setup", "setup", list(setups), setups)
-    hosts, comm_runs, traces, problem = store_frames()
+    hosts, comm_runs, traces, recorded, problem = store_frames()
     if problem:
         notes.append(problem)
     if setup == REF:
@@ -70,8 +94,10 @@ def inputs() -> tuple[dict, list[str]]:
             reference.HOST), **reference.plan_kwargs()}, notes  # fmt: skip
     c1, c2 = st.columns(2)
     with c1:
-        names = list(models.MODEL_PRESETS)
-        model = models.preset(url_select("Model", "model", names, {n: n for n in names}))
+        labels, metas = model_options(recorded)
+        pick = url_select("Model", "model", list(labels), labels)
+        model = (models.from_run_metadata(metas[pick], f"{pick.removeprefix('run:')} run args")
+                 if pick in metas else models.preset(pick))  # fmt: skip
     with c2:
         hw_opts = {f"preset:{n}": f"{n} (preset)" for n in hardware.HARDWARE_PRESETS}
         for row in hosts.to_dict("records"):
@@ -114,9 +140,10 @@ def inputs() -> tuple[dict, list[str]]:
                          "TP layout of the same world size reproduces that measured step.")  # fmt: skip
     if cal != NONE:
         row = traces[traces["run_id"] == cal].iloc[0]
-        world = int(row["world_size"] or hw.gpu_count)
+        world = hw.gpu_count if pd.isna(row["world_size"]) else int(row["world_size"])
         kwargs["calibration"] = Calibration(
-            "tp", world, 1, max(int(row["gen_tokens"] or 1), 1), float(row["step_ms"]),
+            "tp", world, 1, 1 if pd.isna(row["gen_tokens"]) else max(int(row["gen_tokens"]), 1),
+            float(row["step_ms"]),
             (("allreduce", float(row["allreduce_ms"])), ("all_to_all",
                                                          float(row["all_to_all_ms"]))),
             source=f"measured trace run {cal} (profiled, assumed TP={world})",

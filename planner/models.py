@@ -8,7 +8,7 @@ checkpoint's native precision comes from ``quantization_config`` via ``planner.n
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -265,8 +265,6 @@ def from_config(config: dict[str, Any], name: str = "", source: str = "") -> Mod
 
 
 def _with_bytes(spec: ModelSpec, comp: dict[str, float]) -> ModelSpec:
-    from dataclasses import replace
-
     return replace(spec, bytes_per_param=tuple(sorted(comp.items())))
 
 
@@ -298,6 +296,50 @@ def resolve(name_or_path: str) -> ModelSpec:
         f"--model {name_or_path!r}: neither a model preset ({', '.join(MODEL_PRESETS)}) "
         "nor an existing config.json"
     )
+
+
+# ---- models recorded in the store's run arguments ---------------------------------------
+_ALIASES = {"kimi-k2": "kimi-k2.5", "deepseek-v3": "deepseek-v3", "deepseek-r1": "deepseek-v3",
+            "minimax-m2": "minimax-m2.5"}  # fmt: skip
+
+
+def preset_for_name(name: str) -> str | None:
+    """The preset a served model name (``moonshotai/Kimi-K2.5``) corresponds to, if any."""
+    low = name.lower().rsplit("/", 1)[-1]
+    return next((p for key, p in _ALIASES.items() if low.startswith(key)), None)
+
+
+def from_run_metadata(meta: Any, source: str) -> ModelSpec:
+    """A ModelSpec from a run's recorded ``model`` argument: a shape dict (the `profile`
+    collector's) or a served model name that matches a preset."""
+    if isinstance(meta, str):
+        name = preset_for_name(meta)
+        if name is None:
+            raise PlannerInputError(f"{source}: model {meta!r} matches no preset; "
+                                    "give its config.json instead")  # fmt: skip
+        return replace(preset(name), source=f"{source}: {meta} -> preset {name}")
+    if not isinstance(meta, dict):
+        raise PlannerInputError(f"{source}: recorded model is neither a name nor a shape")
+    mla = meta.get("attention") == "mla"
+    cfg: dict[str, Any] = {
+        "model_type": str(meta.get("name") or "recorded"), "torch_dtype": "bfloat16",
+        "hidden_size": meta.get("hidden"), "num_hidden_layers": meta.get("layers"),
+        "num_attention_heads": meta.get("q_heads"), "vocab_size": meta.get("vocab"),
+        "num_key_value_heads": meta.get("kv_heads") or meta.get("q_heads"),
+        "n_routed_experts": meta.get("experts") or 0,
+        "num_experts_per_tok": meta.get("top_k") or 0,
+        "n_shared_experts": meta.get("shared_experts") or 0,
+        "moe_intermediate_size": meta.get("expert_inter") or 0,
+        "intermediate_size": meta.get("dense_inter") or meta.get("expert_inter") or 0,
+        "first_k_dense_replace": meta.get("dense_layers") or 0,
+    }  # fmt: skip
+    if meta.get("head_dim"):
+        cfg["head_dim"] = meta["head_dim"]
+    if mla:
+        cfg.update(q_lora_rank=meta.get("q_lora") or 0, kv_lora_rank=meta.get("kv_lora") or 0,
+                   qk_rope_head_dim=meta.get("rope_dim") or 0,
+                   qk_nope_head_dim=meta.get("nope_dim") or 0, v_head_dim=meta.get("v_dim") or 0)  # fmt: skip
+    return from_config(cfg, name=f"{meta.get('name') or 'model'} (recorded)", source=source)
 
 
 # ---- presets: HF-style configs with the shapes of REFERENCE §4, parsed like any file ----

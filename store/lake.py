@@ -148,10 +148,10 @@ def _plain_error(loc: StoreLocation, exc: duckdb.Error) -> StoreError:
         )
     reason = _pg_reason(str(exc))
     if reason is not None:
-        message = f"lake catalog {loc.describe()} is unreachable: {reason}"
         if any(m in reason.lower() for m in _UNREACHABLE):
-            return StoreBusy(message)  # a temporary outage: exit 75, the run waits in the spool
-        return StoreError(message)
+            # A temporary outage: exit 75, the run waits in the spool for the next flush.
+            return StoreBusy(f"lake catalog {loc.describe()} is unreachable: {reason}")
+        return StoreError(f"lake catalog {loc.describe()} refused the connection: {reason}")
     return StoreError(f"cannot open lake {loc.describe()}: {text}")
 
 

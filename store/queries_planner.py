@@ -2,7 +2,7 @@
 
 Measured communication curves (``v_comm_results``, migration 0003), GPU inventories
 (``v_gpu_host`` / ``v_gpu_devices``, 0004), measured step breakdowns for calibration (the
-trace tables of 0002) and model names recorded in run arguments. Every value is a bound
+``v_trace_*`` views of 0002) and model names recorded in run arguments. Every value is a bound
 parameter. A store whose schema predates one of these tables gives an empty frame (the
 page then falls back to presets and says so), never an error.
 """
@@ -90,31 +90,33 @@ def trace_breakdowns(loc: StoreLocation, host: str | None = None) -> pd.DataFram
     world size and the typical decode batch (generation tokens), for calibration."""
     return _safe(
         loc,
-        "WITH s AS (SELECT run_id, count(*) AS rank_steps, sum(wall_us) AS wall, "
-        "median(generation_tokens) AS gen_tokens FROM trace_steps GROUP BY run_id), "
+        "WITH s AS (SELECT run_id, avg(wall_us) AS wall_us, "
+        "median(generation_tokens) AS gen_tokens FROM v_trace_steps GROUP BY run_id), "
         "c AS (SELECT run_id, "
-        "sum(total_us) FILTER (WHERE category = 'allreduce') AS ar_us, "
-        "sum(total_us) FILTER (WHERE category IN ('all_to_all', 'allgather', "
-        "'reduce_scatter')) AS a2a_us FROM trace_step_categories GROUP BY run_id), "
-        "w AS (SELECT run_id, max(world_size) AS world_size FROM trace_ranks GROUP BY run_id) "
+        "sum(us_per_step) FILTER (WHERE category = 'allreduce') AS ar_us, "
+        "sum(us_per_step) FILTER (WHERE category IN ('all_to_all', 'allgather', "
+        "'reduce_scatter')) AS a2a_us FROM v_trace_categories GROUP BY run_id), "
+        "w AS (SELECT run_id, max(world_size) AS world_size FROM v_trace_ranks GROUP BY run_id) "
         "SELECT r.run_id, r.host, r.label, r.finished_at, w.world_size, s.gen_tokens, "
-        "s.wall / s.rank_steps / 1000.0 AS step_ms, "
-        "coalesce(c.ar_us, 0) / s.rank_steps / 1000.0 AS allreduce_ms, "
-        "coalesce(c.a2a_us, 0) / s.rank_steps / 1000.0 AS all_to_all_ms "
+        "s.wall_us / 1000.0 AS step_ms, coalesce(c.ar_us, 0) / 1000.0 AS allreduce_ms, "
+        "coalesce(c.a2a_us, 0) / 1000.0 AS all_to_all_ms "
         "FROM v_runs r JOIN s USING (run_id) LEFT JOIN c USING (run_id) "
-        "LEFT JOIN w USING (run_id) WHERE s.rank_steps > 0 "
+        "LEFT JOIN w USING (run_id) WHERE s.wall_us > 0 "
         "AND (?::VARCHAR IS NULL OR r.host = ?) ORDER BY r.finished_at DESC, r.run_id DESC",
         [host, host],
     )
 
 
 def run_models(loc: StoreLocation, host: str | None = None) -> pd.DataFrame:
-    """Model names recorded in run arguments (``--model``), newest first."""
+    """Runs whose arguments record a model (a name, or the `profile` collector's shape as a
+    JSON object), newest first."""
     return _safe(
         loc,
-        "SELECT model, max(finished_at) AS last_seen, count(*) AS runs FROM ("
-        "SELECT json_extract_string(args, '$.model') AS model, finished_at FROM v_runs "
-        "WHERE args IS NOT NULL AND (?::VARCHAR IS NULL OR host = ?)) "
-        "WHERE model IS NOT NULL AND model <> '' GROUP BY model ORDER BY last_seen DESC",
+        "SELECT run_id, verb, host, finished_at, model FROM ("
+        "SELECT run_id, verb, host, finished_at, json_extract(args, '$.model')::VARCHAR AS model "
+        "FROM v_runs WHERE args IS NOT NULL AND json_valid(args) "
+        "AND (?::VARCHAR IS NULL OR host = ?)) "
+        "WHERE model IS NOT NULL AND model NOT IN ('null', '\"\"') "
+        "ORDER BY finished_at DESC, run_id DESC",
         [host, host],
     )

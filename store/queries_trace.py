@@ -29,10 +29,11 @@ def trace_runs(loc: StoreLocation, host: str | None = None) -> pd.DataFrame:
     return query_df(
         loc,
         "SELECT r.run_id, r.verb, r.label, r.host, r.status, r.message, r.finished_at, "
-        "t.ranks, t.steps, t.world_size, t.backend, t.device_name, t.partial "
+        "t.ranks, t.steps, t.world_size, t.backend, t.device_name, t.partial, t.has_gpu "
         "FROM v_runs r JOIN (SELECT run_id, count(*) AS ranks, max(steps) AS steps, "
         "max(world_size) AS world_size, any_value(backend) AS backend, "
-        "any_value(device_name) AS device_name, bool_or(partial) AS partial "
+        "any_value(device_name) AS device_name, bool_or(partial) AS partial, "
+        "bool_or(has_gpu) AS has_gpu "
         "FROM trace_ranks GROUP BY run_id) t USING (run_id) "
         "WHERE (?::VARCHAR IS NULL OR r.host = ?) "
         "ORDER BY r.finished_at DESC, r.run_id DESC",

@@ -9,6 +9,7 @@ GPUs (one per rank). A rank that dies or hangs fails the run and nothing is comm
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import tempfile
 from dataclasses import asdict
@@ -102,6 +103,12 @@ def resolve_device(requested: str, tp: int) -> str:
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
     _check(args)
+    if os.environ.get("TORCHELASTIC_RUN_ID") or os.environ.get("LOCAL_WORLD_SIZE"):
+        raise InputError(
+            "profile: runs under torchrun need the worker module: `torchrun --nproc-per-node N "
+            "-m collectors.profile.worker --out DIR`, then `python -m collectors trace DIR` "
+            "(plain `python -m collectors profile --tp N` starts its own ranks)"
+        )
     from collectors.profile.launch import launch
     from collectors.profile.model_presets import scaled
     from collectors.profile.worker import WorkerSpec

@@ -83,19 +83,18 @@ def _profile(spec: WorkerSpec) -> dict:
 
     cuda = spec.device == "cuda"
     if cuda:
-        torch.cuda.set_device(spec.rank % torch.cuda.device_count())
-        device, dtype, backend = (
-            torch.device("cuda", torch.cuda.current_device()),
-            torch.bfloat16,
-            "nccl",
-        )
+        # Under torchrun LOCAL_RANK picks this node's GPU; spawned ranks are all local.
+        local = int(os.environ.get("LOCAL_RANK", spec.rank))
+        torch.cuda.set_device(local % torch.cuda.device_count())
+        device = torch.device("cuda", torch.cuda.current_device())
+        dtype, backend = torch.bfloat16, "nccl"
     else:
         # Two ranks share the machine's cores: one intra-op thread each avoids oversubscription.
         torch.set_num_threads(max(1, (os.cpu_count() or 2) // spec.world_size))
         device, dtype, backend = torch.device("cpu"), torch.float32, "gloo"
     dist.init_process_group(
         backend, init_method=spec.init_method, rank=spec.rank, world_size=spec.world_size,
-        timeout=timedelta(seconds=spec.timeout_s),
+        timeout=timedelta(seconds=spec.timeout_s), device_id=device if cuda else None,
     )  # fmt: skip
     try:
         shape = ModelShape(**spec.shape)

@@ -14,7 +14,7 @@ import numpy as np
 
 from collectors.trace import metrics, taxonomy
 from collectors.trace import steps as steps_mod
-from collectors.trace.reader import RawTrace
+from collectors.trace.columns import RawTrace
 
 KINDS = ("kernel", "memcpy", "memset", "cpu_op")
 CAT_INDEX = {c: i for i, c in enumerate(taxonomy.CATEGORIES)}

@@ -122,10 +122,12 @@ def _step_categories(res: RankResult, rank: int):
 def _kernel_stats(res: RankResult, rank: int):
     import pyarrow as pa
 
-    n = len(res.name)
-    key = np.stack([res.name, res.category, res.dtype_of], axis=1) if n else np.zeros((0, 3))
-    uniq, inverse, calls = np.unique(key, axis=0, return_inverse=True, return_counts=True)
+    n_cat, n_dtype = len(CATS), max(len(res.dtype), 1)
+    key = (res.name * n_cat + res.category) * n_dtype + res.dtype_of
+    uniq, inverse, calls = np.unique(key, return_inverse=True, return_counts=True)
     inverse = inverse.reshape(-1)
+    name_of, rest = np.divmod(uniq, n_cat * n_dtype)
+    cat_of, dtype_of = np.divmod(rest, n_dtype)
     m = len(uniq)
     total = np.bincount(inverse, weights=res.dur, minlength=m)
     lo = np.full(m, np.inf)
@@ -133,14 +135,15 @@ def _kernel_stats(res: RankResult, rank: int):
     np.minimum.at(lo, inverse, res.dur)
     np.maximum.at(hi, inverse, res.dur)
     sel = res.step >= 0
-    pairs = np.unique(np.stack([inverse[sel], res.step[sel]], axis=1), axis=0)
-    steps_seen = np.bincount(pairs[:, 0], minlength=m) if len(pairs) else np.zeros(m, int)
+    pairs = np.unique(inverse[sel].astype(np.int64) * (int(res.step.max(initial=0)) + 1)
+                      + res.step[sel])  # fmt: skip
+    steps_seen = np.bincount(pairs // (int(res.step.max(initial=0)) + 1), minlength=m)
     names = res.raw.names
     return pa.table({
         "rank": pa.array(np.full(m, rank), type=pa.int32()),
-        "name": pa.array([names[int(i)] for i in uniq[:, 0]], type=pa.string()),
-        "category": pa.array(CATS[uniq[:, 1].astype(int)].tolist(), type=pa.string()),
-        "dtype": pa.array([res.dtype[int(i)] for i in uniq[:, 2]], type=pa.string()),
+        "name": pa.array([names[int(i)] for i in name_of], type=pa.string()),
+        "category": pa.array(CATS[cat_of].tolist(), type=pa.string()),
+        "dtype": pa.array([res.dtype[int(i)] for i in dtype_of], type=pa.string()),
         "calls": pa.array(calls, type=pa.int64()),
         "total_us": pa.array(total, type=pa.float64()),
         "min_us": pa.array(lo, type=pa.float64()),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import os
 import shlex
 import shutil
 import subprocess
@@ -37,6 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--input-len", type=int, default=1024, help="prompt tokens (default 1024)")
     run.add_argument("--output-len", type=int, default=256, help="output tokens (default 256)")
     run.add_argument("--model", help="served model name (default: the server's first model)")
+    run.add_argument("--api-key", default=os.environ.get("VLLM_API_KEY"),
+                     help="the server's --api-key (default: $VLLM_API_KEY)")  # fmt: skip
     run.add_argument("--vllm-bin", default="vllm", help="the vllm executable (default: vllm)")
     run.add_argument("--bench-args", default="",
                      help="extra arguments for `vllm bench serve`, one quoted string")  # fmt: skip
@@ -54,6 +57,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     if bool(args.results) == bool(args.url):
         raise InputError("vllm-bench: give either --results PATH... (import) or --url URL (run)")
     server_layout = _cli_layout(args)
+    args.server_args = layout_mod.redact(args.server_args)  # stored with the run
     if args.results:
         return _import(args, ctx, bench_result.result_files(args.results), server_layout)
     try:
@@ -116,12 +120,18 @@ def _submit(ctx: Context, run_id: str, rows: list[dict], what: str, version: str
     return ctx.submit(Bundle(record, {"serving_bench": rows}), summary)
 
 
-def build_command(args: argparse.Namespace, base: str, model: str, concurrency: int,
+def build_command(args: argparse.Namespace, base: str, card: dict, concurrency: int,
                   result_dir: Path, layout: layout_mod.Layout | None) -> list[str]:  # fmt: skip
-    """The `vllm bench serve` command for one concurrency (flags as in vllm/benchmarks/serve.py)."""
+    """The `vllm bench serve` command for one concurrency (flags as in vllm/benchmarks/serve.py).
+
+    ``--model`` is the checkpoint (the tokenizer comes from it): the card's ``root``; the
+    name the server answers to goes in ``--served-model-name`` when it differs.
+    """
     num = args.num_prompts or max(4 * concurrency, 16)
+    root = card.get("root") or card["id"]
+    names = ["--served-model-name", card["id"]] if root != card["id"] else []
     cmd = [args.vllm_bin, "bench", "serve", "--backend", "vllm", "--base-url", base,
-           "--model", model, "--dataset-name", "random",
+           "--model", root, *names, "--dataset-name", "random",
            "--random-input-len", str(args.input_len), "--random-output-len", str(args.output_len),
            "--num-prompts", str(num), "--max-concurrency", str(concurrency),
            "--request-rate", "inf", "--ignore-eos", "--disable-tqdm",
@@ -147,20 +157,23 @@ def _sweep(args: argparse.Namespace, ctx: Context, layout: layout_mod.Layout | N
             f"{args.vllm_bin}: not found, so `vllm bench serve` cannot run here; install vLLM "
             "(pip install vllm) or import saved results with --results FILE..."
         )
+    api_key, args.api_key = args.api_key, None  # a secret: never recorded with the run's args
     try:
         version = args.vllm_version or client.get_json(f"{base}/version").get("version")
-        models = client.get_json(f"{base}/v1/models").get("data") or []
+        models = client.get_json(f"{base}/v1/models", api_key=api_key).get("data") or []
     except (client.ServerUnreachable, client.HttpStatus) as exc:
         raise MeasurementError(f"vLLM server down? {exc}") from None
-    model = args.model or (models[0]["id"] if models else None)
-    if not model:
+    card = next((m for m in models if m.get("id") == args.model), None) if args.model else None
+    card = card or ({"id": args.model} if args.model else (models[0] if models else None))
+    if not card:
         raise MeasurementError(f"{base}/v1/models lists no model")
+    env = dict(os.environ, **({"OPENAI_API_KEY": api_key} if api_key else {}))
     with tempfile.TemporaryDirectory(prefix="stepscope-bench-") as tmp:
         files = []
         for c in levels:
-            cmd = build_command(args, base, model, c, Path(tmp), layout)
+            cmd = build_command(args, base, card, c, Path(tmp), layout)
             ctx.log.info(f"concurrency {c}: {shlex.join(cmd)}")
-            proc = subprocess.run(cmd, capture_output=True, text=True)
+            proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
             out = Path(tmp) / f"c{c}.json"
             if proc.returncode != 0 or not out.exists():
                 tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]

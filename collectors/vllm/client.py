@@ -34,12 +34,22 @@ def normalize_base(url: str) -> str:
     return url
 
 
+def auth_headers(api_key: str | None) -> dict[str, str]:
+    """vLLM's ``--api-key`` guards the ``/v1`` routes with a bearer token."""
+    return {"Authorization": f"Bearer {api_key}"} if api_key else {}
+
+
 def request(
-    url: str, method: str = "GET", body: Any = None, timeout: float = 10.0
+    url: str,
+    method: str = "GET",
+    body: Any = None,
+    timeout: float = 10.0,
+    api_key: str | None = None,
 ) -> tuple[int, bytes]:
     """One request; returns (status, body) for 2xx, raises HttpStatus / ServerUnreachable."""
     data = None if body is None else json.dumps(body).encode()
     headers = {"Content-Type": "application/json"} if data is not None else {}
+    headers.update(auth_headers(api_key))
     req = urllib.request.Request(url, data=data, method=method, headers=headers)
     try:
         with urllib.request.urlopen(req, timeout=timeout) as resp:
@@ -55,8 +65,8 @@ def request(
         raise ServerUnreachable(f"cannot reach {url}: {exc}") from None
 
 
-def get_json(url: str, timeout: float = 10.0) -> Any:
-    _, raw = request(url, timeout=timeout)
+def get_json(url: str, timeout: float = 10.0, api_key: str | None = None) -> Any:
+    _, raw = request(url, timeout=timeout, api_key=api_key)
     try:
         return json.loads(raw)
     except ValueError:

@@ -107,6 +107,29 @@ def profiler_hint(version: str | None, trace_dir: str) -> str:
     return f"restart it with `{flag}` (the VLLM_TORCH_PROFILER_DIR variable is gone since 0.16)"
 
 
+_SECRET_FLAG = re.compile(r"(key|token|secret|password)$", re.IGNORECASE)
+
+
+def redact(text: str | None) -> str | None:
+    """The command line with values of ``--api-key``-like flags replaced (it gets stored)."""
+    if not text:
+        return text
+    try:
+        tokens = shlex.split(text)
+    except ValueError:
+        return "(unparseable command line, not stored)"
+    out, hide = [], False
+    for tok in tokens:
+        if hide and not tok.startswith("-"):
+            out.append("REDACTED")
+        elif tok.startswith("-") and "=" in tok and _SECRET_FLAG.search(tok.split("=", 1)[0]):
+            out.append(tok.split("=", 1)[0] + "=REDACTED")
+        else:
+            out.append(tok)
+        hide = tok.startswith("-") and "=" not in tok and bool(_SECRET_FLAG.search(tok))
+    return shlex.join(out)
+
+
 def from_server_args(text: str) -> Layout:
     """Parse a ``vllm serve`` command line (or just its flags)."""
     try:

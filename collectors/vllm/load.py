@@ -19,6 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from collectors.vllm import client
+
 
 @dataclass
 class RequestResult:
@@ -65,6 +67,7 @@ class LoadSpec:
     input_len: int
     output_len: int
     timeout_s: float = 120.0
+    api_key: str | None = None
 
     def prompt(self, index: int) -> str:
         # One short word per intended token; a distinct head per request defeats prefix caching.
@@ -90,7 +93,8 @@ def _one(spec: LoadSpec, index: int, t0: float) -> RequestResult:
     done = False
     try:
         conn.request("POST", parts.path + "/v1/completions", body=json.dumps(spec.body(index)),
-                     headers={"Content-Type": "application/json"})  # fmt: skip
+                     headers={"Content-Type": "application/json",
+                              **client.auth_headers(spec.api_key)})  # fmt: skip
         resp = conn.getresponse()
         if resp.status != 200:
             text = resp.read(300).decode(errors="replace")

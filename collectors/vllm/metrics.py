@@ -72,7 +72,8 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     except prom.ExpositionError as exc:
         raise MeasurementError(f"{base}/metrics is not Prometheus text: {exc}") from None
     if not cols["metric"]:
-        raise MeasurementError(f"{base}/metrics has no vllm:* metrics; is it a vLLM server?")
+        raise MeasurementError(f"{base}/metrics has no vllm:* metrics: not a vLLM server, or one "
+                               "started with --disable-log-stats")  # fmt: skip
     keep = [i for i, v in enumerate(cols["value"]) if v is not None]
     cols = {k: [vals[i] for i in keep] for k, vals in cols.items()}
     version = _server_version(base, args.timeout)

@@ -11,6 +11,7 @@ body, and are only mounted when a profiler is configured (404 otherwise).
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from pathlib import Path
 
@@ -26,6 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trace-dir", required=True, type=Path,
                         help="the server's torch_profiler_dir, as seen from this machine")  # fmt: skip
     parser.add_argument("--model", help="served model name (default: the server's first model)")
+    parser.add_argument("--api-key", default=os.environ.get("VLLM_API_KEY"),
+                        help="the server's --api-key (default: $VLLM_API_KEY)")  # fmt: skip
     g = parser.add_argument_group("load while profiling")
     g.add_argument("--num-requests", type=int, default=8, help="requests (default 8)")
     g.add_argument("--concurrency", type=int, default=4, help="concurrent requests (default 4)")
@@ -58,13 +61,18 @@ def _check_args(args: argparse.Namespace) -> str:
     return base
 
 
-def _server_facts(base: str, model_arg: str | None) -> tuple[str | None, dict]:
+def _server_facts(base: str, model_arg: str | None, api_key: str | None) -> tuple[str | None, dict]:
     try:
         version = client.get_json(f"{base}/version").get("version")
-        models = client.get_json(f"{base}/v1/models").get("data") or []
+        models = client.get_json(f"{base}/v1/models", api_key=api_key).get("data") or []
     except client.ServerUnreachable as exc:
         raise MeasurementError(f"vLLM server down? {exc}") from None
-    except (client.HttpStatus, AttributeError) as exc:
+    except client.HttpStatus as exc:
+        if exc.status == 401:
+            raise InputError(f"--api-key: {base} wants its API key (HTTP 401 on /v1/models); "
+                             "pass --api-key or set VLLM_API_KEY") from None  # fmt: skip
+        raise MeasurementError(f"{base} does not answer like a vLLM server: {exc}") from None
+    except AttributeError as exc:
         raise MeasurementError(f"{base} does not answer like a vLLM server: {exc}") from None
     card = next((m for m in models if m.get("id") == model_arg), None) if model_arg else None
     if model_arg and card is None:
@@ -107,16 +115,19 @@ def _post(base: str, path: str, timeout: float, version: str | None, trace_dir: 
 def run(args: argparse.Namespace, ctx: Context) -> int:
     base = _check_args(args)
     log = ctx.log
-    version, card = _server_facts(base, args.model)
+    api_key, args.api_key = args.api_key, None  # a secret: never recorded with the run's args
+    args.server_args = layout_mod.redact(args.server_args)  # stored with the run
+    version, card = _server_facts(base, args.model, api_key)
     model = card["id"]
     layout = _layout(args, base)
     log.info(f"{base}: vLLM {version}, model {model}, layout "
              f"{layout.name if layout else 'unknown (pass --server-args)'}")  # fmt: skip
     spec = load.LoadSpec(base, model, args.num_requests, args.concurrency, args.input_len,
-                         args.output_len, args.request_timeout)  # fmt: skip
+                         args.output_len, args.request_timeout, api_key)  # fmt: skip
     if args.warmup > 0:
         warm = load.run_load(load.LoadSpec(base, model, args.warmup, 1, args.input_len,
-                                           min(args.output_len, 4), args.request_timeout))  # fmt: skip
+                                           min(args.output_len, 4), args.request_timeout,
+                                           api_key))  # fmt: skip
         _check_load(warm, base, "warm-up")
     before = traces.snapshot(args.trace_dir)
     _post(base, "/start_profile", 60.0, version, args.trace_dir)

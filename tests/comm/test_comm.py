@@ -13,7 +13,6 @@ import pytest
 from collectors.comm import metrics, sizes
 from collectors.errors import InputError
 from tests.comm import nccl_samples as s
-from tests.conftest import *  # noqa: F403 - store_path fixture
 from tests.helpers import ROOT, cli_env, query, run_cli
 
 FAST = ("--iters", "3", "--warmup", "1", "--timeout", "120")

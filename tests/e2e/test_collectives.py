@@ -69,8 +69,9 @@ def test_pcie_and_nvlink_side_by_side_with_cliff(dash: Dashboard, page) -> None:
     expect(main.locator("[data-testid='stPlotlyChart']")).to_have_count(3)
     # the cliff found on the PCIe curve is annotated on the chart and written out
     expect(main.get_by_text("cliff all_to_all @ 16 tok (1007 us").first).to_be_visible()
+    expect(main).to_contain_text("cliff at 16 tokens: 1007 us")
+    expect(main).to_contain_text("(flat up to 8 tokens)")
     text = main.inner_text()
-    assert "cliff at 16 tokens: 1007 us" in text and "(flat up to 8 tokens)" in text
     nvl_line = next(line for line in text.splitlines() if "nvl-box" in line and "→" in line)
     assert "no cliff" in nvl_line
 
@@ -104,8 +105,8 @@ def test_empty_store_shows_the_commands(tmp_path: Path, page) -> None:
     d = start_dashboard(store, tmp_path / "st.log")
     try:
         open_app(page, d.link("collectives"))
-        text = _main(page).inner_text()
-        assert "python -m collectors comm --tokens 1,2,4,8,16,32" in text
-        assert "python -m collectors nccl-tests" in text
+        main = _main(page)  # code blocks render a moment after the script ends: wait for them
+        expect(main).to_contain_text("python -m collectors comm --tokens 1,2,4,8,16,32")
+        expect(main).to_contain_text("python -m collectors nccl-tests")
     finally:
         stop_dashboard(d)

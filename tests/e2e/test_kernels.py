@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
 from tests.e2e.conftest import Dashboard, open_app, start_dashboard, stop_dashboard, wait_app
@@ -44,6 +45,17 @@ def test_default_view_names_an_absolute_run(dash, page) -> None:
     # The newest run, named by its id (a shared link must never mean "latest").
     assert f"run={trace_id}" in page.url
     expect(_main(page).get_by_text(trace_id).first).to_be_visible()
+    assert f"run={trace_id}" in _share_link(page)
+
+
+def _share_link(pg) -> str:
+    """The link the page offers under "Copy link"."""
+    pg.get_by_role("button", name="Copy link").click()
+    body = pg.get_by_test_id("stPopoverBody")
+    expect(body).to_contain_text("http")
+    link = body.locator("code").inner_text().strip()
+    pg.keyboard.press("Escape")
+    return link
 
 
 def test_profile_run_sentence_charts_and_numbers(dash, page) -> None:
@@ -59,7 +71,7 @@ def test_profile_run_sentence_charts_and_numbers(dash, page) -> None:
     calls = query(d.store, "SELECT sum(calls) FROM trace_step_categories WHERE run_id = ? "
                   "AND category = 'allreduce'", [prof_id])[0][0]  # fmt: skip
     assert calls == 4 * 2 * 2  # per step x steps x ranks: the sentence is computed from data
-    assert main.get_by_test_id("stPlotlyChart").count() >= 4
+    expect(main.get_by_test_id("stPlotlyChart")).to_have_count(4)
     assert "Top:" in text and re.search(r"allreduce in \S+: \d+ call\(s\)", text), text
     expect(main.get_by_role("button", name="CSV").first).to_be_visible()
 
@@ -78,13 +90,20 @@ def test_comparison_link_reopens_in_fresh_context(dash, page, browser) -> None:
     d, prof_id, trace_id = dash
     open_app(page, d.link(f"kernels?run={prof_id}"))
     box = _main(page).get_by_test_id("stSelectbox").filter(has_text="Second run")
-    box.click()
-    page.get_by_role("option", name=re.compile("hta-sampled")).click()
+    option = page.get_by_role("option", name=re.compile("hta-sampled"))
+    for _ in range(3):  # a rerun right after load can close the dropdown: open it again
+        box.get_by_role("combobox").click()
+        try:
+            option.wait_for(timeout=5_000)
+            break
+        except PlaywrightTimeout:
+            page.keyboard.press("Escape")
+    option.click()
     wait_app(page)
     page.wait_for_url(re.compile(r"vs="))
     expect(_main(page).get_by_text("Step wall: A")).to_be_visible()
-    link = page.url
-    assert f"run={prof_id}" in link and f"vs={trace_id}" in link
+    link = _share_link(page)
+    assert f"run={prof_id}" in link and f"vs={trace_id}" in link and link in page.url
     wall = _main(page).get_by_text("Step wall: A").inner_text()
 
     fresh = browser.new_context()
@@ -95,7 +114,8 @@ def test_comparison_link_reopens_in_fresh_context(dash, page, browser) -> None:
         expect(main.get_by_text("Step wall: A")).to_be_visible()
         assert main.get_by_text("Step wall: A").inner_text() == wall
         assert "Largest change:" in main.inner_text()
-        assert main.get_by_test_id("stPlotlyChart").count() >= 5
+        # ranks, per step, top kernels, collective dtypes, comparison
+        expect(main.get_by_test_id("stPlotlyChart")).to_have_count(5)
     finally:
         fresh.close()
 
@@ -106,7 +126,7 @@ def test_empty_store_shows_the_commands(tmp_path: Path, page) -> None:
     d = start_dashboard(store, tmp_path / "st.log")
     try:
         open_app(page, d.link("kernels"))
-        text = _main(page).inner_text()
-        assert "python -m collectors profile" in text and "python -m collectors trace" in text
+        expect(_main(page)).to_contain_text("python -m collectors profile")
+        expect(_main(page)).to_contain_text("python -m collectors trace PATH")
     finally:
         stop_dashboard(d)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
 from tests.e2e.conftest import Dashboard, open_app, start_dashboard, stop_dashboard, wait_app
@@ -43,9 +44,18 @@ def dash(tmp_path_factory) -> Dashboard:
 
 
 def pick(pg, label: str, option: str) -> None:
-    boxes = pg.get_by_test_id("stMain").get_by_test_id("stSelectbox")
-    boxes.filter(has_text=label).get_by_role("combobox").click()
-    pg.get_by_role("option", name=option, exact=False).click()
+    """Choose ``option`` in the selectbox labelled ``label`` (re-opened if a rerun closed it)."""
+    box = pg.get_by_test_id("stMain").get_by_test_id("stSelectbox").filter(has_text=label)
+    choice = pg.get_by_role("option", name=option, exact=False)
+    for _ in range(3):
+        box.get_by_role("combobox").click()
+        try:
+            choice.click(timeout=5_000)
+            break
+        except PlaywrightTimeout:
+            wait_app(pg)
+    else:
+        raise AssertionError(f"option {option!r} of {label!r} never appeared")
     wait_app(pg)
 
 
@@ -97,7 +107,7 @@ def test_link_reopens_run_and_checkpoint(dash: Dashboard, page, browser) -> None
         open_app(other, link)
         expect(other.get_by_test_id("stMain")).to_contain_text("communication-native run")
         text = main_text(other)
-        assert "DeepSeek-V3 (FP8 blocks)" in text and fp8 in text
+        assert "Checkpoint precision: DeepSeek-V3 (FP8 blocks)." in text and fp8 in text
         assert "communication-native run" in text and "checkpoint assumed" not in text
     finally:
         fresh.close()
@@ -107,6 +117,6 @@ def test_policy_page_without_store_says_what_to_run(tmp_path: Path, page) -> Non
     d = start_dashboard(tmp_path / "none.duckdb", tmp_path / "st.log")
     try:
         open_app(page, d.link("policy"))
-        assert "python -m collectors trace PATH" in main_text(page)
+        expect(page.get_by_test_id("stMain")).to_contain_text("python -m collectors trace PATH")
     finally:
         stop_dashboard(d)

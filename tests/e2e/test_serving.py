@@ -37,12 +37,24 @@ def serving(tmp_path_factory) -> tuple[Dashboard, dict[str, str]]:
                       *extra)  # fmt: skip
         assert res.code == 0, res.stderr
         runs[name] = res.json["run_id"]
+    # Real CPU torch.profiler traces with vLLM-named steps (tests/vllm/make_traces.py: cheaper
+    # than the profile collector's two gloo ranks, which tests/vllm uses).
+    subprocess.run([sys.executable, "-m", "tests.vllm.make_traces", str(tmp / "made"), "2"],
+                   cwd=ROOT, check=True, timeout=300)  # fmt: skip
+    trace_dir = tmp / "torch_profiler_dir"
+    trace_dir.mkdir()
     cfg = tmp / "server.json"
-    cfg.write_text(json.dumps({"version": "0.16.0", "model": MODEL, "trace_dir": str(tmp)}))
+    cfg.write_text(json.dumps({"version": "0.16.0", "model": MODEL, "trace_dir": str(trace_dir),
+                               "profiler": True, "flush_delay_s": 0.4, "trace_sources": [
+                                   str(p) for p in sorted((tmp / "made").glob("*.json.gz"))]}))  # fmt: skip
     server = subprocess.Popen([sys.executable, "-m", "tests.vllm.server", str(cfg)], cwd=ROOT,
                               stdout=subprocess.PIPE, text=True)  # fmt: skip
     try:
         url = f"http://127.0.0.1:{server.stdout.readline().split()[1]}"
+        res = run_cli(store, "vllm-profile", "--url", url, "--trace-dir", str(trace_dir),
+                      "--host", HOST, "--server-args", "-tp 2", "--settle", "1", "--json")  # fmt: skip
+        assert res.code == 0, res.stderr
+        runs["profile"] = res.json["run_id"]
         for _ in range(3):
             assert run_cli(store, "vllm-metrics", "--url", url, "--host", HOST).code == 0
             run_load(LoadSpec(url, MODEL, num_requests=4, concurrency=2, input_len=8,
@@ -74,6 +86,7 @@ def test_measured_tpot_with_planner_prediction_and_metrics(serving, page) -> Non
     assert f"TP1xDP8+EP (run {runs['dp8']}): median TPOT" in text
     assert text.count("(error ") == 2  # both layouts overlaid with the planner's error
     assert "3 scrape(s) in the last 24 h" in text and "generated tok/s" in text
+    assert f"Newest {runs['profile']}: {MODEL} on vLLM 0.16.0, TP2, 2 rank trace(s)" in text
     expect(main.get_by_test_id("stPlotlyChart")).to_have_count(4)
     for name in ("CSV", "HTML"):
         expect(main.get_by_role("button", name=name).first).to_be_visible()

@@ -106,3 +106,34 @@ def test_large_table_goes_to_parquet_in_the_data_path(loc: StoreLocation, lake: 
         loc, "SELECT count(*) AS n FROM host_gpus WHERE run_id = ?", [bundle.run.run_id]
     )
     assert int(rows["n"].iloc[0]) == 64
+
+
+def test_s3_settings_become_a_duckdb_secret(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    """No object storage is reachable here: this checks the secret, not a real bucket."""
+    import duckdb
+
+    from store import lake as lake_mod
+
+    env = {"AWS_ACCESS_KEY_ID": "AKIATEST", "AWS_SECRET_ACCESS_KEY": "it's-secret",
+           "AWS_DEFAULT_REGION": "eu-west-1", "STEPSCOPE_S3_ENDPOINT": "minio.lan:9000",
+           "STEPSCOPE_S3_URL_STYLE": "path", "STEPSCOPE_S3_USE_SSL": "false"}  # fmt: skip
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("AWS_REGION", raising=False)
+    assert lake_mod.is_remote("s3://bucket/lake/") and not lake_mod.is_remote("/shared/lake/")
+    con = duckdb.connect(config={"autoinstall_known_extensions": "false",
+                                 "autoload_known_extensions": "false",
+                                 "extension_directory": str(lake_mod.extension_dir())})  # fmt: skip
+    try:
+        lake_mod._load(con, "httpfs")
+        lake_mod._s3_secret(con)
+        (secret,) = con.execute(
+            "SELECT secret_string FROM duckdb_secrets() WHERE name = 'stepscope_s3'"
+        ).fetchone()
+    finally:
+        con.close()
+    fields = dict(part.split("=", 1) for part in secret.split(";"))
+    assert fields["type"] == "s3" and fields["key_id"] == "AKIATEST"
+    assert fields["endpoint"] == "minio.lan:9000" and fields["url_style"] == "path"
+    assert fields["region"] == "eu-west-1" and fields["use_ssl"] == "false"
+    assert "it's-secret" not in secret  # DuckDB redacts it

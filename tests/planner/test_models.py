@@ -91,3 +91,18 @@ def test_unknown_model_name_and_missing_file() -> None:
         models.resolve("no-such-model")
     with pytest.raises(PlannerInputError, match="cannot read"):
         models.load("/nonexistent/config.json")
+
+
+def test_models_recorded_in_run_arguments() -> None:
+    shape = {"name": "kimi-k2.5", "layers": 2, "hidden": 448, "experts": 24, "top_k": 8,
+             "shared_experts": 1, "expert_inter": 128, "attention": "mla", "q_heads": 4,
+             "kv_heads": 1, "head_dim": 0, "q_lora": 96, "kv_lora": 32, "rope_dim": 8,
+             "nope_dim": 8, "v_dim": 8, "vocab": 10240}  # fmt: skip
+    m = models.from_run_metadata(shape, "profile run p1 args")
+    assert (m.num_layers, m.hidden, m.num_experts, m.attention, m.kv_lora_rank) == (
+        2, 448, 24, "mla", 32)  # fmt: skip
+    assert m.source == "profile run p1 args"
+    served = models.from_run_metadata("moonshotai/Kimi-K2.5", "vllm-profile run v1")
+    assert served.num_experts == 384 and "preset kimi-k2.5" in served.source
+    with pytest.raises(PlannerInputError, match="matches no preset"):
+        models.from_run_metadata("org/Unknown-7B", "run z")

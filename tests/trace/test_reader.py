@@ -104,3 +104,15 @@ def test_bad_inputs_name_the_file_and_reason(tmp_path):
     half = len(good) // 2
     assert "corrupt gzip" in _bad(g, good[:half] + b"\xff" * 64 + good[half + 64 :])
     assert "garbage after the gzip stream" in _bad(g, good + b"garbage!")
+
+
+def test_events_whose_category_comes_after_braces(tmp_path):
+    """Producers that write "name"/"args" before "cat" still parse (the slow path)."""
+    ev = ('{"name": "k<{lambda()#1}>", "args": {"stream": 7, "correlation": 5}, "ph": "X", '
+          '"cat": "kernel", "pid": 0, "tid": 7, "ts": 10.0, "dur": 2.5}')  # fmt: skip
+    other = '{"ph": "X", "cat": "python_function", "name": "f", "ts": 1, "dur": 1}'
+    path = tmp_path / "t.json"
+    path.write_text('{"traceEvents": [' + other + ", " + ev + ", " + ev + "]}")
+    raw = read_trace(path)
+    assert list(raw.g_dur) == [2.5, 2.5] and raw.names[raw.g_name[0]] == "k<{lambda()#1}>"
+    assert raw.events_total == 3 and not raw.partial

@@ -183,8 +183,20 @@ def make_handler(state: State):
             self.send_header("Content-Length", "0")
             self.end_headers()
 
+        def _unauthorized(self) -> bool:
+            """vllm/entrypoints/serve/middleware/authenticate.py: /v1 routes need the key."""
+            key = cfg.get("api_key")
+            if not key or not self.path.startswith("/v1"):
+                return False
+            if self.headers.get("Authorization") == f"Bearer {key}":
+                return False
+            self._json({"error": "Unauthorized"}, 401)
+            return True
+
         def do_GET(self) -> None:
             path = self.path.split("?")[0]
+            if self._unauthorized():
+                return None
             if path == "/version":
                 return self._json({"version": cfg["version"]})
             if path == "/v1/models":
@@ -213,6 +225,8 @@ def make_handler(state: State):
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length) if length else b""
+            if self._unauthorized():
+                return None
             if self.path in ("/start_profile", "/stop_profile"):
                 if not cfg.get("profiler"):
                     return self._json({"detail": "Not Found"}, 404)

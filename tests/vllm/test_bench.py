@@ -90,11 +90,12 @@ def test_sweep_command_uses_real_bench_serve_flags(tmp_path) -> None:
     args = argparse.Namespace(num_prompts=None, input_len=512, output_len=64, vllm_bin="vllm",
                               bench_args="--seed 7")  # fmt: skip
     lay = layout.from_server_args("-tp 4 -dp 2 --enable-expert-parallel")
-    cmd = bench.build_command(args, "http://h:8000", "m", 8, tmp_path, lay)
+    card = {"id": "kimi", "root": "/models/Kimi-K2.5"}  # served under another name
+    cmd = bench.build_command(args, "http://h:8000", card, 8, tmp_path, lay)
     assert cmd[:3] == ["vllm", "bench", "serve"]
     joined = " ".join(cmd)
     for part in ("--max-concurrency 8", "--num-prompts 32", "--random-input-len 512",
                  "--random-output-len 64", "--save-result", f"--result-dir {tmp_path}",
                  "--metric-percentiles 50,90,99", "--metadata tp=4 pp=1 dp=2 ep=1",
-                 "--seed 7"):  # fmt: skip
+                 "--seed 7", "--model /models/Kimi-K2.5 --served-model-name kimi"):  # fmt: skip
         assert part in joined

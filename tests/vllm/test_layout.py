@@ -56,3 +56,12 @@ def test_profiler_hint_per_version(version, has_config, has_env) -> None:
     assert ("--profiler-config '{\"profiler\":\"torch\",\"torch_profiler_dir\":\"/var/traces\"}'"
             in hint) == has_config  # fmt: skip
     assert ("VLLM_TORCH_PROFILER_DIR=/var/traces vllm serve" in hint) == has_env
+
+
+def test_redact_hides_keys_and_tokens() -> None:
+    text = "vllm serve m -tp 8 --api-key abc123 --hf-token=hf_xyz --tokenizer t/k --port 8000"
+    red = layout.redact(text)
+    assert "abc123" not in red and "hf_xyz" not in red
+    assert "-tp 8" in red and "--port 8000" in red and "--api-key REDACTED" in red
+    assert "--tokenizer t/k" in red
+    assert layout.from_server_args(red).tp == 8

@@ -39,6 +39,20 @@ def test_two_scrapes_give_interval_rates_and_latencies(vllm_server, store_path) 
     version = query(store_path, "SELECT vllm FROM v_runs WHERE run_id = ?", [first.json["run_id"]])
     assert version == [("0.16.0",)]
 
+    # What the Serving page reads: interval quantiles interpolated from the bucket deltas.
+    from store import queries_serving as qs
+    from store.location import resolve
+
+    loc = resolve(str(store_path))
+    servers = qs.metric_servers(loc)
+    assert servers[["url", "model_name", "scrapes"]].values.tolist() == [[server.url, MODEL, 2]]
+    host = servers["host"].iloc[0]
+    quant = qs.interval_quantiles(loc, host, server.url, MODEL,
+                                  "vllm:request_time_per_output_token_seconds", "2000-01-01")  # fmt: skip
+    assert quant["run_id"].tolist() == [second.json["run_id"]]
+    assert quant["observations"].iloc[0] == 6
+    assert 0 < quant["p50_ms"].iloc[0] <= quant["p99_ms"].iloc[0] <= 10.0  # first bucket: 10 ms
+
 
 def test_server_down_is_one_clear_line(store_path) -> None:
     with socket.socket() as s:  # a port nothing listens on

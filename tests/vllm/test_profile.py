@@ -12,9 +12,9 @@ FAST = ("--num-requests", "6", "--concurrency", "3", "--input-len", "8", "--outp
         "--settle", "1", "--flush-timeout", "30")  # fmt: skip
 
 
-def _profile(store, server, *extra: str):
+def _profile(store, server, *extra: str, **env: str):
     return run_cli(store, "vllm-profile", "--url", server.url, "--trace-dir",
-                   str(server.trace_dir), *FAST, *extra)  # fmt: skip
+                   str(server.trace_dir), *FAST, *extra, **env)  # fmt: skip
 
 
 def test_profile_ingests_every_rank_with_load_and_layout(vllm_server, rank_traces, store_path):
@@ -38,14 +38,24 @@ def test_profile_ingests_every_rank_with_load_and_layout(vllm_server, rank_trace
     assert load == [(6, 6, 12, 12, 0)]
     ranks = query(store_path, "SELECT count(*) FROM trace_ranks WHERE run_id = ?", [run_id])
     assert ranks[0][0] == 2
+    from store import queries_serving as qs
+    from store.location import resolve
+
+    runs = qs.profile_runs(resolve(str(store_path)))
+    assert runs["run_id"].tolist() == [run_id] and runs["completed"].iloc[0] == 6
+    assert runs["median_tpot_ms"].iloc[0] > 0
 
 
-def test_layout_from_file_names_when_not_given(vllm_server, rank_traces, store_path):
+def test_layout_from_file_names_and_api_key(vllm_server, rank_traces, store_path):
     pytest.importorskip("collectors.trace.ingest", reason="trace ingest (issue 3) not in tree")
-    server = vllm_server(traces=rank_traces)
-    res = _profile(store_path, server, "--json")
+    server = vllm_server(traces=rank_traces, api_key="s3cret")
+    res = _profile(store_path, server)
+    assert res.code == 1 and "--api-key: " in res.stderr and "HTTP 401" in res.stderr
+    res = _profile(store_path, server, "--json", VLLM_API_KEY="s3cret")
     assert res.code == 0, res.stderr
     assert query(store_path, "SELECT tp, layout_source FROM vllm_server") == [(2, "trace-files")]
+    args = query(store_path, "SELECT args FROM runs")[0][0]
+    assert "s3cret" not in args and "trace_dir" in args  # the key is never stored
 
 
 @pytest.mark.parametrize(("version", "flag"), [

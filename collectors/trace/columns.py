@@ -1,0 +1,198 @@
+"""Compact columns for the events a trace analysis needs, and the sink that fills them.
+
+Kept events are parsed to dicts one at a time and reduced at once to a few typed values;
+rows are buffered as tuples and transposed into ``array`` columns in bulk (C speed), so a
+file with millions of kernels costs tens of bytes per kernel, not a dict each.
+"""
+
+from __future__ import annotations
+
+import re
+from array import array
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from collectors.errors import InputError
+
+# Event categories we keep; everything else is dropped unparsed. Old traces used the
+# capitalised names (Kernel, Runtime, Operator, Memcpy, Memset).
+KIND_KERNEL, KIND_MEMCPY, KIND_MEMSET = 0, 1, 2
+_GPU_KIND = {b"kernel": 0, b"Kernel": 0, b"gpu_memcpy": 1, b"Memcpy": 1, b"gpu_memset": 2,
+             b"Memset": 2}  # fmt: skip
+_RUNTIME = {b"cuda_runtime", b"cuda_driver", b"Runtime"}
+_CPU_OP = {b"cpu_op", b"Operator"}
+_ANNOTATION = {b"user_annotation", b"gpu_user_annotation"}
+KEEP = set(_GPU_KIND) | _RUNTIME | _CPU_OP | _ANNOTATION
+
+
+class NotATrace(InputError):
+    """Valid JSON that is not a trace (a directory walk skips such files)."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.reason = reason
+
+
+@dataclass
+class RawTrace:
+    """What one file holds that the analysis needs, in compact columns."""
+
+    path: Path
+    size_bytes: int = 0
+    digest: str = ""
+    partial: bool = False
+    partial_reason: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)  # top-level keys except traceEvents
+    events_total: int = 0
+    events_kept: int = 0
+    names: list[str] = field(default_factory=list)  # interned names; columns hold ids
+    tids: list[Any] = field(default_factory=list)  # CPU thread ids; c_tid holds indices
+    # GPU activity: kernels, memcpy, memset
+    g_kind: array = field(default_factory=lambda: array("b"))
+    g_ts: array = field(default_factory=lambda: array("d"))
+    g_dur: array = field(default_factory=lambda: array("d"))
+    g_stream: array = field(default_factory=lambda: array("q"))
+    g_name: array = field(default_factory=lambda: array("l"))
+    g_corr: array = field(default_factory=lambda: array("q"))
+    g_coll: array = field(default_factory=lambda: array("l"))  # "Collective name" id or -1
+    g_dtype: array = field(default_factory=lambda: array("l"))  # args dtype id or -1
+    # runtime calls (launches): correlation -> CPU time
+    r_corr: array = field(default_factory=lambda: array("q"))
+    r_ts: array = field(default_factory=lambda: array("d"))
+    # CPU ops
+    c_ts: array = field(default_factory=lambda: array("d"))
+    c_dur: array = field(default_factory=lambda: array("d"))
+    c_tid: array = field(default_factory=lambda: array("l"))
+    c_name: array = field(default_factory=lambda: array("l"))
+    # annotations (few): (name, ts, dur, tid)
+    cpu_annotations: list[tuple[str, float, float, Any]] = field(default_factory=list)
+    gpu_annotations: list[tuple[str, float, float]] = field(default_factory=list)
+
+
+class Sink:
+    """Turns kept events into columns of a RawTrace (rows are buffered, then transposed)."""
+
+    FLUSH = 1 << 16
+
+    def __init__(self, raw: RawTrace) -> None:
+        self.raw = raw
+        self.name_ids: dict[str, int] = {}
+        self.tid_ids: dict[Any, int] = {}
+        self.gpu_rows: list[tuple] = []
+        self.cpu_rows: list[tuple] = []
+        self.rt_rows: list[tuple] = []
+        self.locate = lambda offset: offset  # event number at a byte offset (for errors)
+        self.bytes_ids: dict[bytes, int] = {}  # raw JSON name -> id (fast path)
+        self.tid_bytes: dict[bytes, int] = {}
+
+    def name_id(self, name: str) -> int:
+        i = self.name_ids.get(name)
+        if i is None:
+            i = self.name_ids[name] = len(self.raw.names)
+            self.raw.names.append(name)
+        return i
+
+    def bad(self, offset: int, cat: bytes, what: str) -> InputError:
+        index = self.locate(offset)
+        return InputError(f"{self.raw.path}: event #{index} ({cat.decode()}) {what}")
+
+    def add(self, ev: dict[str, Any], cat: bytes, offset: int) -> None:
+        get = ev.get
+        name, ts, dur = get("name"), get("ts"), get("dur")
+        try:  # comparisons raise TypeError for a missing (None) or non-numeric value
+            ok = dur >= 0 and ts > -1e300 and name.__class__ is str
+        except TypeError:
+            ok = False
+        if not ok:
+            self._invalid(name, ts, dur, cat, offset)
+        if get("ph") != "X":
+            return
+        self.raw.events_kept += 1
+        args = get("args") or {}
+        kind = _GPU_KIND.get(cat)
+        ids = self.name_ids
+        if kind is not None:
+            nid = ids.get(name)
+            if nid is None:
+                nid = self.name_id(name)
+            stream = args.get("stream", get("tid"))
+            coll, dtype = args.get("Collective name"), args.get("dtype")
+            self.gpu_rows.append((
+                kind, ts, dur,
+                stream if stream.__class__ is int else _digits(stream),
+                nid,
+                args.get("correlation", -1),
+                -1 if coll is None else self.name_id(str(coll)),
+                -1 if dtype is None else self.name_id(str(dtype)),
+            ))  # fmt: skip
+            if len(self.gpu_rows) >= self.FLUSH:
+                self.flush()
+        elif cat in _CPU_OP:
+            nid = ids.get(name)
+            if nid is None:
+                nid = self.name_id(name)
+            tid = get("tid")
+            t = self.tid_ids.get(tid)
+            if t is None:
+                t = self.tid_ids[tid] = len(self.tid_ids)
+                self.raw.tids.append(tid)
+            self.cpu_rows.append((ts, dur, t, nid))
+            if len(self.cpu_rows) >= self.FLUSH:
+                self.flush()
+        elif cat in _RUNTIME:
+            corr = args.get("correlation")
+            if corr.__class__ is int:
+                self.rt_rows.append((corr, ts))
+                if len(self.rt_rows) >= self.FLUSH:
+                    self.flush()
+        elif cat == b"user_annotation":
+            self.raw.cpu_annotations.append((name, float(ts), float(dur), get("tid")))
+        else:  # gpu_user_annotation
+            self.raw.gpu_annotations.append((name, float(ts), float(dur)))
+
+    def _invalid(self, name: Any, ts: Any, dur: Any, cat: bytes, offset: int) -> None:
+        if name.__class__ is not str:
+            raise self.bad(offset, cat, "lacks a 'name'")
+        for key, value in (("ts", ts), ("dur", dur)):
+            if value.__class__ not in (int, float):
+                raise self.bad(offset, cat, f"{name[:80]!r} lacks a numeric '{key}'")
+        raise self.bad(offset, cat, f"{name[:80]!r} has a negative duration {dur}")
+
+    def flush(self) -> None:
+        """Move buffered rows into the typed columns (C-speed transpose)."""
+        raw = self.raw
+        if self.gpu_rows:
+            cols = list(zip(*self.gpu_rows, strict=False))
+            targets = (raw.g_kind, raw.g_ts, raw.g_dur, raw.g_stream, raw.g_name, raw.g_corr,
+                       raw.g_coll, raw.g_dtype)  # fmt: skip
+            for arr, col in zip(targets, cols, strict=True):
+                arr.extend(col if arr.typecode == "d" else _ints(col, arr.typecode))
+            self.gpu_rows = []
+        if self.cpu_rows:
+            ts, dur, tid, name = zip(*self.cpu_rows, strict=False)
+            raw.c_ts.extend(ts)
+            raw.c_dur.extend(dur)
+            raw.c_tid.extend(tid)
+            raw.c_name.extend(name)
+            self.cpu_rows = []
+        if self.rt_rows:
+            corr, ts = zip(*self.rt_rows, strict=False)
+            raw.r_corr.extend(_ints(corr, "q"))
+            raw.r_ts.extend(ts)
+            self.rt_rows = []
+
+
+def _ints(col: tuple, typecode: str) -> array:
+    """Integer column; args such as correlation may be missing (-1) or not integers."""
+    try:
+        return array(typecode, col)
+    except (TypeError, OverflowError):
+        return array(typecode, (v if v.__class__ is int else -1 for v in col))
+
+
+def _digits(value: Any) -> int:
+    m = re.search(r"\d+", str(value))
+    return int(m.group()) if m else -1
+
+
