@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any
 
 from collectors.errors import InputError
-from collectors.trace import bulk
 from collectors.trace.columns import KEEP, NotATrace, RawTrace, Sink
 
 try:
@@ -41,8 +40,15 @@ __all__ = ["NotATrace", "RawTrace", "read_trace"]
 
 _SEP = re.compile(rb"\}\s*,\s*\{")
 _KEPT = re.compile(rb'"cat"\s*:\s*"(' + b"|".join(sorted(KEEP)) + rb')"')
-_BULK_CATS = {c for cats in bulk.GROUPS.values() for c, _ in cats}
-_KEPT_REST = re.compile(rb'"cat"\s*:\s*"(' + b"|".join(sorted(KEEP - _BULK_CATS)) + rb')"')
+# GPU traces need few CPU ops: casts (is a direct copy a cast?) and c10d collectives (which
+# collective launched a SendRecv?). Their header lists devices, so the other CPU ops are
+# skipped unparsed; a trace that then shows no GPU activity is read again with all of them.
+_CPU_OPS = {b"cpu_op", b"Operator"}
+_KEPT_GPU = re.compile(rb'"cat"\s*:\s*"(' + b"|".join(sorted(KEEP - _CPU_OPS)) + rb')"')
+_CPU_WANTED = re.compile(
+    rb'"cat"\s*:\s*"(cpu_op|Operator)"\s*,\s*"name"\s*:\s*"(?:aten::(?:to|_to_copy|type_as|'
+    rb'half|float|bfloat16|double)"|c10d::|nccl:|record_param_comms)'
+)
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 # "}" "]" then another top-level key or the closing brace
 _ARRAY_END = re.compile(rb'\}\s*\](?=\s*(?:,\s*"[^"]*"\s*:|\}))')
@@ -52,19 +58,31 @@ _MAX_HEADER = 256 << 20
 _MAX_EVENT = 64 << 20  # one event larger than this means broken JSON
 
 
-def read_trace(path: Path) -> RawTrace:
-    """Stream one trace file into a RawTrace; raise InputError on unusable input."""
+def read_trace(path: Path, all_cpu_ops: bool | None = None) -> RawTrace:
+    """Stream one trace file into a RawTrace; raise InputError on unusable input.
+
+    ``all_cpu_ops``: keep every CPU op (CPU-only traces are analysed on them); None
+    decides from the header and re-reads the file if the guess was wrong.
+    """
     raw = RawTrace(path=path)
     sink = Sink(raw)
     enabled = gc.isenabled()
     gc.disable()  # millions of short-lived dicts: the cyclic GC would rescan our buffers
     try:
-        _Scanner(raw, sink).run(_chunks(path, raw))
+        scanner = _Scanner(raw, sink, all_cpu_ops)
+        scanner.run(_chunks(path, raw))
         sink.flush()
     finally:
         if enabled:
             gc.enable()
+    if scanner.all_cpu_ops is False and not len(raw.g_ts):
+        return read_trace(path, all_cpu_ops=True)  # devices listed, but no GPU activity
     return raw
+
+
+def _lists_devices(meta: dict[str, Any]) -> bool:
+    props = meta.get("deviceProperties")
+    return isinstance(props, list) and len(props) > 0
 
 
 def _chunks(path: Path, raw: RawTrace) -> Iterator[bytes]:
@@ -149,9 +167,10 @@ def _inflate_into(path: Path, raw: RawTrace, q: queue.Queue, stop: threading.Eve
 class _Scanner:
     """Header -> events -> trailer over decompressed chunks."""
 
-    def __init__(self, raw: RawTrace, sink: Sink) -> None:
+    def __init__(self, raw: RawTrace, sink: Sink, all_cpu_ops: bool | None) -> None:
         self.raw, self.sink = raw, sink
         self.trailer: list[bytes] | None = None  # set once the events array has closed
+        self.all_cpu_ops = all_cpu_ops
 
     def run(self, chunks: Iterator[bytes]) -> None:
         buf = b""
@@ -225,14 +244,10 @@ class _Scanner:
         self.sink.locate = lambda offset: base + buf.count(b'"ph"', 0, offset)
         pos = 0
         rfind, sep = buf.rfind, _SEP.search
-        done = bulk.extract(self.sink, buf, stop)  # the common layout, without dicts
-        kept = _KEPT_REST if done >= _BULK_CATS else _KEPT
-        for m in kept.finditer(buf, 0, stop):
+        for m in self._matches(buf, stop):
             if m.start() < pos:
                 continue  # a "cat" inside the previous event's args
             cat = m.group(1)
-            if cat in done:
-                continue
             start = rfind(b"{", max(pos, m.start() - 256), m.start())
             nxt = sep(buf, m.end(), stop)
             end = nxt.start() + 1 if nxt else stop
@@ -245,6 +260,16 @@ class _Scanner:
             pos = end
             if ev.__class__ is dict:
                 add(ev, cat, start)
+
+    def _matches(self, buf: bytes, stop: int) -> Iterator[re.Match]:
+        """The kept events' "cat" matches in order (all CPU ops, or only the wanted ones)."""
+        if self.all_cpu_ops:
+            return _KEPT.finditer(buf, 0, stop)
+        found = list(_KEPT_GPU.finditer(buf, 0, stop))
+        wanted = list(_CPU_WANTED.finditer(buf, 0, stop))
+        if wanted:
+            found = sorted(found + wanted, key=re.Match.start)
+        return iter(found)
 
     def _slow(self, buf: bytes, pos: int, cat: int, end: int, stop: int, final: bool):
         """A cut that did not parse: a separator inside a string, a key with braces before
@@ -292,6 +317,8 @@ class _Scanner:
                 f"{self.raw.path}: invalid JSON before traceEvents ({_short(exc)})"
             ) from None
         self.raw.meta.update(meta)
+        if self.all_cpu_ops is None:  # a header that lists GPUs announces a GPU trace
+            self.all_cpu_ops = not _lists_devices(meta)
 
     def _parse_trailer(self, tail: bytes) -> None:
         text = tail.strip()

@@ -3,6 +3,7 @@ the policy, and a copied link reopening the same run and checkpoint in a fresh c
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -90,7 +91,11 @@ def test_stored_runs_with_violations(dash: Dashboard, page) -> None:
     text = main_text(page)
     assert f"1 break the policy ({fp8}), 0 need review." in text
     assert "violation communication-native run " + fp8 in text
-    assert "ncclDevKernel_AllReduce_Sum_f8e4m3" in text and bf16 not in text
+    # One verdict row per stored run, then the findings (of the flagged run only).
+    assert re.search(rf"{fp8}\s+\S+\s+fp8-allreduce\s+breaks the policy\s+1\s+1", text)
+    assert re.search(rf"{bf16}\s+\S+\s+bf16-allreduce\s+compliant\s+0\s+0", text)
+    findings = text.split("\nRun\n", 1)[1]
+    assert "ncclDevKernel_AllReduce_Sum_f8e4m3" in findings and bf16 not in findings
 
 
 def test_link_reopens_run_and_checkpoint(dash: Dashboard, page, browser) -> None:

@@ -26,7 +26,7 @@ def test_counts_match_a_full_json_load(rel):
     path = fixture(rel)
     doc = json.loads(gzip.decompress(path.read_bytes()))
     events = doc["traceEvents"]
-    raw = read_trace(path)
+    raw = read_trace(path, all_cpu_ops=True)
     assert raw.events_total == len(events)
     gpu = [e for e in events if e.get("cat") in GPU_CATS and e.get("ph") == "X"]
     assert len(raw.g_ts) == len(gpu)
@@ -34,6 +34,12 @@ def test_counts_match_a_full_json_load(rel):
     assert len(raw.c_ts) == sum(1 for e in events if e.get("cat") == "cpu_op")
     assert raw.meta.get("distributedInfo") == doc.get("distributedInfo")
     assert not raw.partial and raw.size_bytes == path.stat().st_size
+    lean = read_trace(path)  # GPU traces keep only the CPU ops the analysis needs
+    assert len(lean.g_ts) == len(gpu) and lean.events_total == len(events)
+    if doc.get("deviceProperties"):
+        wanted = [e for e in events if e.get("cat") == "cpu_op" and e["name"].startswith(
+            ("aten::to", "aten::_to_copy", "c10d::", "record_param_comms"))]  # fmt: skip
+        assert len(lean.c_ts) == len([e for e in wanted if e["name"] != "aten::topk"])
 
 
 def test_python_function_events_are_not_kept():

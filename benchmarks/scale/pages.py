@@ -1,0 +1,253 @@
+"""Server-side run time of every dashboard page on a scale store, cold and warm.
+
+Each page is opened with ``streamlit.testing.v1.AppTest`` exactly as a shared link opens it
+(``app.py`` + ``switch_page`` + URL parameters holding absolute run ids), and ``at.run()``
+is timed. Per page, several fresh worker processes each measure:
+
+- cold: the first run in a new process with an empty result cache (heavy libraries are
+  imported beforehand and reported separately, as a running server has them loaded);
+- cold cache: ``store.reader.clear_cache()`` then a run, in the now warm process;
+- warm: repeat runs (the cache hit a second visitor gets).
+
+Every named query a page calls is recorded (``store.queries*`` function, SQL, parameters,
+time inside the page's cold run) and re-timed on a plain DuckDB connection, no cache.
+
+    python -m benchmarks.scale.pages --store benchmarks/out/scale.duckdb --out benchmarks/out/scale-pages.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGE_FILES = {
+    "overview": "pages/overview.py", "kernels": "pages/kernels.py",
+    "hardware": "pages/hardware.py", "collectives": "pages/collectives.py",
+    "tradeoff": "pages/tradeoff.py", "policy": "pages/policy.py", "serving": "pages/serving.py",
+}  # fmt: skip
+
+
+def links(store: str) -> dict[str, dict]:
+    """A realistic shared link (URL parameters, absolute run ids) per page of this store."""
+    from store import queries_comm, queries_hw, queries_serving, queries_trace
+    from store.location import resolve
+
+    loc = resolve(store)
+    traces = queries_trace.trace_runs(loc)
+    gpus = queries_hw.gpu_runs(loc)
+    gpus = gpus[gpus["status"] == "ok"]
+    comm = queries_comm.comm_runs(loc)
+    bench = queries_serving.bench_runs(loc)
+    model = queries_serving.bench_models(loc)[0]
+    bench = bench[bench["models"] == model]
+    servers = queries_serving.metric_servers(loc)
+    server = servers.iloc[0]
+    run, vs = traces["run_id"].iloc[0], traces["run_id"].iloc[1]
+    pcie = gpus[gpus["interconnect_class"] == "pcie-only"]
+    gpu_run = (pcie if not pcie.empty else gpus)["run_id"].iloc[0]
+    comm_ids = [comm[comm["source"] == s]["run_id"].iloc[0] for s in ("comm", "nccl-tests")]
+    return {
+        "overview": {"stale_h": "48"},
+        "kernels": {"run": run, "vs": vs},
+        "hardware": {"run": gpus["run_id"].iloc[0]},
+        "collectives": {"runs": comm_ids},
+        "tradeoff": {"setup": "custom", "model": "kimi-k2.5", "hw": f"gpu:{gpu_run}",
+                     "comm": comm_ids[0], "calib": run},  # fmt: skip
+        "policy": {"run": run, "native": "kimi-k2.5"},
+        "serving": {"runs": ",".join(bench["run_id"].head(4)), "model": model,
+                    "server": f"{server['host']} · {server['url']} · {server['model_name']}"},
+    }  # fmt: skip
+
+
+# --- worker: one fresh process per page --------------------------------------------------
+
+
+def _limit_duckdb(memory_limit: str) -> None:
+    """Every DuckDB the dashboard opens gets the benchmark's memory cap (a shared machine)."""
+    import duckdb
+
+    real = duckdb.connect
+
+    def connect(database=":memory:", read_only=False, config=None, **kw):
+        config = dict(config or {})
+        config.setdefault("memory_limit", memory_limit)
+        return real(database, read_only=read_only, config=config, **kw)
+
+    duckdb.connect = connect
+
+
+def _record_queries(calls: list[dict]) -> None:
+    """Wrap query_df in every store.queries* module: name, SQL, params and time of each call."""
+    import importlib
+    import pkgutil
+
+    import store
+    from store import reader
+
+    real = reader.query_df
+
+    def query_df(loc, sql, params=None):
+        frame, name = sys._getframe(1), "?"
+        while frame is not None:
+            mod = frame.f_globals.get("__name__", "")
+            if mod.startswith("store.queries") and not frame.f_code.co_name.startswith("_"):
+                name = f"{mod.removeprefix('store.')}.{frame.f_code.co_name}"
+                break
+            frame = frame.f_back
+        start = time.perf_counter()
+        out = real(loc, sql, params)
+        calls.append({"query": name, "sql": sql, "params": list(params or []),
+                      "page_s": time.perf_counter() - start})  # fmt: skip
+        return out
+
+    for info in pkgutil.iter_modules(store.__path__):
+        if info.name.startswith("queries"):
+            mod = importlib.import_module(f"store.{info.name}")
+            if hasattr(mod, "query_df"):
+                mod.query_df = query_df
+
+
+def _plain_times(store: str, calls: list[dict], reps: int) -> list[dict]:
+    """Each distinct query once more on one plain connection (no cache, no open/close)."""
+    from store.connect import connection
+    from store.location import resolve
+
+    loc, seen, out = resolve(store), set(), []
+    with connection(loc, read_only=True, timeout_s=60) as con:
+        for call in calls:
+            key = (call["sql"], json.dumps(call["params"], default=str))
+            if key in seen:
+                continue
+            seen.add(key)
+            times = []
+            for _ in range(reps):
+                start = time.perf_counter()
+                rows = len(con.execute(call["sql"], call["params"]).df())
+                times.append(time.perf_counter() - start)
+            out.append({"query": call["query"], "rows": rows, "page_s": round(call["page_s"], 4),
+                        "plain_s": round(statistics.median(times), 4)})  # fmt: skip
+    return out
+
+
+def worker(page: str, params: dict, store: str, reps: int, memory_limit: str,
+           queries: bool) -> dict:  # fmt: skip
+    start = time.perf_counter()
+    import pandas  # noqa: F401 - what a running server has loaded before a page runs
+    import plotly.graph_objects  # noqa: F401
+    import streamlit  # noqa: F401
+    from streamlit.testing.v1 import AppTest
+
+    from store import reader
+
+    imports_s = time.perf_counter() - start
+    _limit_duckdb(memory_limit)
+    calls: list[dict] = []
+    _record_queries(calls)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=900)
+    at.switch_page(PAGE_FILES[page])
+    for key, value in params.items():
+        at.query_params[key] = value
+    timed = []
+    for phase in ["cold"] + ["cold_cache", "warm"] * reps:
+        if phase == "cold_cache":
+            reader.clear_cache()
+        t0 = time.perf_counter()
+        at.run()
+        timed.append((phase, time.perf_counter() - t0))
+        if phase == "cold":
+            first_calls = list(calls)
+            errors = [str(e.value)[:300] for e in at.exception]
+    result = {
+        "page": page, "params": params, "imports_s": round(imports_s, 3), "errors": errors,
+        "cold_s": round(timed[0][1], 4),
+        "cold_cache_s": [round(t, 4) for p, t in timed if p == "cold_cache"],
+        "warm_s": [round(t, 4) for p, t in timed if p == "warm"],
+        "url_after": {k: at.query_params[k] for k in at.query_params},
+        "text": [m.value for m in at.markdown][:6],
+    }  # fmt: skip
+    if queries:
+        result["queries"] = _plain_times(store, first_calls, 3)
+    return result
+
+
+# --- parent ----------------------------------------------------------------------------------
+
+
+def measure(store: str, pages: list[str], cold_runs: int, reps: int, memory_limit: str,
+            timeout: float) -> list[dict]:  # fmt: skip
+    urls = links(store)
+    results = []
+    for page in pages:
+        runs = []
+        for i in range(cold_runs):
+            cmd = [sys.executable, "-m", "benchmarks.scale.pages", "--worker", page,
+                   "--params", json.dumps(urls[page]), "--store", store, "--reps", str(reps),
+                   "--memory-limit", memory_limit] + ([] if i else ["--queries"])  # fmt: skip
+            env = dict(os.environ, STEPSCOPE_STORE=store, PYTHONPATH=str(ROOT))
+            try:
+                proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True,
+                                      timeout=timeout)  # fmt: skip
+            except subprocess.TimeoutExpired:
+                runs.append({"page": page, "error": f"timed out after {timeout:g} s"})
+                break
+            if proc.returncode:
+                runs.append({"page": page, "error": proc.stderr.strip().splitlines()[-1:]})
+                break
+            runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+        results.append(summarize(page, urls[page], runs))
+        print(json.dumps({k: v for k, v in results[-1].items() if k != "queries"}),
+              file=sys.stderr, flush=True)  # fmt: skip
+    return results
+
+
+def summarize(page: str, params: dict, runs: list[dict]) -> dict:
+    ok = [r for r in runs if "cold_s" in r]
+    if not ok:
+        return {"page": page, "params": params, "error": runs[-1].get("error")}
+    med = statistics.median
+    return {
+        "page": page, "params": params, "workers": len(ok),
+        "cold_s": round(med(r["cold_s"] for r in ok), 3),
+        "cold_cache_s": round(med(t for r in ok for t in r["cold_cache_s"]), 3),
+        "warm_s": round(med(t for r in ok for t in r["warm_s"]), 3),
+        "imports_s": round(med(r["imports_s"] for r in ok), 3),
+        "errors": ok[0]["errors"], "text": ok[0]["text"], "queries": ok[0].get("queries", []),
+    }  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--store", required=True, help="file path or ducklake: URL")
+    ap.add_argument("--pages", default=",".join(PAGE_FILES))
+    ap.add_argument("--cold-runs", type=int, default=3, help="fresh processes per page")
+    ap.add_argument("--reps", type=int, default=5, help="warm and cold-cache runs per process")
+    ap.add_argument("--memory-limit", default="6GB")
+    ap.add_argument("--timeout", type=float, default=900, help="per worker process, seconds")
+    ap.add_argument("--out", type=Path)
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--params", help=argparse.SUPPRESS)
+    ap.add_argument("--queries", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.worker:
+        out = worker(args.worker, json.loads(args.params), args.store, args.reps,
+                     args.memory_limit, args.queries)  # fmt: skip
+        print(json.dumps(out, default=str))
+        return 0
+    results = measure(args.store, args.pages.split(","), args.cold_runs, args.reps,
+                      args.memory_limit, args.timeout)  # fmt: skip
+    text = json.dumps(results, indent=2, default=str)
+    if args.out:
+        args.out.write_text(text + "\n")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
