@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import resource
 import statistics
@@ -101,32 +102,35 @@ def main() -> None:
             if not runs:
                 continue
             wall = statistics.median(r["wall_s"] for r in runs)
+            load = os.getloadavg()[0]
             rows.append({
                 "file": path.name, "json_mb": size / 1e6, "tool": tool, "runs": len(runs),
                 "wall_s": wall, "cpu_s": statistics.median(r["cpu_s"] for r in runs),
                 "mb_per_s": size / 1e6 / wall,
                 "peak_rss_mb": statistics.median(r["peak_rss_mb"] for r in runs),
+                "load_1m": load,
             })  # fmt: skip
             print(json.dumps(rows[-1]), file=sys.stderr)
-    (OUT / "trace_ingest.json").write_text(json.dumps({"machine": machine(), "rows": rows}, indent=1))
+    (OUT / "trace_ingest.json").write_text(
+        json.dumps({"machine": machine(), "rows": rows}, indent=1)
+    )
     print(table(rows))
 
 
 def machine() -> str:
     cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text()
                 .splitlines() if line.startswith("model name")), platform.processor())  # fmt: skip
-    import os
-
     mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     return f"{cpu}, {len(os.sched_getaffinity(0))} cores, {mem:.0f} GiB, Python {platform.python_version()}"
 
 
 def table(rows: list[dict]) -> str:
-    lines = ["| file | JSON MB | tool | median wall s | CPU s | MB/s | peak RSS MB |",
-             "|---|---:|---|---:|---:|---:|---:|"]  # fmt: skip
+    lines = ["| file | JSON MB | tool | median wall s | CPU s | MB/s (wall) | peak RSS MB | load |",
+             "|---|---:|---|---:|---:|---:|---:|---:|"]  # fmt: skip
     for r in rows:
         lines.append(f"| {r['file']} | {r['json_mb']:.0f} | {r['tool']} | {r['wall_s']:.2f} | "
-                     f"{r['cpu_s']:.2f} | {r['mb_per_s']:.0f} | {r['peak_rss_mb']:.0f} |")  # fmt: skip
+                     f"{r['cpu_s']:.2f} | {r['mb_per_s']:.0f} | {r['peak_rss_mb']:.0f} | "
+                     f"{r['load_1m']:.1f} |")  # fmt: skip
     return "\n".join(lines)
 
 

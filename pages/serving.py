@@ -123,16 +123,31 @@ def predictions(loc, bench: pd.DataFrame, model_id: str, hw_choice: str):
             continue
         conc = sorted({int(c) for c in part["concurrency"].dropna()})
         try:
-            res = plan(model, hw, layouts=[planner_layout(first)], concurrencies=conc)
+            res = plan(model, hw, layouts=[planner_layout(first)], concurrencies=conc,
+                       comm_curves=comm_curves(loc, hw, host) if hw_choice == MEASURED else None)  # fmt: skip
         except PlannerInputError as exc:
             reasons.append(f"{layout} on {host}: {exc}")
             continue
+        comm = "; ".join(res.comm_sources) or "alpha-beta fallback"
         for c in conc:
             p = res.point(res.layouts[0], c)
             out.append({"layout_label": layout, "host": host, "concurrency": c,
                         "predicted_tpot_ms": p["tpot_ms"],
-                        "predicted_tokens_per_s": p["tokens_per_s"], "hardware": hw.name})  # fmt: skip
+                        "predicted_tokens_per_s": p["tokens_per_s"], "hardware": hw.name,
+                        "hardware_source": hw.source, "comm_source": comm})  # fmt: skip
     return pd.DataFrame(out), reasons
+
+
+def comm_curves(loc, hw, host: str):
+    """As the Tradeoff page's "auto": this host's GPU comm runs, else published / fallback."""
+    from planner.comm import curves_from_rows
+    from store import queries_planner as qp
+
+    runs = qp.comm_runs(loc, host)
+    ids = runs["run_id"].tolist() if not runs.empty else []
+    if not ids:
+        return None
+    return curves_from_rows(qp.comm_rows(loc, ids).to_dict("records"), hw.interconnect)
 
 
 def bench_section(loc, host: str | None) -> None:
@@ -167,6 +182,11 @@ def bench_section(loc, host: str | None) -> None:
         data["tpot_error_pct"] = 100.0 * (data[col] - data["predicted_tpot_ms"]) / data[
             "predicted_tpot_ms"]  # fmt: skip
     st.markdown("\n".join(f"- {s}" for s in _sentences(data, col, stat)))
+    if not pred.empty:
+        used = pred.drop_duplicates(["hardware", "comm_source"])
+        st.caption("Planner prediction (dashed) for the same model and layout on: " + "; ".join(
+            f"{r.hardware} ({r.hardware_source}); communication: {r.comm_source}"
+            for r in used.itertuples()))  # fmt: skip
     if reasons:
         st.caption("No prediction for: " + "; ".join(reasons))
     tpot = versus(data, col, "predicted_tpot_ms", f"{stat} TPOT vs concurrency ({model})",

@@ -174,6 +174,24 @@ def worker(page: str, params: dict, store: str, reps: int, memory_limit: str,
     }  # fmt: skip
     if queries:
         result["queries"] = _plain_times(store, first_calls, 3)
+    if os.environ.get("SCALE_PROFILE"):  # where a warm run spends its time (diagnosis only)
+        import cProfile
+        import io
+        import pstats
+        import threading
+
+        prof = cProfile.Profile()
+
+        def enable(*_args):  # the script runs in its own thread: profile that thread
+            sys.setprofile(None)
+            prof.enable()
+
+        threading.setprofile(enable)
+        at.run()
+        threading.setprofile(None)
+        buf = io.StringIO()
+        pstats.Stats(prof, stream=buf).sort_stats("cumulative").print_stats(40)
+        result["profile"] = buf.getvalue()
     return result
 
 

@@ -21,7 +21,6 @@ def _models() -> list[str]:
 
 def insert_host_and_gpu(con: duckdb.DuckDBPyConnection) -> None:
     mem = [hc.memory_bytes for hc in HOST_CLASSES]
-    bw = [hc.mem_bw_gbps for hc in HOST_CLASSES]
     con.execute(
         "INSERT INTO host_gpus SELECT p.run_id, g.i, list_extract(?::VARCHAR[], p.hclass + 1), "
         "'GPU-' || substr(md5(p.host || g.i), 1, 8) || '-' || substr(md5(g.i || p.host), 1, 4), "
@@ -44,7 +43,7 @@ def insert_host_and_gpu(con: duckdb.DuckDBPyConnection) -> None:
         "list_extract(?::DOUBLE[], p.hclass + 1), g.i // 4, "
         "CASE WHEN g.i < 4 THEN '0-63,128-191' ELSE '64-127,192-255' END "
         f"FROM plan p, range(8) g(i) WHERE p.verb = 'gpu' AND {OK}",
-        [_models(), [hc.memory_bytes for hc in HOST_CLASSES], [hc.mem_bw_gbps for hc in HOST_CLASSES]],
+        [_models(), mem, [hc.mem_bw_gbps for hc in HOST_CLASSES]],
     )  # fmt: skip
     con.execute(
         "INSERT INTO gpu_links SELECT p.run_id, a.i, b.j, "

@@ -14,7 +14,9 @@ from dataclasses import dataclass
 
 import duckdb
 
-from benchmarks.scale.catalog import FIRST, GAP_US, KERNEL_VERBS, LAST, LAYER, layer_us, template_rows
+from benchmarks.scale.catalog import (
+    FIRST, GAP_US, HOST_CLASSES, KERNEL_VERBS, LAST, LAYER, layer_us, template_rows,
+)  # fmt: skip
 
 COMM = "('allreduce', 'all_to_all', 'allgather', 'reduce_scatter', 'other_comm')"
 
@@ -138,12 +140,6 @@ def insert_run(con: duckdb.DuckDBPyConnection, run: TraceRun) -> None:
         + COMM + "), sum(dur_us) FILTER (WHERE category IN " + COMM + "), ?, "
         "  epoch_ns(any_value(p.started_at)) + rank * 1000, 'vllm' "
         "FROM ev, plan p WHERE p.run_id = ? GROUP BY rank, p.status, p.hclass",
-        [run.run_id, run.ranks, _gpu_models(), run.steps * run.step_us, run.steps * run.step_us,
+        [run.run_id, run.ranks, [hc.gpu_model for hc in HOST_CLASSES], run.steps * run.step_us, run.steps * run.step_us,
          run.steps, run.run_id],
     )  # fmt: skip
-
-
-def _gpu_models() -> list[str]:
-    from benchmarks.scale.catalog import HOST_CLASSES
-
-    return [hc.gpu_model for hc in HOST_CLASSES]

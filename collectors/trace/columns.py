@@ -194,5 +194,3 @@ def _ints(col: tuple, typecode: str) -> array:
 def _digits(value: Any) -> int:
     m = re.search(r"\d+", str(value))
     return int(m.group()) if m else -1
-
-

@@ -24,6 +24,7 @@ import queue
 import re
 import threading
 import zlib
+from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -44,10 +45,10 @@ _KEPT = re.compile(rb'"cat"\s*:\s*"(' + b"|".join(sorted(KEEP)) + rb')"')
 # collective launched a SendRecv?). Their header lists devices, so the other CPU ops are
 # skipped unparsed; a trace that then shows no GPU activity is read again with all of them.
 _CPU_OPS = {b"cpu_op", b"Operator"}
-_KEPT_GPU = re.compile(rb'"cat"\s*:\s*"(' + b"|".join(sorted(KEEP - _CPU_OPS)) + rb')"')
-_CPU_WANTED = re.compile(
-    rb'"cat"\s*:\s*"(cpu_op|Operator)"\s*,\s*"name"\s*:\s*"(?:aten::(?:to|_to_copy|type_as|'
-    rb'half|float|bfloat16|double)"|c10d::|nccl:|record_param_comms)'
+_KEPT_GPU = re.compile(
+    rb'"cat"\s*:\s*"(?:(' + b"|".join(sorted(KEEP - _CPU_OPS)) + rb')"|(cpu_op|Operator)"\s*,'
+    rb'\s*"name"\s*:\s*"(?:aten::(?:to|_to_copy|type_as|half|float|bfloat16|double)"|c10d::|'
+    rb"nccl:|record_param_comms))"
 )
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 # "}" "]" then another top-level key or the closing brace
@@ -229,9 +230,7 @@ class _Scanner:
         lo = before
         while lo > 0:
             lo = max(0, lo - (1 << 16))
-            found = None
-            for found in _SEP.finditer(buf, lo, before):
-                pass
+            found = _last(_SEP.finditer(buf, lo, before))
             if found is not None:
                 return found.start()
         return None
@@ -247,7 +246,7 @@ class _Scanner:
         for m in self._matches(buf, stop):
             if m.start() < pos:
                 continue  # a "cat" inside the previous event's args
-            cat = m.group(1)
+            cat = m.group(1) or m.group(2)
             start = rfind(b"{", max(pos, m.start() - 256), m.start())
             nxt = sep(buf, m.end(), stop)
             end = nxt.start() + 1 if nxt else stop
@@ -263,20 +262,12 @@ class _Scanner:
 
     def _matches(self, buf: bytes, stop: int) -> Iterator[re.Match]:
         """The kept events' "cat" matches in order (all CPU ops, or only the wanted ones)."""
-        if self.all_cpu_ops:
-            return _KEPT.finditer(buf, 0, stop)
-        found = list(_KEPT_GPU.finditer(buf, 0, stop))
-        wanted = list(_CPU_WANTED.finditer(buf, 0, stop))
-        if wanted:
-            found = sorted(found + wanted, key=re.Match.start)
-        return iter(found)
+        return (_KEPT if self.all_cpu_ops else _KEPT_GPU).finditer(buf, 0, stop)
 
     def _slow(self, buf: bytes, pos: int, cat: int, end: int, stop: int, final: bool):
         """A cut that did not parse: a separator inside a string, a key with braces before
         "cat", or the cut-off last event of a truncated file."""
-        sep = None
-        for sep in _SEP.finditer(buf, pos, cat):
-            pass
+        sep = _last(_SEP.finditer(buf, pos, cat))
         starts = {buf.rfind(b"{", pos, cat), sep.end() - 1 if sep else buf.find(b"{", pos, cat)}
         for start in sorted(s for s in starts if s >= 0):
             stretch = end
@@ -359,6 +350,11 @@ class _Scanner:
             type(doc), type(doc).__name__
         )
         raise NotATrace(path, f"top level is a JSON {kind}, expected an object with traceEvents")
+
+
+def _last(matches: Iterator[re.Match]) -> re.Match | None:
+    last = deque(matches, maxlen=1)
+    return last[0] if last else None
 
 
 def _short(exc: Exception) -> str:

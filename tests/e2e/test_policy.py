@@ -72,10 +72,11 @@ def test_paste_command_gives_verdict(dash: Dashboard, page) -> None:
     page.get_by_label("Launch command, unit or env file").fill(RECIPE)
     page.get_by_role("button", name="Check").click()
     wait_app(page)
-    expect(page.get_by_text("Verdict: NOT COMPLIANT")).to_be_visible()
-    text = main_text(page)
-    assert "2 violation(s)" in text
-    assert "activations-native line 1" in text and "kv-cache-native line 4" in text
+    expect(main).to_contain_text(
+        "Verdict: NOT COMPLIANT with full-precision v1.0.0: 2 violation(s)"
+    )
+    expect(main).to_contain_text("violation activations-native line 1: VLLM_MARLIN_INPUT_DTYPE=fp8")
+    expect(main).to_contain_text("violation kv-cache-native line 4: --kv-cache-dtype fp8")
     # A compliant command after it.
     page.get_by_label("Launch command, unit or env file").fill("vllm serve m -tp 8\n")
     page.get_by_role("button", name="Check").click()
@@ -86,15 +87,17 @@ def test_paste_command_gives_verdict(dash: Dashboard, page) -> None:
 def test_stored_runs_with_violations(dash: Dashboard, page) -> None:
     open_app(page, dash.link("policy"))
     fp8, bf16 = dash.ids["fp8-allreduce"], dash.ids["bf16-allreduce"]  # type: ignore[attr-defined]
-    expect(page.get_by_text("Checked 2 trace run(s)")).to_be_visible()
-    expect(page.get_by_test_id("stMain")).to_contain_text("ncclDevKernel_AllReduce_Sum_f8e4m3")
-    text = main_text(page)
-    assert f"1 break the policy ({fp8}), 0 need review." in text
-    assert "violation communication-native run " + fp8 in text
+    main = page.get_by_test_id("stMain")
+    expect(main).to_contain_text(
+        f"Checked 2 trace run(s): 1 break the policy ({fp8}), 0 need review."
+    )
+    expect(main).to_contain_text("violation communication-native run " + fp8)
     # One verdict row per stored run, then the findings (of the flagged run only).
-    assert re.search(rf"{fp8}\s+\S+\s+fp8-allreduce\s+breaks the policy\s+1\s+1", text)
-    assert re.search(rf"{bf16}\s+\S+\s+bf16-allreduce\s+compliant\s+0\s+0", text)
-    findings = text.split("\nRun\n", 1)[1]
+    for rid, label, verdict in ((fp8, "fp8-allreduce", r"breaks the policy\s+1\s+1"),
+                                (bf16, "bf16-allreduce", r"compliant\s+0\s+0")):  # fmt: skip
+        row = re.compile(rf"{rid}\s+\S+\s+{label}\s+{verdict}")
+        expect(main).to_contain_text(row, use_inner_text=True)
+    findings = main_text(page).split("\nRun\n", 1)[1]
     assert "ncclDevKernel_AllReduce_Sum_f8e4m3" in findings and bf16 not in findings
 
 

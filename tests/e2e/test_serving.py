@@ -85,6 +85,10 @@ def test_measured_tpot_with_planner_prediction_and_metrics(serving, page) -> Non
     assert f"TP8 (run {runs['tp8']}): median TPOT" in text
     assert f"TP1xDP8+EP (run {runs['dp8']}): median TPOT" in text
     assert text.count("(error ") == 2  # both layouts overlaid with the planner's error
+    assert (
+        f"Planner prediction (dashed) for the same model and layout on: {HOST} (measured gpu "
+        "run" in text
+    )
     assert "3 scrape(s) in the last 24 h" in text and "generated tok/s" in text
     assert f"Newest {runs['profile']}: {MODEL} on vLLM 0.16.0, TP2, 2 rank trace(s)" in text
     expect(main.get_by_test_id("stPlotlyChart")).to_have_count(4)

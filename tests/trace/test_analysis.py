@@ -90,6 +90,21 @@ def test_every_fixture(rel, source, n_steps, present):
     assert kernels.num_rows == res.tables["trace_ranks"].to_pylist()[0]["kernels"]
 
 
+@pytest.mark.parametrize("rel", [
+    "tracelens/vllm_mi300x_prefilldecode_piecewise.json.gz",
+    "tracelens/sglang_qwen3_8b_decode.json.gz",
+])  # fmt: skip
+def test_skipping_cpu_ops_changes_nothing(rel, monkeypatch):
+    from collectors.trace import ingest, reader
+
+    path = fixture(rel)
+    lean = ingest_traces([path])
+    monkeypatch.setattr(ingest, "read_trace", lambda p: reader.read_trace(p, all_cpu_ops=True))
+    full = ingest_traces([path])
+    assert lean.summary == full.summary
+    assert lean.tables["trace_kernel_stats"].equals(full.tables["trace_kernel_stats"])
+
+
 def test_mi300x_graph_kernels_land_in_the_step_and_tokens_parse():
     res = ingest_traces([fixture("tracelens/vllm_mi300x_prefilldecode_piecewise.json.gz")])
     (step,) = res.tables["trace_steps"].to_pylist()

@@ -36,10 +36,16 @@ def test_counts_match_a_full_json_load(rel):
     assert not raw.partial and raw.size_bytes == path.stat().st_size
     lean = read_trace(path)  # GPU traces keep only the CPU ops the analysis needs
     assert len(lean.g_ts) == len(gpu) and lean.events_total == len(events)
-    if doc.get("deviceProperties"):
-        wanted = [e for e in events if e.get("cat") == "cpu_op" and e["name"].startswith(
-            ("aten::to", "aten::_to_copy", "c10d::", "record_param_comms"))]  # fmt: skip
-        assert len(lean.c_ts) == len([e for e in wanted if e["name"] != "aten::topk"])
+    assert len(lean.c_ts) <= len(raw.c_ts)
+
+
+def test_gpu_trace_with_devices_in_header_skips_unneeded_cpu_ops():
+    path = fixture("tracelens/vllm_mi300x_prefilldecode_piecewise.json.gz")
+    lean, full = read_trace(path), read_trace(path, all_cpu_ops=True)
+    names = {full.names[i] for i in full.c_name}
+    kept = {lean.names[i] for i in lean.c_name}
+    assert len(full.c_ts) == 642 and kept < names
+    assert kept <= {"aten::to", "aten::_to_copy"} and len(lean.g_ts) == len(full.g_ts)
 
 
 def test_python_function_events_are_not_kept():

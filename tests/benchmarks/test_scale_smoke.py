@@ -1,0 +1,94 @@
+"""The scale benchmark's generator at a tiny size: its store must be one the product reads.
+
+Builds 10 runs x 40,960 kernel rows with benchmarks/scale/generate.py (the real migrations),
+then checks the rows agree with each other, that the named queries and the policy checks
+see what the generator planted, and that every dashboard page renders the benchmark's own
+links without an exception. No timing here: timings live in benchmarks/ and docs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from benchmarks.scale.generate import build_file
+from benchmarks.scale.pages import PAGE_FILES, ROOT, links
+from tests.helpers import query
+
+KERNEL_ROWS = 40_960
+
+
+@pytest.fixture(scope="module")
+def scale_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("scale") / "scale.duckdb"
+    report = build_file(path, runs=10, kernel_rows=KERNEL_ROWS, rank_steps=16,
+                        memory_limit="1GB", threads=2)  # fmt: skip
+    assert report.rows["runs"] == 10
+    return path
+
+
+def test_every_table_the_pages_read_has_rows(scale_store: Path) -> None:
+    tables = [r[0] for r in query(scale_store, "SELECT table_name FROM information_schema.tables "
+                                  "WHERE table_type = 'BASE TABLE'")]  # fmt: skip
+    empty = [t for t in tables if not query(scale_store, f'SELECT count(*) FROM "{t}"')[0][0]]
+    assert empty == []
+    verbs = {r[0] for r in query(scale_store, "SELECT DISTINCT verb FROM runs")}
+    assert verbs == {"trace", "profile", "vllm-profile", "vllm-metrics", "host", "gpu", "comm",
+                     "nccl-tests", "vllm-bench"}  # fmt: skip
+
+
+def test_aggregates_agree_with_the_raw_kernel_rows(scale_store: Path) -> None:
+    (kernels,) = query(scale_store, "SELECT count(*) FROM trace_kernels")[0]
+    assert kernels == KERNEL_ROWS
+    stats = query(scale_store, "SELECT sum(calls), sum(total_us) FROM trace_kernel_stats")[0]
+    cats = query(scale_store, "SELECT sum(calls), sum(total_us) FROM trace_step_categories")[0]
+    raw = query(scale_store, "SELECT count(*), sum(dur_us) FROM trace_kernels")[0]
+    assert stats[0] == cats[0] == raw[0]
+    assert stats[1] == pytest.approx(raw[1]) and cats[1] == pytest.approx(raw[1])
+    steps = query(scale_store, "SELECT sum(busy_us) FROM trace_steps")[0][0]
+    assert steps == pytest.approx(raw[1])
+    # Every step's kernels fit inside its window, in launch order on one stream.
+    outside = query(scale_store, "SELECT count(*) FROM trace_kernels k JOIN trace_steps s "
+                    "USING (run_id, rank, step) WHERE k.start_us < s.start_us "
+                    "OR k.start_us + k.dur_us > s.start_us + s.wall_us")[0][0]  # fmt: skip
+    assert outside == 0
+
+
+def test_policy_checks_find_the_planted_fp8_allreduce(scale_store: Path) -> None:
+    from planner.policy import load_policy
+    from planner.trace_check import check_kernels
+    from store import queries_policy
+    from store.location import resolve
+
+    loc = resolve(scale_store)
+    fp8_runs = {r[0] for r in query(scale_store, "SELECT DISTINCT run_id FROM "
+                                    "trace_kernel_stats WHERE dtype = 'f8e4m3'")}  # fmt: skip
+    assert fp8_runs
+    rows = queries_policy.policy_kernel_rows(loc).to_dict("records")
+    findings = check_kernels(rows, load_policy())
+    assert fp8_runs <= {f.run_id for f in findings if f.level == "violation"}
+
+
+def test_every_page_renders_the_benchmark_links(scale_store: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    from streamlit.testing.v1 import AppTest
+
+    from store import reader
+
+    monkeypatch.setenv("STEPSCOPE_STORE", str(scale_store))
+    reader.clear_cache()
+    urls = links(str(scale_store))
+    assert set(urls) == set(PAGE_FILES)
+    for page, params in urls.items():
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+        at.switch_page(PAGE_FILES[page])
+        for key, value in params.items():
+            at.query_params[key] = value
+        at.run()
+        assert not at.exception, f"{page}: {at.exception[0].value}"
+        assert not at.error, f"{page}: {at.error[0].value}"
+        # The page keeps the link's absolute run ids in its URL (nothing means "latest").
+        for key in ("run", "vs", "runs", "comm", "calib"):
+            if key in params:
+                assert at.query_params[key] == params[key], (page, key)
