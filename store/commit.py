@@ -11,7 +11,7 @@ import re
 import shutil
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -128,7 +128,10 @@ def _commit_once(
                 _insert_run(con, run)
             con.execute("COMMIT")
         except Exception:
-            con.execute("ROLLBACK")
+            # A failed COMMIT (a DuckLake conflict) has already ended the transaction; a
+            # second error from ROLLBACK must not hide the first one.
+            with suppress(duckdb.Error):
+                con.execute("ROLLBACK")
             raise
     return bool(exists)
 

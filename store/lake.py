@@ -211,7 +211,9 @@ def open_lake(loc: StoreLocation, read_only: bool) -> duckdb.DuckDBPyConnection:
     """A cursor with ``USE lake`` done, so unqualified table names mean the lake's tables."""
     for attempt in (1, 2):
         try:
-            cursor = _instance(loc, read_only).cursor()
+            con = _instance(loc, read_only)
+            with _lock:  # one cursor per caller; creating them is serialised (threads)
+                cursor = con.cursor()
             cursor.execute(f"USE {ALIAS}")
             return cursor
         except duckdb.Error as exc:
@@ -225,7 +227,9 @@ def lake_data_version(loc: StoreLocation) -> str:
     """The catalog's latest snapshot id: changes with every commit, costs one catalog query."""
     for attempt in (1, 2):
         try:
-            cursor = _instance(loc, True).cursor()
+            con = _instance(loc, True)
+            with _lock:
+                cursor = con.cursor()
             try:
                 snap = cursor.execute(f"SELECT id FROM ducklake_current_snapshot('{ALIAS}')")
                 return f"snapshot:{snap.fetchone()[0]}"

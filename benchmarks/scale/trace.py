@@ -14,9 +14,8 @@ from dataclasses import dataclass
 
 import duckdb
 
-from benchmarks.scale.catalog import (
-    FIRST, GAP_US, HOST_CLASSES, KERNEL_VERBS, LAST, LAYER, layer_us, template_rows,
-)  # fmt: skip
+from benchmarks.scale import catalog as cat
+from benchmarks.scale.catalog import FIRST, GAP_US, KERNEL_VERBS, LAST, LAYER
 
 COMM = "('allreduce', 'all_to_all', 'allgather', 'reduce_scatter', 'other_comm')"
 
@@ -38,12 +37,12 @@ class TraceRun:
 
     @property
     def layer_us(self) -> float:
-        return layer_us(self.variant) * self.scale
+        return cat.layer_us(self.variant) * self.scale
 
     @property
     def step_us(self) -> float:
         layers = math.ceil((self.kernels_per_step - 2) / len(LAYER))
-        return (FIRST[2] + GAP_US + layers * layer_us(self.variant) + LAST[2] + 2 * GAP_US) * (
+        return (FIRST[2] + GAP_US + layers * cat.layer_us(self.variant) + LAST[2] + 2 * GAP_US) * (
             self.scale
         )
 
@@ -78,7 +77,7 @@ def create_template(con: duckdb.DuckDBPyConnection) -> None:
         "CREATE OR REPLACE TEMP TABLE tpl (variant INTEGER, slot INTEGER, name VARCHAR, "
         "category VARCHAR, dtype VARCHAR, kind VARCHAR, base_us DOUBLE, offset_us DOUBLE)"
     )
-    con.executemany("INSERT INTO tpl VALUES (?, ?, ?, ?, ?, ?, ?, ?)", template_rows())
+    con.executemany("INSERT INTO tpl VALUES (?, ?, ?, ?, ?, ?, ?, ?)", cat.template_rows())
 
 
 def insert_run(con: duckdb.DuckDBPyConnection, run: TraceRun) -> None:
@@ -140,6 +139,6 @@ def insert_run(con: duckdb.DuckDBPyConnection, run: TraceRun) -> None:
         + COMM + "), sum(dur_us) FILTER (WHERE category IN " + COMM + "), ?, "
         "  epoch_ns(any_value(p.started_at)) + rank * 1000, 'vllm' "
         "FROM ev, plan p WHERE p.run_id = ? GROUP BY rank, p.status, p.hclass",
-        [run.run_id, run.ranks, [hc.gpu_model for hc in HOST_CLASSES], run.steps * run.step_us, run.steps * run.step_us,
-         run.steps, run.run_id],
+        [run.run_id, run.ranks, [hc.gpu_model for hc in cat.HOST_CLASSES],
+         run.steps * run.step_us, run.steps * run.step_us, run.steps, run.run_id],
     )  # fmt: skip

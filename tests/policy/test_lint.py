@@ -262,3 +262,40 @@ def test_nothing_in_the_file_is_executed(tmp_path: Path) -> None:
     proc = run_lint(str(script))
     assert proc.returncode in (0, 1), proc.stderr
     assert not marker.exists()
+
+
+def test_arbitrary_text_never_raises() -> None:
+    """Seeded garbage built from the syntax the parser cares about: a finding list, never
+    an exception (the Policy page lints whatever is pasted)."""
+    import random
+
+    toks = ["vllm", "serve", "--kv-cache-dtype", "fp8", "=", '"', "'", "\\", "\n", "$", "${",
+            "}", "#", ";", "&&", "|", "[Service]", "ExecStart=", "Environment=", "-e",
+            "EnvironmentFile=", "VLLM_MARLIN_INPUT_DTYPE=", "VLLM_ROCM_QUICK_REDUCE_QUANTIZATION=",
+            "INT4", "FP", "--quantization", "--moe-a2a-backend", "deepep", " ", "\t", "export",
+            "--deepep-dispatcher-output-dtype", "sglang.launch_server", "$(x)", "`", "--dtype",
+            "half", "kv-cache-dtype:", "-q", "\r\n", "\x00", "é", "--", "${X:-fp8}", "X=fp8"]  # fmt: skip
+    rng = random.Random(7)
+    for _ in range(600):
+        text = "".join(rng.choice(toks) for _ in range(rng.randint(0, 40)))
+        for native in (None, parse_hint("deepseek-v3")):
+            result = lint_text(text, native=native)
+            assert result.lines() is not None and json.dumps(result.to_dict())
+
+
+def test_linter_follows_the_policy_file(tmp_path: Path) -> None:
+    """A policy without a KV-cache rule lets an FP8 KV cache through; its version is shown."""
+    relaxed = tmp_path / "relaxed.toml"
+    relaxed.write_text(
+        'name = "no-quantized-comm"\nversion = "0.2.0"\n[[rule]]\nid = "comm"\n'
+        'kind = "keep_native"\ncomponent = "communication"\nsentence = "No 8-bit collectives."\n'
+        'rationale = "Only the wire is governed by this policy."\n'
+    )
+    cmd = tmp_path / "cmd.sh"
+    cmd.write_text(COMMUNITY_RECIPE)
+    proc = run_lint(str(cmd), "--policy", str(relaxed))
+    assert proc.returncode == 0, proc.stdout
+    assert "compliant with no-quantized-comm v0.2.0" in proc.stdout
+    cmd.write_text("VLLM_ROCM_QUICK_REDUCE_QUANTIZATION=INT8\n")
+    proc = run_lint(str(cmd), "--policy", str(relaxed))
+    assert proc.returncode == 1 and f"{cmd}:1: violation comm " in proc.stdout

@@ -1,0 +1,55 @@
+"""The dashboard on a lake: a real ``streamlit run`` with STEPSCOPE_STORE set to a lake URL."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.e2e.conftest import browser, free_port, open_app, page  # noqa: F401 (fixtures)
+from tests.helpers import ROOT, run_cli
+from tests.lake.conftest import Lake
+
+pytestmark = pytest.mark.e2e
+
+
+def test_overview_reads_the_lake_and_sees_new_commits(lake: Lake, tmp_path: Path, page) -> None:  # noqa: F811
+    unused = tmp_path / "unused.duckdb"
+    for name in ("gpu-node-1", "gpu-node-2"):
+        res = run_cli(unused, "host", "--store", lake.url, "--host", name, **lake.env())
+        assert res.code == 0, res.stderr
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "STEPSCOPE_STORE": lake.url, **lake.env()}
+    log = (tmp_path / "streamlit.log").open("w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+         "--server.headless", "true", "--server.fileWatcherType", "none"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None and time.monotonic() < deadline, "streamlit did not start"
+            try:
+                urllib.request.urlopen(f"{url}/_stcore/health", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.2)
+        open_app(page, f"{url}/overview")
+        expect(page.get_by_text("2 host(s):")).to_be_visible()
+        # A commit from another process shows on the next view (cache keyed on the snapshot).
+        res = run_cli(unused, "host", "--store", lake.url, "--host", "gpu-node-3", **lake.env())
+        assert res.code == 0, res.stderr
+        open_app(page, f"{url}/overview")
+        expect(page.get_by_text("3 host(s):")).to_be_visible()
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        log.close()
