@@ -3,9 +3,10 @@
     python -m benchmarks.trace_ingest [--sizes 64,256,1024] [--hta-max-mb 256] [--repeat 3]
 
 Generates Kineto traces of the given sizes (MB of JSON) under benchmarks/out/, creates
-the benchmark's own venv ``.venv-bench`` with HTA (holistictraceanalysis==0.5.0, never in
-the product's environment), then times every tool on every file, each run in a fresh
-process, and prints medians: wall time, throughput (MB of JSON per second), peak RSS.
+the benchmark's own venv ``.venv-bench`` with HTA (holistictraceanalysis==0.5.0 and
+pandas==2.2.3, never in the product's environment), then times every tool on every
+file, each run in a fresh process, and prints medians: wall time, throughput (MB of JSON
+per second), peak RSS.
 HTA is limited to --hta-max-mb (it holds the whole file as Python objects, then a
 DataFrame) and runs under a 14 GB address-space limit so it cannot exhaust a shared box.
 """
@@ -25,7 +26,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "out"
 BENCH_VENV = ROOT / ".venv-bench"
-HTA_PIN = "holistictraceanalysis==0.5.0"
+# HTA 0.5.0 breaks on pandas 3 (int16 downcast in its correlation step): pin its era's pandas
+HTA_PINS = ("holistictraceanalysis==0.5.0", "pandas==2.2.3")
 MEASURE = ROOT / "benchmarks" / "trace_measure.py"
 HTA_MEMORY_LIMIT = 14 << 30
 
@@ -52,9 +54,12 @@ def ensure_hta() -> Path:
     python = BENCH_VENV / "bin" / "python"
     if not python.exists():
         subprocess.run([sys.executable, "-m", "venv", str(BENCH_VENV)], check=True)
-    probe = subprocess.run([str(python), "-c", "import hta"], capture_output=True)
+    probe = subprocess.run(
+        [str(python), "-c", "import hta, pandas; assert pandas.__version__ == '2.2.3'"],
+        capture_output=True,
+    )  # fmt: skip
     if probe.returncode != 0:
-        subprocess.run([str(python), "-m", "pip", "install", "-q", HTA_PIN], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", *HTA_PINS], check=True)
     return python
 
 

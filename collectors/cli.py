@@ -44,6 +44,8 @@ VERBS: tuple[Verb, ...] = (
          "store (validated; re-import is a no-op)"),  # fmt: skip
     Verb("doctor", "collectors.doctor", "check store, spool backlog, lock dir, NVML and "
          "optionally a vLLM URL; one pass/warn/fail line each"),  # fmt: skip
+    Verb("compact", "collectors.compact", "merge a lake's small files and expire old "
+         "snapshots (daily; rows unchanged)"),  # fmt: skip
     Verb("vllm-profile", "collectors.vllm.profile", "profile a running vLLM server under a "
          "short streaming load and import its per-rank traces", measures=True),  # fmt: skip
     Verb("vllm-bench", "collectors.vllm.bench", "import `vllm bench serve` results, or run a "

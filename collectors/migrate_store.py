@@ -86,6 +86,8 @@ def _prepare_source(source: StoreLocation, timeout_s: float) -> None:
 def copy_store(source: StoreLocation, target: StoreLocation, timeout_s: float, dry_run: bool
                ) -> tuple[list[TableCopy], int]:  # fmt: skip
     """Copy the runs ``target`` lacks; return per-table counts and how many runs were new."""
+    if dry_run:
+        return _dry_run(source, target, timeout_s)
     _prepare_source(source, timeout_s)
     con = _open_target(target, timeout_s)
     try:
@@ -100,6 +102,37 @@ def copy_store(source: StoreLocation, target: StoreLocation, timeout_s: float, d
                     raise StoreBusy(f"source store {source.describe()} is busy: {exc}") from exc
                 time.sleep(0.2)
         return _copy(con, target, timeout_s, dry_run)
+    finally:
+        con.close()
+
+
+def _dry_run(source: StoreLocation, target: StoreLocation, timeout_s: float
+             ) -> tuple[list[TableCopy], int]:  # fmt: skip
+    """What a copy would do, touching neither store (no upgrade, no catalog creation)."""
+    if source.kind != "duckdb" or source.path is None or not source.path.is_file():
+        raise InputError(f"--store {source.describe()}: no embedded store there")
+    target_runs: set[str] = set()
+    try:
+        with connection(target, read_only=True, timeout_s=timeout_s) as tcon:
+            if migrate.store_version(tcon) > 0:
+                target_runs = {r[0] for r in tcon.execute("SELECT run_id FROM runs").fetchall()}
+    except StoreMissing:
+        pass  # a new target: every run would be copied
+    con = duckdb.connect(":memory:")
+    try:
+        con.execute(f"ATTACH '{_quote(str(source.path))}' AS {SRC} (READ_ONLY)")
+        con.execute("CREATE TEMP TABLE present (run_id VARCHAR)")
+        if target_runs:
+            con.executemany("INSERT INTO present VALUES (?)", [[r] for r in target_runs])
+        result, new_runs = [], None
+        for table in _source_tables(con):
+            src_n, todo = con.execute(
+                f"SELECT count(*), count(*) FILTER (WHERE run_id NOT IN "
+                f"(SELECT run_id FROM present)) FROM {SRC}.main.{table}"
+            ).fetchone()
+            result.append(TableCopy(table, src_n, todo, src_n - todo))
+            new_runs = todo if table == "runs" else new_runs
+        return result, new_runs or 0
     finally:
         con.close()
 

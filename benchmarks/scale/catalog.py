@@ -109,7 +109,7 @@ VARIANTS = {
     0: {},  # TP, bf16 NCCL AllReduce: compliant
     1: {11: (_DISPATCH, "bf16", 19.0), 16: (_COMBINE, "bf16", 21.0)},  # expert parallel
     2: {7: (_AR_FP8, "f8e4m3", 52.0), 16: (_AR_FP8, "f8e4m3", 52.0)},  # FP8 AllReduce
-    3: {15: (_QUANT, None, 3.0)},  # quantize right before the MoE AllReduce: review
+    3: {6: (_QUANT, None, 3.0), 15: (_QUANT, None, 3.0)},  # quantize, then AllReduce: review
     4: {7: (_CUSTOM_AR, "bf16", 30.0), 16: (_CUSTOM_AR, "bf16", 30.0)},  # custom AllReduce
 }
 

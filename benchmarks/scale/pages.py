@@ -136,6 +136,22 @@ def _plain_times(store: str, calls: list[dict], reps: int) -> list[dict]:
     return out
 
 
+def _time_html_exports(spent: list[float]) -> None:
+    """Add up the time pages spend building self-contained HTML exports of their figures."""
+    from plotly.basedatatypes import BaseFigure
+
+    real = BaseFigure.to_html
+
+    def to_html(self, *args, **kw):
+        start = time.perf_counter()
+        try:
+            return real(self, *args, **kw)
+        finally:
+            spent.append(time.perf_counter() - start)
+
+    BaseFigure.to_html = to_html
+
+
 def worker(page: str, params: dict, store: str, reps: int, memory_limit: str,
            queries: bool) -> dict:  # fmt: skip
     start = time.perf_counter()
@@ -150,17 +166,22 @@ def worker(page: str, params: dict, store: str, reps: int, memory_limit: str,
     _limit_duckdb(memory_limit)
     calls: list[dict] = []
     _record_queries(calls)
+    html: list[float] = []
+    _time_html_exports(html)
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=900)
     at.switch_page(PAGE_FILES[page])
     for key, value in params.items():
         at.query_params[key] = value
-    timed = []
+    timed, html_warm = [], []
     for phase in ["cold"] + ["cold_cache", "warm"] * reps:
         if phase == "cold_cache":
             reader.clear_cache()
+        html.clear()
         t0 = time.perf_counter()
         at.run()
         timed.append((phase, time.perf_counter() - t0))
+        if phase == "warm":
+            html_warm.append(sum(html))
         if phase == "cold":
             first_calls = list(calls)
             errors = [str(e.value)[:300] for e in at.exception]
@@ -169,6 +190,7 @@ def worker(page: str, params: dict, store: str, reps: int, memory_limit: str,
         "cold_s": round(timed[0][1], 4),
         "cold_cache_s": [round(t, 4) for p, t in timed if p == "cold_cache"],
         "warm_s": [round(t, 4) for p, t in timed if p == "warm"],
+        "html_export_s": [round(t, 4) for t in html_warm],  # inside the warm runs
         "url_after": {k: at.query_params[k] for k in at.query_params},
         "text": [m.value for m in at.markdown][:6],
     }  # fmt: skip
@@ -236,13 +258,17 @@ def summarize(page: str, params: dict, runs: list[dict]) -> dict:
         "cold_cache_s": round(med(t for r in ok for t in r["cold_cache_s"]), 3),
         "warm_s": round(med(t for r in ok for t in r["warm_s"]), 3),
         "imports_s": round(med(r["imports_s"] for r in ok), 3),
+        "html_export_s": round(med(t for r in ok for t in r["html_export_s"]), 3),
         "errors": ok[0]["errors"], "text": ok[0]["text"], "queries": ok[0].get("queries", []),
     }  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--store", required=True, help="file path or ducklake: URL")
+    ap.add_argument("--store", help="file path or ducklake: URL")
+    ap.add_argument("--lake", type=Path, metavar="DIR",
+                    help="measure the DuckLake store built with generate --lake DIR (starts "
+                    "its PostgreSQL for the run)")  # fmt: skip
     ap.add_argument("--pages", default=",".join(PAGE_FILES))
     ap.add_argument("--cold-runs", type=int, default=3, help="fresh processes per page")
     ap.add_argument("--reps", type=int, default=5, help="warm and cold-cache runs per process")
@@ -258,8 +284,18 @@ def main(argv: list[str] | None = None) -> int:
                      args.memory_limit, args.queries)  # fmt: skip
         print(json.dumps(out, default=str))
         return 0
-    results = measure(args.store, args.pages.split(","), args.cold_runs, args.reps,
-                      args.memory_limit, args.timeout)  # fmt: skip
+    if args.lake:
+        from benchmarks.scale import pg
+
+        args.store = pg.lake_url(pg.start(args.lake), args.lake)
+    if not args.store:
+        ap.error("give --store or --lake")
+    try:
+        results = measure(args.store, args.pages.split(","), args.cold_runs, args.reps,
+                          args.memory_limit, args.timeout)  # fmt: skip
+    finally:
+        if args.lake:
+            pg.stop(args.lake)
     text = json.dumps(results, indent=2, default=str)
     if args.out:
         args.out.write_text(text + "\n")

@@ -34,18 +34,20 @@ def insert_bench(con: duckdb.DuckDBPyConnection) -> None:
         "p99_itl_ms, mean_e2el_ms, median_e2el_ms, std_e2el_ms, p90_e2el_ms, p99_e2el_ms, tp, pp, "
         "dp, ep, layout, layout_kind, layout_source, vllm_version, extra) "
         "SELECT run_id, 'sweep', strftime(started_at, '%Y%m%d-%H%M%S'), NULL, 'vllm', model, "
-        "model, c * 10, NULL, 1.0, c, c, 1000, 500, c * 10, 0, dur, c * 10000, c * 5000, "
-        "c * 10 / dur, c * 5000 / dur, c * 15000 / dur, c * 5000 / dur * 1.3, c, "
+        "model, c * 10, NULL, 1.0, c, c, 1000, 500, c * 10, 0, c * 5000 / thr, c * 10000, "
+        "c * 5000, thr / 500, thr, thr * 3, thr * 1.3, c, "
         "ttft, ttft * 0.95, ttft * 0.2, ttft * 1.4, ttft * 2.1, tpot, tpot * 0.98, tpot * 0.1, "
         "tpot * 1.2, tpot * 1.6, tpot, tpot * 0.97, tpot * 0.3, tpot * 1.3, tpot * 2.5, "
         "ttft + 500 * tpot, ttft + 490 * tpot, 300, ttft + 600 * tpot, ttft + 700 * tpot, "
-        "l[3], 1, l[4], l[5], l[1], l[2], 'server-args', '0.11.2', '{\"seed\": 0}' FROM ("
+        "tp, 1, dp, ep, layout, kind, 'server-args', '0.11.2', '{\"seed\": 0}' FROM ("
+        "SELECT *, c * 1000.0 / tpot * 0.9 AS thr FROM ("
         f"SELECT p.run_id, p.started_at, list_extract({MODELS}, p.idx % 3 + 1) AS model, "
-        f"list_extract({LAYOUTS}, p.idx % 4 + 1) AS l, c.c, "
+        "l[1] AS layout, l[2] AS kind, l[3] AS tp, l[4] AS dp, l[5] AS ep, c.c, "
         "(8.0 + 0.04 * c.c * (1 + p.idx % 4) + (p.h % 100) / 100.0) AS tpot, "
-        "(120.0 + 3.0 * c.c) AS ttft, (10 + c.c / 8.0) * 60.0 AS dur "
-        "FROM plan p, (SELECT unnest([1, 2, 4, 8, 16, 32, 64, 128, 256]) AS c) c "
-        f"WHERE p.verb = 'vllm-bench' AND {OK})"
+        "(120.0 + 3.0 * c.c) AS ttft "
+        f"FROM (SELECT *, list_extract({LAYOUTS}, idx % 4 + 1) AS l FROM plan) p, "
+        "(SELECT unnest([1, 2, 4, 8, 16, 32, 64, 128, 256]) AS c) c "
+        f"WHERE p.verb = 'vllm-bench' AND {OK}))"
     )  # fmt: skip
 
 
@@ -78,7 +80,7 @@ def insert_metrics(con: duckdb.DuckDBPyConnection) -> None:
     gauges = ("(VALUES ('vllm:num_requests_running', 24.0), ('vllm:num_requests_waiting', 3.0), "
               "('vllm:kv_cache_usage_perc', 0.42)) g(m, v)")  # fmt: skip
     con.execute(base.format(metric="g.m", kind="'gauge'", sample="g.m", labels="'{}'", le="NULL",
-                            value="g.v + (p.h % 7)", more=", " + gauges))  # fmt: skip
+                            value="g.v * (0.8 + (p.h % 40) / 100.0)", more=", " + gauges))  # fmt: skip
     counters = ("(VALUES ('vllm:prompt_tokens', 60000.0, NULL), ('vllm:generation_tokens', "
                 "30000.0, NULL), ('vllm:num_preemptions', 2.0, NULL), ('vllm:request_success', "
                 "50.0, 'stop'), ('vllm:request_success', 8.0, 'length'), ('vllm:request_success', "

@@ -99,6 +99,9 @@ class Sink:
 
     def add(self, ev: dict[str, Any], cat: bytes, offset: int) -> None:
         get = ev.get
+        ph = get("ph")
+        if ph is not None and ph != "X":
+            return  # begin/end, instant and counter events carry no duration
         name, ts, dur = get("name"), get("ts"), get("dur")
         try:  # comparisons raise TypeError for a missing (None) or non-numeric value
             ok = dur >= 0 and ts > -1e300 and name.__class__ is str
@@ -106,8 +109,6 @@ class Sink:
             ok = False
         if not ok:
             self._invalid(name, ts, dur, cat, offset)
-        if get("ph") != "X":
-            return
         self.raw.events_kept += 1
         args = get("args") or {}
         kind = _GPU_KIND.get(cat)

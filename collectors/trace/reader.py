@@ -10,7 +10,7 @@ object. A separator can also occur inside a string or a nested object: such a cu
 to parse and is widened to the next separator, so a false split costs a retry, never a
 wrong event. The keys around ``traceEvents`` (``distributedInfo``, ``deviceProperties``,
 ``baseTimeNanoseconds``) may come before or after the events. Gzip is inflated in a
-background thread (zlib releases the GIL), overlapping the parse.
+background thread (see ``source``), overlapping the parse.
 
 A file that ends inside ``traceEvents`` (a crashed run's ``.tmp``) keeps its complete
 events and is marked partial.
@@ -19,11 +19,7 @@ events and is marked partial.
 from __future__ import annotations
 
 import gc
-import hashlib
-import queue
 import re
-import threading
-import zlib
 from collections import deque
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,6 +27,7 @@ from typing import Any
 
 from collectors.errors import InputError
 from collectors.trace.columns import KEEP, NotATrace, RawTrace, Sink
+from collectors.trace.source import chunks
 
 try:
     from orjson import loads as _loads
@@ -53,8 +50,6 @@ _KEPT_GPU = re.compile(
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 # "}" "]" then another top-level key or the closing brace
 _ARRAY_END = re.compile(rb'\}\s*\](?=\s*(?:,\s*"[^"]*"\s*:|\}))')
-_CHUNK = 8 << 20
-_GZ_READ = 512 << 10  # compressed bytes per read (~20x that once inflated)
 _MAX_HEADER = 256 << 20
 _MAX_EVENT = 64 << 20  # one event larger than this means broken JSON
 
@@ -71,7 +66,7 @@ def read_trace(path: Path, all_cpu_ops: bool | None = None) -> RawTrace:
     gc.disable()  # millions of short-lived dicts: the cyclic GC would rescan our buffers
     try:
         scanner = _Scanner(raw, sink, all_cpu_ops)
-        scanner.run(_chunks(path, raw))
+        scanner.run(chunks(path, raw))
         sink.flush()
     finally:
         if enabled:
@@ -84,85 +79,6 @@ def read_trace(path: Path, all_cpu_ops: bool | None = None) -> RawTrace:
 def _lists_devices(meta: dict[str, Any]) -> bool:
     props = meta.get("deviceProperties")
     return isinstance(props, list) and len(props) > 0
-
-
-def _chunks(path: Path, raw: RawTrace) -> Iterator[bytes]:
-    """Decompressed chunks; gzip is inflated by a background thread."""
-    with path.open("rb") as f:
-        gz = f.read(2) == b"\x1f\x8b"
-    if not gz:
-        yield from _plain(path, raw)
-        return
-    q: queue.Queue = queue.Queue(maxsize=4)
-    stop = threading.Event()
-    worker = threading.Thread(target=_inflate_into, args=(path, raw, q, stop), daemon=True)
-    worker.start()
-    try:
-        while True:
-            item = q.get()
-            if item is None:
-                break
-            if isinstance(item, BaseException):
-                raise item
-            yield item
-    finally:
-        stop.set()
-        while worker.is_alive():  # unblock a producer waiting on a full queue
-            try:
-                q.get_nowait()
-            except queue.Empty:
-                worker.join(0.05)
-
-
-def _plain(path: Path, raw: RawTrace) -> Iterator[bytes]:
-    crc = 0
-    head_sha = None
-    with path.open("rb") as f:
-        while block := f.read(_CHUNK):
-            head_sha = head_sha or hashlib.sha256(block).hexdigest()
-            crc = zlib.crc32(block, crc)
-            raw.size_bytes += len(block)
-            yield block
-    _set_digest(raw, crc, head_sha)
-
-
-def _set_digest(raw: RawTrace, crc: int, head_sha: str | None) -> None:
-    # sha256 of every byte runs at ~200 MB/s here; size + crc32 + the first chunk's sha256
-    # identify a trace file for re-import just as well at >2 GB/s
-    raw.digest = hashlib.sha256(f"{raw.size_bytes}:{crc}:{head_sha}".encode()).hexdigest()
-
-
-def _inflate_into(path: Path, raw: RawTrace, q: queue.Queue, stop: threading.Event) -> None:
-    try:
-        crc = 0
-        head_sha = None
-        d = zlib.decompressobj(zlib.MAX_WBITS | 16)
-        with path.open("rb") as f:
-            while (block := f.read(_GZ_READ)) and not stop.is_set():
-                head_sha = head_sha or hashlib.sha256(block).hexdigest()
-                crc = zlib.crc32(block, crc)
-                raw.size_bytes += len(block)
-                data = block
-                while data and not stop.is_set():
-                    try:
-                        out = d.decompress(data, _CHUNK)
-                    except zlib.error as exc:
-                        raise InputError(f"{path}: corrupt gzip data ({exc})") from None
-                    data = d.unconsumed_tail
-                    if out:
-                        q.put(out)
-                    if d.eof and d.unused_data:  # concatenated gzip members are legal
-                        data = d.unused_data
-                        if not b"\x1f\x8b".startswith(data[:2]):
-                            raise InputError(f"{path}: garbage after the gzip stream")
-                        d = zlib.decompressobj(zlib.MAX_WBITS | 16)
-        if not d.eof and not stop.is_set():
-            raw.partial = True
-            raw.partial_reason = "the gzip stream is truncated"
-        _set_digest(raw, crc, head_sha)
-        q.put(None)
-    except BaseException as exc:  # handed to the reading thread
-        q.put(exc)
 
 
 class _Scanner:

@@ -29,11 +29,69 @@ def _device_name(meta: dict[str, Any]) -> str | None:
     return None
 
 
+def _us_to_ns(us: float) -> int:
+    """Exact integer ns: ``us * 1000`` in floating point is off by ~100 ns at epoch scale."""
+    whole = int(us // 1)
+    return whole * 1000 + round((us - whole) * 1000)
+
+
 def _base_ns(meta: dict[str, Any]) -> int:
     try:
         return int(meta.get("baseTimeNanoseconds") or 0)
     except (TypeError, ValueError):
         return 0
+
+
+_NP = {"int32": np.int32, "int64": np.int64, "double": np.float64}
+
+
+def _col(values: Any, typ: Any, null: np.ndarray | None = None):
+    """A numeric arrow column straight from numpy buffers (zero copy where possible).
+
+    ``pa.array(ndarray)`` would import pandas (~0.3 s) just to rule out pandas input.
+    """
+    import pyarrow as pa
+
+    arr = np.ascontiguousarray(values, dtype=_NP[str(typ)])
+    validity, nulls = None, 0
+    if null is not None and null.any():
+        validity = pa.py_buffer(np.packbits(~null, bitorder="little"))
+        nulls = int(null.sum())
+    return pa.Array.from_buffers(typ, len(arr), [validity, pa.py_buffer(arr)], null_count=nulls)
+
+
+def _from_rows(rows: list[dict[str, Any]], schema: Any):
+    """A small table from row dicts, built column by column without ``pa.array``."""
+    import pyarrow as pa
+
+    cols = []
+    for f in schema:
+        values = [r[f.name] for r in rows]
+        null = np.array([v is None for v in values], dtype=bool)
+        if f.type == pa.string():
+            cols.append(_strings(values))
+        elif f.type == pa.bool_():
+            bits = pa.py_buffer(np.packbits(np.array([bool(v) for v in values]), bitorder="little"))
+            validity = pa.py_buffer(np.packbits(~null, bitorder="little")) if null.any() else None
+            cols.append(pa.Array.from_buffers(pa.bool_(), len(values), [validity, bits],
+                                              null_count=int(null.sum())))  # fmt: skip
+        else:
+            cols.append(_col([0 if v is None else v for v in values], f.type, null))
+    return pa.Table.from_arrays(cols, schema=schema)
+
+
+def _strings(values: list[str | None]):
+    """A string arrow column from offsets + bytes (``pa.array`` would import pandas)."""
+    import pyarrow as pa
+
+    encoded = [b"" if v is None else v.encode() for v in values]
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+    np.cumsum([len(e) for e in encoded], out=offsets[1:])
+    null = np.array([v is None for v in values], dtype=bool)
+    validity = pa.py_buffer(np.packbits(~null, bitorder="little")) if null.any() else None
+    buffers = [validity, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))]
+    return pa.Array.from_buffers(pa.large_string(), len(values), buffers,
+                                 null_count=int(null.sum())).cast(pa.string())  # fmt: skip
 
 
 def _dict_array(codes: np.ndarray, values: list[Any]):
@@ -45,8 +103,8 @@ def _dict_array(codes: np.ndarray, values: list[Any]):
 
     null = np.array([v is None for v in values], dtype=bool)
     mask = null[codes] if null.any() and len(codes) else None
-    indices = pa.array(codes.astype(np.int32), type=pa.int32(), mask=mask)
-    dictionary = pa.array(["" if v is None else v for v in values], type=pa.string())
+    indices = _col(codes, pa.int32(), mask)
+    dictionary = _strings(["" if v is None else v for v in values])
     return pa.DictionaryArray.from_arrays(indices, dictionary)
 
 
@@ -68,7 +126,7 @@ def build(results: list[RankResult], ranks: list[tuple[int, str]]) -> Built:
             "busy_us": t.busy_us, "idle_us": t.idle_us, "span_us": t.span_us,
             "comm_us": t.comm_us, "exposed_comm_us": t.exposed_comm_us,
             "steps": len(res.steps),
-            "trace_start_ns": int(round(res.trace_start_us * 1000)) + _base_ns(raw.meta),
+            "trace_start_ns": _us_to_ns(res.trace_start_us) + _base_ns(raw.meta),
             "step_source": res.steps[0].source if res.steps else None,
         })  # fmt: skip
         t0 = res.trace_start_us
@@ -86,8 +144,8 @@ def build(results: list[RankResult], ranks: list[tuple[int, str]]) -> Built:
         stat_parts.append(_kernel_stats(res, rank))
         kernel_parts.append(_kernels(res, rank))
     tables = {
-        "trace_ranks": pa.Table.from_pylist(rank_rows, schema=_RANK_SCHEMA()),
-        "trace_steps": pa.Table.from_pylist(step_rows, schema=_STEP_SCHEMA()),
+        "trace_ranks": _from_rows(rank_rows, _RANK_SCHEMA()),
+        "trace_steps": _from_rows(step_rows, _STEP_SCHEMA()),
         "trace_step_categories": pa.concat_tables(cat_rows),
         "trace_kernel_stats": pa.concat_tables(stat_parts),
         "trace_kernels": pa.concat_tables(kernel_parts, promote_options="permissive"),
@@ -111,11 +169,11 @@ def _step_categories(res: RankResult, rank: int):
     uniq, inverse, calls = np.unique(key, return_inverse=True, return_counts=True)
     total = np.bincount(inverse, weights=res.dur[sel], minlength=len(uniq))
     return pa.table({
-        "rank": pa.array(np.full(len(uniq), rank), type=pa.int32()),
-        "step": pa.array(uniq // len(CATS), type=pa.int32()),
-        "category": pa.array(CATS[uniq % len(CATS)].tolist(), type=pa.string()),
-        "calls": pa.array(calls, type=pa.int64()),
-        "total_us": pa.array(total, type=pa.float64()),
+        "rank": _col(np.full(len(uniq), rank), pa.int32()),
+        "step": _col(uniq // len(CATS), pa.int32()),
+        "category": _strings(CATS[uniq % len(CATS)].tolist()),
+        "calls": _col(calls, pa.int64()),
+        "total_us": _col(total, pa.float64()),
     })  # fmt: skip
 
 
@@ -140,15 +198,15 @@ def _kernel_stats(res: RankResult, rank: int):
     steps_seen = np.bincount(pairs // (int(res.step.max(initial=0)) + 1), minlength=m)
     names = res.raw.names
     return pa.table({
-        "rank": pa.array(np.full(m, rank), type=pa.int32()),
-        "name": pa.array([names[int(i)] for i in name_of], type=pa.string()),
-        "category": pa.array(CATS[cat_of].tolist(), type=pa.string()),
-        "dtype": pa.array([res.dtype[int(i)] for i in dtype_of], type=pa.string()),
-        "calls": pa.array(calls, type=pa.int64()),
-        "total_us": pa.array(total, type=pa.float64()),
-        "min_us": pa.array(lo, type=pa.float64()),
-        "max_us": pa.array(hi, type=pa.float64()),
-        "steps_seen": pa.array(steps_seen, type=pa.int32()),
+        "rank": _col(np.full(m, rank), pa.int32()),
+        "name": _strings([names[int(i)] for i in name_of]),
+        "category": _strings(CATS[cat_of].tolist()),
+        "dtype": _strings([res.dtype[int(i)] for i in dtype_of]),
+        "calls": _col(calls, pa.int64()),
+        "total_us": _col(total, pa.float64()),
+        "min_us": _col(lo, pa.float64()),
+        "max_us": _col(hi, pa.float64()),
+        "steps_seen": _col(steps_seen, pa.int32()),
     })  # fmt: skip
 
 
@@ -158,13 +216,12 @@ def _kernels(res: RankResult, rank: int):
     n = len(res.name)
     used, name_codes = np.unique(res.name, return_inverse=True) if n else (res.name, res.name)
     names = res.raw.names
-    step = pa.array(res.step.astype(np.int32), type=pa.int32(), mask=res.step < 0)
     return pa.table({
-        "rank": pa.array(np.full(n, rank, dtype=np.int32), type=pa.int32()),
-        "step": step,
-        "stream": pa.array(res.stream, type=pa.int64()),
-        "start_us": pa.array(res.start - res.trace_start_us, type=pa.float64()),
-        "dur_us": pa.array(res.dur, type=pa.float64()),
+        "rank": _col(np.full(n, rank), pa.int32()),
+        "step": _col(res.step, pa.int32(), res.step < 0),
+        "stream": _col(res.stream, pa.int64()),
+        "start_us": _col(res.start - res.trace_start_us, pa.float64()),
+        "dur_us": _col(res.dur, pa.float64()),
         "name": _dict_array(np.asarray(name_codes).reshape(-1), [names[int(i)] for i in used]),
         "category": _dict_array(res.category, list(taxonomy.CATEGORIES)),
         "dtype": _dict_array(res.dtype_of, [d for d in res.dtype]),

@@ -1,7 +1,7 @@
 -- 0002: PyTorch-profiler (Kineto) trace imports: per rank, per step, per category, per kernel.
--- Written by `python -m collectors trace` and `profile`. Times are microseconds; step
--- start_us is relative to the rank's first trace event (trace_ranks.trace_start_ns gives
--- that instant in Unix nanoseconds).
+-- Written by `python -m collectors trace` and `profile`. Times are microseconds; start_us
+-- is relative to the rank's first analysed event (trace_ranks.trace_start_ns gives that
+-- instant in Unix nanoseconds).
 CREATE TABLE trace_ranks (
     run_id VARCHAR NOT NULL,
     rank INTEGER NOT NULL,
@@ -23,7 +23,7 @@ CREATE TABLE trace_ranks (
     comm_us DOUBLE,                   -- union of communication kernels inside the windows
     exposed_comm_us DOUBLE,           -- communication with no compute kernel running
     steps INTEGER,
-    trace_start_ns BIGINT,            -- first event, Unix ns (baseTimeNanoseconds applied)
+    trace_start_ns BIGINT,            -- first analysed event, Unix ns (baseTimeNanoseconds applied)
     step_source VARCHAR               -- vllm | profiler_step | sglang | gap
 );
 

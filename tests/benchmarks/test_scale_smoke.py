@@ -55,7 +55,8 @@ def test_aggregates_agree_with_the_raw_kernel_rows(scale_store: Path) -> None:
     assert outside == 0
 
 
-def test_policy_checks_find_the_planted_fp8_allreduce(scale_store: Path) -> None:
+def test_policy_checks_find_the_planted_violations(scale_store: Path) -> None:
+    """FP8 AllReduce runs break the policy; quantize-then-AllReduce runs need review."""
     from planner.policy import load_policy
     from planner.trace_check import check_kernels
     from store import queries_policy
@@ -64,10 +65,16 @@ def test_policy_checks_find_the_planted_fp8_allreduce(scale_store: Path) -> None
     loc = resolve(scale_store)
     fp8_runs = {r[0] for r in query(scale_store, "SELECT DISTINCT run_id FROM "
                                     "trace_kernel_stats WHERE dtype = 'f8e4m3'")}  # fmt: skip
-    assert fp8_runs
+    quant_runs = {r[0] for r in query(scale_store, "SELECT DISTINCT run_id FROM "
+                                      "trace_kernel_stats WHERE category = 'cast_quant'")}  # fmt: skip
+    assert fp8_runs and quant_runs
     rows = queries_policy.policy_kernel_rows(loc).to_dict("records")
-    findings = check_kernels(rows, load_policy())
-    assert fp8_runs <= {f.run_id for f in findings if f.level == "violation"}
+    adjacent = queries_policy.quantize_before_collectives(loc).to_dict("records")
+    adjacency = {rid: [r for r in adjacent if r["run_id"] == rid]
+                 for rid in queries_policy.event_runs(loc)}  # fmt: skip
+    findings = check_kernels(rows, load_policy(), None, adjacency)
+    assert {f.run_id for f in findings if f.level == "violation"} == fp8_runs
+    assert {f.run_id for f in findings if f.level == "review"} == quant_runs
 
 
 def test_every_page_renders_the_benchmark_links(scale_store: Path,

@@ -5,10 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
+import pytest
 
 from store.bundle import write_spool
 from store.commit import commit_entry
 from store.connect import connection
+from store.errors import StoreMissing
 from store.location import resolve
 from tests.helpers import run_cli
 from tests.lake.conftest import Lake, PgServer
@@ -55,6 +57,11 @@ def test_migrate_copies_every_table_and_rerun_is_a_noop(lake: Lake, tmp_path: Pa
     for b in bundles:
         commit_entry(loc, write_spool(b, loc.spool_dir))
     assert run_cli(src, "host", "--label", "real-cli").code == 0
+    dry = run_cli(src, "migrate", "--to", lake.url, "--json", "--dry-run", **lake.env())
+    assert dry.code == 0, dry.stderr
+    assert dry.json["new_runs"] == 4 and dry.json["tables"]["host_gpus"]["copied"] == 43
+    with pytest.raises(StoreMissing):  # the dry run did not even create the catalog
+        lake_rows(lake.url, "SELECT 1")
     res = run_cli(src, "migrate", "--to", lake.url, "--json", **lake.env())
     assert res.code == 0, res.stderr
     summary = res.json
@@ -88,3 +95,30 @@ def test_migrate_refuses_bad_targets_in_one_line(lake: Lake, tmp_path: Path) -> 
     assert same.code == 1 and "the target is the source" in same.stderr
     for res in (missing, same):
         assert len(res.stderr.strip().splitlines()) == 1 and "Traceback" not in res.stderr
+
+
+def test_compact_merges_files_and_keeps_every_row(lake: Lake, tmp_path: Path) -> None:
+    loc = resolve(lake.url)
+    for i in range(6):
+        commit_entry(loc, write_spool(host_bundle(f"h{i}", gpus=24 if i % 2 else 3), lake.spool))
+
+    def state() -> tuple:
+        with connection(loc, read_only=True) as con:
+            rows = con.execute(
+                "SELECT (SELECT count(*) FROM runs), (SELECT count(*) FROM host_gpus), "
+                "(SELECT sum(gpu_index) FROM host_gpus)"
+            ).fetchone()
+            files = con.execute("SELECT count(*) FROM ducklake_list_files('lake', 'host_gpus')")
+            return rows, files.fetchone()[0]
+
+    rows_before, files_before = state()
+    res = run_cli(tmp_path / "unused.duckdb", "compact", "--store", lake.url, "--keep-days", "0",
+                  "--json", **lake.env())  # fmt: skip
+    assert res.code == 0, res.stderr
+    assert [s["step"] for s in res.json["steps"]][0] == "flush inlined rows to Parquet"
+    rows_after, files_after = state()
+    assert rows_after == rows_before == (6, 3 * 24 + 3 * 3, 3 * 276 + 3 * 3)
+    assert files_before >= 3 and files_after < files_before
+    embedded = run_cli(tmp_path / "e.duckdb", "host")
+    assert embedded.code == 0
+    assert run_cli(tmp_path / "e.duckdb", "compact").code == 0

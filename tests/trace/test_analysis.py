@@ -63,7 +63,10 @@ def test_h100_matches_reference_timeline_within_0_1_percent():
     path = fixture("tracelens/h100_qwen1.5_0.5b.json.gz")
     ref_csv = path.with_name("h100_qwen1.5_0.5b.gpu_timeline.csv")
     ref = {r["type"]: float(r["time ms"]) * 1000 for r in csv.DictReader(ref_csv.open())}
-    got = ingest_traces([path]).summary["per_rank"][0]
+    res = ingest_traces([path])
+    got = res.summary["per_rank"][0]
+    # first analysed event (a kernel) at 1428625731622.25 us after baseTimeNanoseconds
+    assert res.tables["trace_ranks"].to_pylist()[0]["trace_start_ns"] == 1752839461731622250
     assert got["busy_us"] == pytest.approx(ref["busy_time"], rel=1e-3)
     assert got["idle_us"] == pytest.approx(ref["idle_time"], rel=1e-3)
     assert got["span_us"] == pytest.approx(ref["total_time"], rel=1e-3)
@@ -227,3 +230,30 @@ def test_partial_tmp_is_marked(truncated_tmp):
     res = ingest_traces([truncated_tmp])
     assert res.partial and res.summary["partial"] and "ended early" in res.message
     assert res.tables["trace_ranks"].to_pylist()[0]["partial"] is True
+
+
+def test_benchmark_generator_output_ingests(tmp_path):
+    """The benchmark's generated trace is a valid vLLM decode trace (bf16 AllReduce)."""
+    from benchmarks.trace_gen import generate
+
+    path = tmp_path / "gen_rank0.json.gz"
+    n_steps = generate(path, size_mb=2, layers=2)
+    res = ingest_traces([path])
+    assert res.summary["steps"] == n_steps and not res.partial
+    stats = res.tables["trace_kernel_stats"].to_pylist()
+    assert {(s["category"], s["dtype"]) for s in stats if s["category"] == "allreduce"} == {
+        ("allreduce", "bf16")}  # fmt: skip
+    assert {"gemm", "attention", "moe", "norm"} <= {s["category"] for s in stats}
+
+
+def test_unannotated_trace_splits_steps_at_idle_gaps(tmp_path):
+    b = TraceBuilder(rank=0)
+    for start in (0.0, 5000.0):  # two bursts of back-to-back kernels, 4.8 ms apart
+        for i in range(4):
+            b.kernel("nvjet_tst_128x64_64x4_1x2_h_bz_TNT", start + i, start + 10 + 20 * i, 15.0)
+    res = ingest_traces([b.write(tmp_path / "g.json")])
+    steps_t = res.tables["trace_steps"].to_pylist()
+    assert [(s["source"], s["name"]) for s in steps_t] == [("gap", "gap#0"), ("gap", "gap#1")]
+    assert [s["wall_us"] for s in steps_t] == [75.0, 75.0]
+    r = res.summary["per_rank"][0]
+    assert r["span_us"] == pytest.approx(5075.0) and r["busy_us"] == pytest.approx(120.0)

@@ -128,3 +128,12 @@ def test_events_whose_category_comes_after_braces(tmp_path):
     raw = read_trace(path)
     assert list(raw.g_dur) == [2.5, 2.5] and raw.names[raw.g_name[0]] == "k<{lambda()#1}>"
     assert raw.events_total == 3 and not raw.partial
+
+
+def test_non_complete_events_in_kept_categories_are_ignored(tmp_path):
+    ev = '{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1.0, "dur": 2.0}'
+    begin = '{"ph": "B", "cat": "user_annotation", "name": "a", "pid": 1, "tid": 1, "ts": 0.5}'
+    path = tmp_path / "t.json"
+    path.write_text('{"traceEvents": [' + begin + ", " + ev + "]}")
+    raw = read_trace(path)
+    assert list(raw.g_dur) == [2.0] and raw.cpu_annotations == []

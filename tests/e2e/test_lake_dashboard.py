@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.conftest import browser, free_port, open_app, page  # noqa: F401 (fixtures)
+from tests.e2e.conftest import free_port, open_app
 from tests.helpers import ROOT, run_cli
-from tests.lake.conftest import Lake
+from tests.lake.conftest import Lake, lake, pg  # noqa: F401 (the PostgreSQL fixtures)
 
 pytestmark = pytest.mark.e2e
 
