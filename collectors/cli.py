@@ -29,37 +29,41 @@ class Verb:
     module: str  # defines add_arguments(parser) and run(args, ctx) -> int
     help: str
     measures: bool = False  # takes the host-wide measurement lock
+    writes: bool = True  # commits to the store (so a store path that can never work fails first)
 
 
 VERBS: tuple[Verb, ...] = (
+    # Measure this host
     Verb("host", "collectors.host", "snapshot this machine: OS, CPU, memory, GPUs, versions"),
-    Verb("flush", "collectors.flush", "commit run bundles waiting in the spool"),
-    Verb("trace", "collectors.trace", "import PyTorch-profiler (Kineto) traces: per-rank, "
-         "per-step kernel breakdown"),  # fmt: skip
-    Verb("migrate", "collectors.migrate_store", "copy every run of an embedded store into a "
-         "DuckLake (--to URL); re-running is a no-op"),  # fmt: skip
-    Verb("export", "collectors.export_run", "write one run (every table) as Parquet files "
-         "in a folder or a .zip, to hand to a teammate"),  # fmt: skip
-    Verb("import", "collectors.import_run", "commit a run exported by `export` into this "
-         "store (validated; re-import is a no-op)"),  # fmt: skip
-    Verb("doctor", "collectors.doctor", "check store, spool backlog, lock dir, NVML and "
-         "optionally a vLLM URL; one pass/warn/fail line each"),  # fmt: skip
-    Verb("compact", "collectors.compact", "merge a lake's small files and expire old "
-         "snapshots (daily; rows unchanged)"),  # fmt: skip
-    Verb("vllm-profile", "collectors.vllm.profile", "profile a running vLLM server under a "
-         "short streaming load and import its per-rank traces", measures=True),  # fmt: skip
-    Verb("vllm-bench", "collectors.vllm.bench", "import `vllm bench serve` results, or run a "
-         "concurrency sweep (lock only while running)"),  # fmt: skip
-    Verb("vllm-metrics", "collectors.vllm.metrics", "one scrape of a vLLM server's Prometheus "
-         "/metrics (cheap; for cron)"),  # fmt: skip
     Verb("gpu", "collectors.gpu", "NVML inventory: GPUs, PCIe/NVLink, P2P and topology "
          "matrices, interconnect class"),  # fmt: skip
     Verb("profile", "collectors.profile", "profile a built-in MoE decode step (TP over local "
          "ranks) with torch.profiler and import it", measures=True),  # fmt: skip
     Verb("comm", "collectors.comm", "benchmark collectives (all_reduce, all_to_all, ...) in "
          "tokens per GPU or bytes", measures=True),  # fmt: skip
+    Verb("vllm-profile", "collectors.vllm.profile", "profile a running vLLM server under a "
+         "short streaming load and import its per-rank traces", measures=True),  # fmt: skip
+    Verb("vllm-bench", "collectors.vllm.bench", "import `vllm bench serve` results, or run a "
+         "concurrency sweep (lock only while running)"),  # fmt: skip
+    Verb("vllm-metrics", "collectors.vllm.metrics", "one scrape of a vLLM server's Prometheus "
+         "/metrics (cheap; for cron)"),  # fmt: skip
+    # Import what was measured elsewhere
+    Verb("trace", "collectors.trace", "import PyTorch-profiler (Kineto) traces: per-rank, "
+         "per-step kernel breakdown"),  # fmt: skip
     Verb("nccl-tests", "collectors.nccl_tests", "import nccl-tests output (text logs of every "
          "era, or -J JSON)"),  # fmt: skip
+    Verb("import", "collectors.import_run", "commit a run exported by `export` into this "
+         "store (validated; re-import is a no-op)"),  # fmt: skip
+    # Store upkeep
+    Verb("export", "collectors.export_run", "write one run (every table) as Parquet files "
+         "in a folder or a .zip, to hand to a teammate", writes=False),  # fmt: skip
+    Verb("flush", "collectors.flush", "commit run bundles waiting in the spool"),
+    Verb("doctor", "collectors.doctor", "check store, spool backlog, lock dir, NVML and "
+         "optionally a vLLM URL; one pass/warn/fail line each", writes=False),  # fmt: skip
+    Verb("migrate", "collectors.migrate_store", "copy every run of an embedded store into a "
+         "DuckLake (--to URL); re-running is a no-op"),  # fmt: skip
+    Verb("compact", "collectors.compact", "merge a lake's small files and expire old "
+         "snapshots (daily; rows unchanged)"),  # fmt: skip
 )
 
 
@@ -119,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         ctx = Context.from_args(verb.name, args, log)
-        if not args.dry_run:
+        if verb.writes and not args.dry_run:
             check_usable(ctx.loc)
         module = importlib.import_module(verb.module)
         if not verb.measures:

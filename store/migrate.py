@@ -46,15 +46,15 @@ def code_version() -> int:
 
 
 def store_version(con: duckdb.DuckDBPyConnection) -> int:
-    """The store's schema version; 0 for an empty database."""
-    has_table = con.execute(
-        "SELECT count(*) FROM information_schema.tables "
-        "WHERE table_name = 'stepscope_schema' AND table_schema = current_schema() "
-        "AND table_catalog = current_database()"
-    ).fetchone()[0]
-    if not has_table:
+    """The store's schema version; 0 for an empty database.
+
+    Asks the table directly: information_schema costs ~80 ms per query on a DuckLake
+    catalog, and this runs on every commit and every new data version.
+    """
+    try:
+        return con.execute("SELECT coalesce(max(version), 0) FROM stepscope_schema").fetchone()[0]
+    except duckdb.CatalogException:
         return 0
-    return con.execute("SELECT coalesce(max(version), 0) FROM stepscope_schema").fetchone()[0]
 
 
 def upgrade(con: duckdb.DuckDBPyConnection) -> list[int]:

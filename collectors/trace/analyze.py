@@ -59,8 +59,10 @@ def _launch_times(raw: RawTrace, corr: np.ndarray) -> np.ndarray:
     return out
 
 
-def _cpu_intervals(raw: RawTrace, wanted: dict[int, int]) -> tuple[np.ndarray, ...]:
-    """CPU ops and annotations whose name id is in ``wanted``: (starts, ends, labels)."""
+def _cpu_intervals(raw: RawTrace, wanted: dict[int, int],
+                   annotations: bool = True) -> tuple[np.ndarray, ...]:  # fmt: skip
+    """CPU ops whose name id is in ``wanted`` (and ``nccl:`` annotations, labelled with
+    their collective, if ``annotations``): (starts, ends, labels) sorted by start."""
     names = np.frombuffer(raw.c_name, dtype=np.int64)
     ts = np.frombuffer(raw.c_ts, dtype=np.float64)
     dur = np.frombuffer(raw.c_dur, dtype=np.float64)
@@ -69,7 +71,7 @@ def _cpu_intervals(raw: RawTrace, wanted: dict[int, int]) -> tuple[np.ndarray, .
     starts = list(ts[sel])
     ends = list(ts[sel] + dur[sel])
     labels = [wanted[int(n)] for n in names[sel]]
-    for name, t, d, _tid in raw.cpu_annotations:
+    for name, t, d, _tid in raw.cpu_annotations if annotations else ():
         cat = taxonomy.collective_category(name) if name.startswith("nccl:") else None
         if cat:
             starts.append(t)
@@ -106,7 +108,26 @@ def _gpu_categories(raw: RawTrace, name: np.ndarray, kind: np.ndarray, launch: n
         cast = metrics.containing(s, e, lab, launch[copies]) > 0 if len(s) else None
         if cast is not None:
             cat[copies[cast]] = CAT_INDEX["cast_quant"]
+    _by_enclosing_op(raw, cat, kind, launch)
     return cat
+
+
+def _by_enclosing_op(raw: RawTrace, cat: np.ndarray, kind: np.ndarray,
+                     launch: np.ndarray) -> None:  # fmt: skip
+    """Kernels launched inside a MoE/attention CPU op take its category (a routed-expert
+    GEMM is MoE time): the launch's CPU time (correlation id -> runtime call) against the
+    innermost such op. Communication kernels and memcpy/memset keep theirs."""
+    wanted = {i: CAT_INDEX[c] for i, n in enumerate(raw.names)
+              if (c := taxonomy.enclosing_op_category(n))}  # fmt: skip
+    if not wanted or not len(cat):
+        return
+    s, e, lab = _cpu_intervals(raw, wanted, annotations=False)
+    if not len(s):
+        return
+    sel = np.flatnonzero((kind == 0) & ~np.isin(cat, _COMM_IDX))
+    got = metrics.containing(s, e, lab, launch[sel])
+    hit = got >= 0
+    cat[sel[hit]] = got[hit]
 
 
 def _coll_idx(label: str) -> int:
@@ -155,7 +176,7 @@ def analyze(raw: RawTrace) -> RankResult:
         launch = start.copy()
         by_name = [CAT_INDEX[taxonomy.cpu_op_category(n)] for n in raw.names]
         category = np.array(by_name, dtype=np.int64)[name] if len(name) else name
-        arg_dtype = np.full(len(top), -1, dtype=np.int64)
+        arg_dtype = _cpu_dtypes(raw, top, category, stream)
     dtypes, dtype_of = _dtypes(raw, name, category, arg_dtype)
     end = start + dur
     busy = metrics.union(start, end)
@@ -200,6 +221,43 @@ def _windows(found, step, start, end, by_gpu) -> np.ndarray:
     lo[empty] = [found[i].cpu_start for i in np.flatnonzero(empty)]
     hi[empty] = [found[i].cpu_end for i in np.flatnonzero(empty)]
     return np.stack([lo, hi], axis=1)
+
+
+def _cpu_dtypes(raw: RawTrace, top: np.ndarray, category: np.ndarray,
+                tid: np.ndarray) -> np.ndarray:  # fmt: skip
+    """Dtype label id per top-level CPU op: its own args (``Input type``/``dtype``), else,
+    for a collective whose args only say ``TensorList`` (a direct ``c10d::allreduce_``),
+    the first op or gloo:/nccl: annotation with a dtype nested in it on its thread."""
+    c_dtype = np.frombuffer(raw.c_dtype, dtype=np.int64)
+    out = c_dtype[top].copy() if len(top) else np.zeros(0, dtype=np.int64)
+    missing = np.flatnonzero((out < 0) & np.isin(category, _COMM_IDX))
+    if not len(missing):
+        return out
+    ts = np.frombuffer(raw.c_ts, dtype=np.float64)
+    dur = np.frombuffer(raw.c_dur, dtype=np.float64)
+    c_tid = np.frombuffer(raw.c_tid, dtype=np.int64)
+    tids = [t if isinstance(t, int) else i for i, t in enumerate(raw.tids)]
+    inner = np.flatnonzero(c_dtype >= 0)
+    at = list(ts[inner])
+    on = [tids[int(t)] for t in c_tid[inner]]
+    label = list(c_dtype[inner])
+    for t, thread, label_id in raw.comm_annotation_dtypes:
+        at.append(t)
+        on.append(thread if isinstance(thread, int) else tids[raw.tids.index(thread)]
+                  if thread in raw.tids else -1)  # fmt: skip
+        label.append(label_id)
+    if not at:
+        return out
+    owners = missing[np.argsort(ts[top[missing]], kind="stable")]
+    starts = ts[top[owners]]
+    ends = starts + dur[top[owners]]
+    by_time = np.argsort(np.array(at), kind="stable")  # the earliest nested dtype wins
+    got = metrics.containing(starts, ends, np.arange(len(owners)), np.array(at)[by_time])
+    for k, owner in zip(by_time, got, strict=True):
+        o = owners[owner] if owner >= 0 else -1
+        if o >= 0 and out[o] < 0 and on[k] == tid[o]:
+            out[o] = label[k]
+    return out
 
 
 def _dtypes(raw: RawTrace, name, category, arg_dtype) -> tuple[list[str | None], np.ndarray]:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from collectors.errors import InputError
+from collectors.trace import taxonomy
 
 # Event categories we keep; everything else is dropped unparsed. Old traces used the
 # capitalised names (Kernel, Runtime, Operator, Memcpy, Memset).
@@ -65,9 +66,13 @@ class RawTrace:
     c_dur: array = field(default_factory=lambda: array("d"))
     c_tid: array = field(default_factory=lambda: array("l"))
     c_name: array = field(default_factory=lambda: array("l"))
+    c_dtype: array = field(default_factory=lambda: array("l"))  # comm ops' dtype label id or -1
     # annotations (few): (name, ts, dur, tid)
     cpu_annotations: list[tuple[str, float, float, Any]] = field(default_factory=list)
     gpu_annotations: list[tuple[str, float, float]] = field(default_factory=list)
+    # gloo:/nccl: annotations' dtype (ts, tid, label name id): a top-level c10d op whose own
+    # "Input type" is ['TensorList', ...] takes the dtype of the annotation inside it
+    comm_annotation_dtypes: list[tuple[float, Any, int]] = field(default_factory=list)
 
 
 class Sink:
@@ -85,6 +90,7 @@ class Sink:
         self.locate = lambda offset: offset  # event number at a byte offset (for errors)
         self.bytes_ids: dict[bytes, int] = {}  # raw JSON name -> id (fast path)
         self.tid_bytes: dict[bytes, int] = {}
+        self.comm_ops: dict[int, bool] = {}  # name id -> is a communication op (has a dtype)
 
     def name_id(self, name: str) -> int:
         i = self.name_ids.get(name)
@@ -138,7 +144,11 @@ class Sink:
             if t is None:
                 t = self.tid_ids[tid] = len(self.tid_ids)
                 self.raw.tids.append(tid)
-            self.cpu_rows.append((ts, dur, t, nid))
+            comm = self.comm_ops.get(nid)
+            if comm is None:
+                comm = self.comm_ops[nid] = taxonomy.cpu_op_category(name) in taxonomy.COMM
+            label = taxonomy.input_dtype(args) if comm else None
+            self.cpu_rows.append((ts, dur, t, nid, -1 if label is None else self.name_id(label)))
             if len(self.cpu_rows) >= self.FLUSH:
                 self.flush()
         elif cat in _RUNTIME:
@@ -149,6 +159,8 @@ class Sink:
                     self.flush()
         elif cat == b"user_annotation":
             self.raw.cpu_annotations.append((name, float(ts), float(dur), get("tid")))
+            if name.startswith(("gloo:", "nccl:")) and (label := taxonomy.input_dtype(args)):
+                self.raw.comm_annotation_dtypes.append((float(ts), get("tid"), self.name_id(label)))
         else:  # gpu_user_annotation
             self.raw.gpu_annotations.append((name, float(ts), float(dur)))
 
@@ -171,11 +183,12 @@ class Sink:
                 arr.extend(col if arr.typecode == "d" else _ints(col, arr.typecode))
             self.gpu_rows = []
         if self.cpu_rows:
-            ts, dur, tid, name = zip(*self.cpu_rows, strict=False)
+            ts, dur, tid, name, dtype = zip(*self.cpu_rows, strict=False)
             raw.c_ts.extend(ts)
             raw.c_dur.extend(dur)
             raw.c_tid.extend(tid)
             raw.c_name.extend(name)
+            raw.c_dtype.extend(dtype)
             self.cpu_rows = []
         if self.rt_rows:
             corr, ts = zip(*self.rt_rows, strict=False)

@@ -28,6 +28,7 @@ from typing import Any
 from collectors.errors import InputError
 from collectors.trace.columns import KEEP, NotATrace, RawTrace, Sink
 from collectors.trace.source import chunks
+from collectors.trace.taxonomy import ENCLOSING_OP_PATTERNS
 
 try:
     from orjson import loads as _loads
@@ -38,14 +39,16 @@ __all__ = ["NotATrace", "RawTrace", "read_trace"]
 
 _SEP = re.compile(rb"\}\s*,\s*\{")
 _KEPT = re.compile(rb'"cat"\s*:\s*"(' + b"|".join(sorted(KEEP)) + rb')"')
-# GPU traces need few CPU ops: casts (is a direct copy a cast?) and c10d collectives (which
-# collective launched a SendRecv?). Their header lists devices, so the other CPU ops are
-# skipped unparsed; a trace that then shows no GPU activity is read again with all of them.
+# GPU traces need few CPU ops: casts (is a direct copy a cast?), c10d collectives (which
+# collective launched a SendRecv?) and the MoE/attention ops whose kernels take their
+# category (taxonomy.ENCLOSING_OP_PATTERNS). Their header lists devices, so the other CPU
+# ops are skipped unparsed; a trace that then shows no GPU activity is read again with all.
 _CPU_OPS = {b"cpu_op", b"Operator"}
+_ENCLOSING = "|".join(f"(?:{p})" for _cat, p in ENCLOSING_OP_PATTERNS).encode()
 _KEPT_GPU = re.compile(
     rb'"cat"\s*:\s*"(?:(' + b"|".join(sorted(KEEP - _CPU_OPS)) + rb')"|(cpu_op|Operator)"\s*,'
     rb'\s*"name"\s*:\s*"(?:aten::(?:to|_to_copy|type_as|half|float|bfloat16|double)"|c10d::|'
-    rb"nccl:|record_param_comms))"
+    rb"nccl:|record_param_comms|" + _ENCLOSING + rb"))"
 )
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 # "}" "]" then another top-level key or the closing brace

@@ -150,7 +150,34 @@ CPU_OP_PATTERNS: tuple[tuple[str, str], ...] = (
     ("elementwise", r"aten::"),
 )
 
+# CPU ops whose GPU kernels all belong to one category, whatever the kernels' names: a
+# routed-expert GEMM launched inside a MoE layer is MoE time, not dense GEMM. A kernel takes
+# the category of the innermost such op around its launch (linked by correlation id);
+# communication kernels keep their own category. Matched case-sensitively at the start of
+# the op name (the reader also uses these patterns to keep the ops in GPU traces, so they
+# must not match across a '"').
+ENCLOSING_OP_PATTERNS: tuple[tuple[str, str], ...] = (
+    # MoE layers: Stepscope's profile workload (stepscope::moe); vLLM's FusedMoE custom ops
+    # (vllm::moe_forward, moe_forward_shared, out-of-tree libraries named vllm_*), spelled
+    # `vllm.moe_forward` by torch.compile'd graphs; vLLM fused-experts ops
+    # (inplace/outplace_fused_experts, fused_marlin_moe); TensorRT-LLM's trtllm::fused_moe.
+    (
+        "moe",
+        r"stepscope::moe\b|vllm\w*(?:::|\.)(?:moe_forward\w*|\w*fused_experts\w*|"
+        r"\w*fused_moe\w*|\w*marlin_moe\w*)|trtllm::fused_moe\w*",
+    ),  # fmt: skip
+    # Attention: Stepscope's MLA attention op; vLLM's unified attention ops (unified_attention,
+    # unified_attention_with_output, MLA variants); torch SDPA (its math backend is bmm +
+    # softmax); TensorRT-LLM's trtllm::attention.
+    (
+        "attention",
+        r"stepscope::mla_attention\b|vllm\w*(?:::|\.)unified_\w*attention\w*|"
+        r"aten::_?scaled_dot_product\w*|trtllm::attention\w*",
+    ),  # fmt: skip
+)
+
 _KERNEL_RE = [(cat, re.compile(p, re.IGNORECASE)) for cat, p in KERNEL_PATTERNS]
+_ENCLOSING_RE = [(cat, re.compile(p)) for cat, p in ENCLOSING_OP_PATTERNS]
 _CPU_RE = [(cat, re.compile(p, re.IGNORECASE)) for cat, p in CPU_OP_PATTERNS]
 _GENERIC_NCCL = re.compile(r"nccl\w*_(sendrecv|send|recv|generic)|ncclDevKernel_Generic", re.I)
 _DIRECT_COPY = re.compile(r"direct_copy_kernel", re.I)
@@ -172,6 +199,15 @@ def cpu_op_category(name: str) -> str:
         if rx.search(name):
             return cat
     return "other"
+
+
+@lru_cache(maxsize=16384)
+def enclosing_op_category(name: str) -> str | None:
+    """Category a CPU op imposes on the GPU kernels it launches, or None."""
+    for cat, rx in _ENCLOSING_RE:
+        if rx.match(name):
+            return cat
+    return None
 
 
 def needs_collective(name: str) -> bool:
@@ -214,6 +250,8 @@ _DTYPE_ARG = {
     "float8_e5m2": "f8e5m2", "float8_e5m2fnuz": "f8e5m2", "char": "i8", "int8": "i8",
     "byte": "u8", "uint8": "u8", "int": "i32", "int32": "i32", "long": "i64", "int64": "i64",
     "bool": "bool", "short": "i16",
+    # CPU ops' "Input type" spells tensors' C++ scalar types (`c10::` is stripped)
+    "long int": "i64", "signed char": "i8", "unsigned char": "u8", "short int": "i16",
 }  # fmt: skip
 _DTYPE_NAME = (
     ("f8e4m3", r"f8e4m3|fp8_?e4m3|e4m3"),
@@ -236,11 +274,32 @@ _DTYPE_NAME_RE = [(d, re.compile(p, re.IGNORECASE)) for d, p in _DTYPE_NAME]
 def collective_dtype(name: str, arg_dtype: str | None = None) -> str | None:
     """Normalised dtype of a collective kernel: the ``dtype`` arg wins over the name
     (NCCL SendRecv moves bytes, so its name says int8 whatever the tensor was)."""
-    if arg_dtype:
-        d = _DTYPE_ARG.get(arg_dtype.strip().lower().removeprefix("torch."))
-        if d:
-            return d
+    d = _arg_dtype(arg_dtype)
+    if d:
+        return d
     for d, rx in _DTYPE_NAME_RE:
         if rx.search(name):
             return d
+    return None
+
+
+def _arg_dtype(label: str | None) -> str | None:
+    """``BFloat16``, ``torch.float16``, ``c10::Half``, ``float`` -> bf16, f16, f16, f32."""
+    if not label:
+        return None
+    return _DTYPE_ARG.get(label.strip().lower().removeprefix("torch.").removeprefix("c10::"))
+
+
+def input_dtype(args: dict) -> str | None:
+    """The dtype label a CPU op's args carry: ``dtype`` (record_param_comms), else the first
+    tensor of ``Input type`` (``['float']`` on a gloo all_reduce; "", "Scalar" and
+    "TensorList" entries say nothing). Returned raw; ``collective_dtype`` normalises it."""
+    label = args.get("dtype")
+    if label.__class__ is str and _arg_dtype(label):
+        return label
+    types = args.get("Input type")
+    if types.__class__ is list:
+        for t in types:
+            if t.__class__ is str and _arg_dtype(t):
+                return t
     return None

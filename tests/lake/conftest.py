@@ -21,7 +21,15 @@ import pytest
 
 from store.location import StoreLocation, resolve
 
-PG_BIN = Path(os.environ.get("STEPSCOPE_PG_BIN", "/usr/lib/postgresql/15/bin"))
+def _pg_bin() -> Path:
+    """Debian/Ubuntu install each major version under /usr/lib/postgresql/N/bin."""
+    if os.environ.get("STEPSCOPE_PG_BIN"):
+        return Path(os.environ["STEPSCOPE_PG_BIN"])
+    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"), key=lambda p: p.parts[-3])
+    return found[-1].parent if found else Path("/usr/lib/postgresql/15/bin")
+
+
+PG_BIN = _pg_bin()
 
 
 @dataclass(frozen=True)
