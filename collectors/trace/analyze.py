@@ -176,7 +176,7 @@ def analyze(raw: RawTrace) -> RankResult:
         launch = start.copy()
         by_name = [CAT_INDEX[taxonomy.cpu_op_category(n)] for n in raw.names]
         category = np.array(by_name, dtype=np.int64)[name] if len(name) else name
-        arg_dtype = _cpu_dtypes(raw, top, category, stream)
+        arg_dtype = _cpu_dtypes(raw, top, category)
     dtypes, dtype_of = _dtypes(raw, name, category, arg_dtype)
     end = start + dur
     busy = metrics.union(start, end)
@@ -223,40 +223,35 @@ def _windows(found, step, start, end, by_gpu) -> np.ndarray:
     return np.stack([lo, hi], axis=1)
 
 
-def _cpu_dtypes(raw: RawTrace, top: np.ndarray, category: np.ndarray,
-                tid: np.ndarray) -> np.ndarray:  # fmt: skip
-    """Dtype label id per top-level CPU op: its own args (``Input type``/``dtype``), else,
-    for a collective whose args only say ``TensorList`` (a direct ``c10d::allreduce_``),
-    the first op or gloo:/nccl: annotation with a dtype nested in it on its thread."""
+def _cpu_dtypes(raw: RawTrace, top: np.ndarray, category: np.ndarray) -> np.ndarray:
+    """Dtype label id per top-level CPU op: its own args (``Input type`` ['float'] on
+    ``stepscope::all_reduce``, a ``dtype`` arg). A direct ``c10d::allreduce_`` only says
+    ['TensorList', ...]: it takes the dtype of the first unclaimed backend annotation of
+    the same collective (``gloo:all_reduce`` ['c10::BFloat16']) starting at or after it.
+    gloo runs the work on its own thread, often after the op returned, in issue order."""
     c_dtype = np.frombuffer(raw.c_dtype, dtype=np.int64)
     out = c_dtype[top].copy() if len(top) else np.zeros(0, dtype=np.int64)
     missing = np.flatnonzero((out < 0) & np.isin(category, _COMM_IDX))
-    if not len(missing):
+    if not len(missing) or not raw.comm_annotation_dtypes:
         return out
-    ts = np.frombuffer(raw.c_ts, dtype=np.float64)
-    dur = np.frombuffer(raw.c_dur, dtype=np.float64)
-    c_tid = np.frombuffer(raw.c_tid, dtype=np.int64)
-    tids = [t if isinstance(t, int) else i for i, t in enumerate(raw.tids)]
-    inner = np.flatnonzero(c_dtype >= 0)
-    at = list(ts[inner])
-    on = [tids[int(t)] for t in c_tid[inner]]
-    label = list(c_dtype[inner])
-    for t, thread, label_id in raw.comm_annotation_dtypes:
-        at.append(t)
-        on.append(thread if isinstance(thread, int) else tids[raw.tids.index(thread)]
-                  if thread in raw.tids else -1)  # fmt: skip
-        label.append(label_id)
-    if not at:
-        return out
-    owners = missing[np.argsort(ts[top[missing]], kind="stable")]
-    starts = ts[top[owners]]
-    ends = starts + dur[top[owners]]
-    by_time = np.argsort(np.array(at), kind="stable")  # the earliest nested dtype wins
-    got = metrics.containing(starts, ends, np.arange(len(owners)), np.array(at)[by_time])
-    for k, owner in zip(by_time, got, strict=True):
-        o = owners[owner] if owner >= 0 else -1
-        if o >= 0 and out[o] < 0 and on[k] == tid[o]:
-            out[o] = label[k]
+    pending: dict[int, list[tuple[float, int]]] = {}  # category -> (ts, label), by time
+    for t, name, label in sorted(raw.comm_annotation_dtypes):
+        cat = taxonomy.collective_category(name)
+        if cat:
+            pending.setdefault(CAT_INDEX[cat], []).append((t, label))
+    ts = np.frombuffer(raw.c_ts, dtype=np.float64)[top]
+    nxt = dict.fromkeys(pending, 0)
+    for i in missing[np.argsort(ts[missing], kind="stable")]:
+        queue = pending.get(int(category[i]))
+        if queue is None:
+            continue
+        j = nxt[int(category[i])]
+        while j < len(queue) and queue[j][0] < ts[i]:
+            j += 1  # an annotation before the op belongs to an earlier (or unseen) one
+        if j < len(queue):
+            out[i] = queue[j][1]
+            j += 1
+        nxt[int(category[i])] = j
     return out
 
 

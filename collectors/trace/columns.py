@@ -70,9 +70,9 @@ class RawTrace:
     # annotations (few): (name, ts, dur, tid)
     cpu_annotations: list[tuple[str, float, float, Any]] = field(default_factory=list)
     gpu_annotations: list[tuple[str, float, float]] = field(default_factory=list)
-    # gloo:/nccl: annotations' dtype (ts, tid, label name id): a top-level c10d op whose own
-    # "Input type" is ['TensorList', ...] takes the dtype of the annotation inside it
-    comm_annotation_dtypes: list[tuple[float, Any, int]] = field(default_factory=list)
+    # gloo:/nccl: annotations' dtype (ts, name, label name id): a top-level c10d op whose own
+    # "Input type" is ['TensorList', ...] takes the dtype of the backend's annotation
+    comm_annotation_dtypes: list[tuple[float, str, int]] = field(default_factory=list)
 
 
 class Sink:
@@ -160,7 +160,7 @@ class Sink:
         elif cat == b"user_annotation":
             self.raw.cpu_annotations.append((name, float(ts), float(dur), get("tid")))
             if name.startswith(("gloo:", "nccl:")) and (label := taxonomy.input_dtype(args)):
-                self.raw.comm_annotation_dtypes.append((float(ts), get("tid"), self.name_id(label)))
+                self.raw.comm_annotation_dtypes.append((float(ts), name, self.name_id(label)))
         else:  # gpu_user_annotation
             self.raw.gpu_annotations.append((name, float(ts), float(dur)))
 

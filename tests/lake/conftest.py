@@ -21,6 +21,7 @@ import pytest
 
 from store.location import StoreLocation, resolve
 
+
 def _pg_bin() -> Path:
     """Debian/Ubuntu install each major version under /usr/lib/postgresql/N/bin."""
     if os.environ.get("STEPSCOPE_PG_BIN"):

@@ -63,3 +63,41 @@ def decode_step_trace(path: Path, rank: int = 0, steps: int = 3, **kw: Any) -> P
                  t + 30, t + 110, 40.0)  # fmt: skip
         t += 1000.0
     return b.write(path)
+
+
+GEMM = "ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_64x3_tn"
+SILU = ("void at::native::vectorized_elementwise_kernel<4, at::native::silu_kernel(at::"
+        "TensorIteratorBase&)::{lambda()#1}::operator()() const, at::detail::Array<char*, 2>>")  # fmt: skip
+AR = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+
+
+def op(b: TraceBuilder, name: str, ts: float, dur: float) -> None:
+    """A Kineto cpu_op with the args torch.profiler(record_shapes=True) writes."""
+    b.cpu("cpu_op", name, ts, dur, **{"External id": int(ts), "Sequence number": 0,
+                                      "Fwd thread id": 0, "Record function id": 0,
+                                      "Input type": ["c10::BFloat16", "c10::BFloat16", ""],
+                                      "Input Dims": [[8, 448], [24, 448, 128], []],
+                                      "Ev Idx": int(ts)})  # fmt: skip
+
+
+def moe_layer_trace(path: Path) -> Path:
+    """One decode step on CUDA: the same GEMM kernel launched inside ``stepscope::moe``,
+    inside ``vllm::moe_forward``, inside ``vllm::unified_attention_with_output``, and by a
+    plain ``aten::mm``; an NCCL AllReduce launched inside the MoE op; a GEMM launched just
+    after the MoE op that runs on the GPU while the op's own kernels would (launch decides)."""
+    b = TraceBuilder(rank=0, world_size=1)
+    b.cpu("user_annotation", "ProfilerStep#3", 1000.0, 2000.0)
+    op(b, "stepscope::moe", 1010.0, 200.0)
+    op(b, "aten::matmul", 1015.0, 20.0)  # nested aten ops are skipped unparsed on GPU traces
+    b.kernel(GEMM, 1020.0, 1300.0, 40.0)  # routed-expert GEMM -> moe
+    b.kernel(SILU, 1050.0, 1345.0, 5.0)  # its activation -> moe
+    b.kernel(AR, 1100.0, 1360.0, 30.0)  # communication keeps its category
+    b.kernel("Memcpy DtoD (Device -> Device)", 1150.0, 1395.0, 2.0, cat="gpu_memcpy")
+    b.kernel(GEMM, 1215.0, 1400.0, 40.0)  # launched after the op ended -> gemm
+    op(b, "vllm::unified_attention_with_output", 1300.0, 100.0)
+    b.kernel(GEMM, 1320.0, 1450.0, 20.0)  # MLA absorb GEMM -> attention
+    op(b, "vllm::moe_forward", 1500.0, 100.0)
+    b.kernel(GEMM, 1520.0, 1500.0, 20.0)  # -> moe
+    op(b, "aten::mm", 1700.0, 50.0)
+    b.kernel(GEMM, 1710.0, 1700.0, 20.0)  # dense -> gemm
+    return b.write(path)
