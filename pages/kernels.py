@@ -79,15 +79,6 @@ def stacked(frame: pd.DataFrame, x: str, y: str, title: str, y_title: str) -> go
     return fig
 
 
-def chart(fig: go.Figure, data: pd.DataFrame, name: str) -> None:
-    st.plotly_chart(fig, width="stretch")
-    c1, c2, _ = st.columns([1, 1, 6])
-    with c1:
-        ui.csv_download(data, name)
-    with c2:
-        ui.html_download(fig, name)
-
-
 def comm_sentences(summary: pd.DataFrame) -> list[str]:
     lines = []
     for row in summary[summary["is_comm"]].to_dict("records"):
@@ -149,7 +140,7 @@ st.markdown("\n".join(f"- {s}" for s in sentences) or "No communication in this 
 st.subheader("Categories per rank")
 per_rank = qt.rank_categories(loc, run_id)
 per_rank = per_rank.assign(rank_label=[f"rank {r}" for r in per_rank["rank"]])
-chart(stacked(per_rank, "rank_label", "us_per_step", "Mean time per step, by rank", "us / step"),
+ui.chart(stacked(per_rank, "rank_label", "us_per_step", "Mean time per step, by rank", "us / step"),
       per_rank.drop(columns="rank_label"), "categories-per-rank")  # fmt: skip
 rank_rows = qt.ranks(loc, run_id)
 st.dataframe(rank_rows[["rank", "file", "rank_source", "steps", "busy_us", "idle_us", "span_us",
@@ -168,7 +159,7 @@ per_step = per_step.merge(step_names, on="step", how="left")
 per_step["step_label"] = [f"{s}: {n}" for s, n in zip(per_step["step"], per_step["name"],
                                                        strict=True)]  # fmt: skip
 who = "mean of ranks" if rank is None else f"rank {rank}"
-chart(stacked(per_step, "step_label", "us", f"Time per step by category ({who})", "us"),
+ui.chart(stacked(per_step, "step_label", "us", f"Time per step by category ({who})", "us"),
       per_step.drop(columns="step_label"), "per-step")  # fmt: skip
 if not per_step.empty:
     table = per_step.pivot_table(index=["step", "name", "wall_us"], columns="category",
@@ -189,7 +180,7 @@ if not kernels.empty:
                            hovertemplate="%{y}<br>%{customdata}: %{x:.0f} us<extra></extra>"))  # fmt: skip
     fig.update_layout(title="Top kernels by total time", xaxis_title="us (all ranks)",
                       height=480, margin={"l": 10, "t": 50})  # fmt: skip
-    chart(fig, kernels, "top-kernels")
+    ui.chart(fig, kernels, "top-kernels")
     st.dataframe(kernels, hide_index=True, width="stretch")
 
 st.subheader("Collective dtypes")
@@ -204,7 +195,7 @@ else:
                            y=dtypes["total_us"], marker_color=[COLORS.get(c) for c in
                                                                 dtypes["category"]]))  # fmt: skip
     fig.update_layout(title="Collective time by dtype", yaxis_title="us (all ranks)", height=360)
-    chart(fig, dtypes, "collective-dtypes")
+    ui.chart(fig, dtypes, "collective-dtypes")
 
 st.subheader("Compare with another run")
 if len(runs) < 2:
@@ -230,7 +221,7 @@ else:
                         mode="markers", marker={"size": 11, "symbol": "diamond"})  # fmt: skip
         fig.update_layout(barmode="group", title="Per-category time per step, A vs B",
                           yaxis_title="us / step", height=420, legend={"orientation": "h"})  # fmt: skip
-        chart(fig, comp, "comparison")
+        ui.chart(fig, comp, "comparison")
         st.dataframe(comp, hide_index=True, width="stretch")
 
 with link_slot:

@@ -29,15 +29,6 @@ TPOT_HIST = "vllm:request_time_per_output_token_seconds"
 PALETTE = ("#4C78A8", "#E45756", "#54A24B", "#F58518", "#B279A2", "#72B7B2", "#9D755D")
 
 
-def chart(fig: go.Figure, data: pd.DataFrame, name: str) -> None:
-    st.plotly_chart(fig, width="stretch")
-    c1, c2, _ = st.columns([1, 1, 6])
-    with c1:
-        ui.csv_download(data, name)
-    with c2:
-        ui.html_download(fig, name)
-
-
 def pick_runs(runs: pd.DataFrame) -> list[str]:
     """Benchmark runs kept in ``?runs=`` as absolute ids (all shown ones when none given)."""
     ids = runs["run_id"].tolist()
@@ -191,10 +182,10 @@ def bench_section(loc, host: str | None) -> None:
         st.caption("No prediction for: " + "; ".join(reasons))
     tpot = versus(data, col, "predicted_tpot_ms", f"{stat} TPOT vs concurrency ({model})",
                   "TPOT (ms)")  # fmt: skip
-    chart(tpot, data, "serving-tpot")
+    ui.chart(tpot, data, "serving-tpot")
     thr = versus(data, "output_throughput", "predicted_tokens_per_s",
                  f"Output throughput vs concurrency ({model})", "tokens/s")  # fmt: skip
-    chart(thr, data, "serving-throughput")
+    ui.chart(thr, data, "serving-throughput")
 
 
 def versus(data: pd.DataFrame, y: str, predicted: str, title: str, y_title: str) -> go.Figure:
@@ -274,7 +265,7 @@ def metrics_section(loc, host: str | None) -> None:
                     mode="lines", yaxis="y2")  # fmt: skip
     fig.update_layout(title="Requests and KV-cache usage", yaxis_title="requests", height=380,
                       yaxis2={"title": "KV cache %", "overlaying": "y", "side": "right"})  # fmt: skip
-    chart(fig, data, "serving-load")
+    ui.chart(fig, data, "serving-load")
     lat = go.Figure()
     for name, label in (("mean_tpot_ms", "mean TPOT"), ("p50_ms", "p50 TPOT"),
                         ("p99_ms", "p99 TPOT"), ("mean_itl_ms", "mean ITL")):  # fmt: skip
@@ -282,7 +273,7 @@ def metrics_section(loc, host: str | None) -> None:
             lat.add_scatter(x=data["scraped_at"], y=data[name], name=label, mode="lines+markers")
     lat.update_layout(title="TPOT between scrapes (histogram deltas)", yaxis_title="ms",
                       height=380)  # fmt: skip
-    chart(lat, data, "serving-tpot-over-time")
+    ui.chart(lat, data, "serving-tpot-over-time")
 
 
 def _n(v) -> str:

@@ -55,15 +55,6 @@ def line_chart(data: pd.DataFrame, y: str, title: str, y_title: str) -> go.Figur
     return fig
 
 
-def chart(fig: go.Figure, data: pd.DataFrame, name: str) -> None:
-    st.plotly_chart(fig, width="stretch")
-    c1, c2, _ = st.columns([1, 1, 6])
-    with c1:
-        ui.csv_download(data, name)
-    with c2:
-        ui.html_download(fig, name)
-
-
 def blocked_lines(res: PlanResult, calibrated: bool) -> list[str]:
     curves = [r.view(calibrated) for r in res.layouts]
     good = np.vstack([np.where(c.fits & r.compliant, c.tpot_ms, np.inf)
@@ -113,9 +104,9 @@ def render(res: PlanResult, notes: list[str]) -> None:
 
     data = points_frame(res, calibrated)
     tag = "-calibrated" if calibrated else ""
-    chart(line_chart(data, "tpot_ms", "TPOT vs concurrency (dashed: blocked by the policy)",
+    ui.chart(line_chart(data, "tpot_ms", "TPOT vs concurrency (dashed: blocked by the policy)",
                      "TPOT (ms)"), data, f"tradeoff-tpot{tag}")  # fmt: skip
-    chart(line_chart(data, "tokens_per_s", "Throughput vs concurrency", "tokens/s (all GPUs)"),
+    ui.chart(line_chart(data, "tokens_per_s", "Throughput vs concurrency", "tokens/s (all GPUs)"),
           data[["layout", "concurrency", "tokens_per_s", "tokens_per_s_per_gpu", "fits"]],
           f"tradeoff-throughput{tag}")  # fmt: skip
 
@@ -131,7 +122,7 @@ def render(res: PlanResult, notes: list[str]) -> None:
     fig.update_layout(barmode="stack", title=f"Decode step at concurrency {at} (ms)",
                       height=80 + 32 * len(rows), margin={"t": 50, "b": 40, "l": 10})  # fmt: skip
     fig.update_yaxes(autorange="reversed")
-    chart(fig, rows[["layout", "kind", "concurrency", *TERMS, "tpot_ms", "fits"]],
+    ui.chart(fig, rows[["layout", "kind", "concurrency", *TERMS, "tpot_ms", "fits"]],
           f"tradeoff-breakdown-c{at}{tag}")  # fmt: skip
     best = res.best_at(int(at), calibrated)
     sentences = []

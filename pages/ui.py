@@ -145,3 +145,13 @@ def share_link() -> str:
         st.caption("This link reopens this view, with the same runs and filters:")
         st.code(link, language=None)
     return link
+
+
+def chart(fig: object, data: pd.DataFrame, name: str) -> None:
+    """A Plotly chart with its two exports under it: CSV of its data, self-contained HTML."""
+    st.plotly_chart(fig, width="stretch")
+    c1, c2, _ = st.columns([1, 1, 6])
+    with c1:
+        csv_download(data, name)
+    with c2:
+        html_download(fig, name)

@@ -4,8 +4,11 @@ The schema comes from the real migrations (``store.migrate.upgrade``); rows are 
 per table from a TEMP run plan. Trace-bearing runs are written one at a time, as commits
 write them, so ``trace_kernels`` is clustered by run like a real store.
 
-    python -m benchmarks.scale.generate --out benchmarks/out/scale.duckdb            # 1,000 runs, 100M kernels
-    python -m benchmarks.scale.generate --runs 100 --kernel-rows 10000000 --lake     # DuckLake on a temp PostgreSQL
+    # 1,000 runs, 100M kernel rows, embedded
+    python -m benchmarks.scale.generate --out benchmarks/out/scale.duckdb
+    # 100 runs, 10M kernel rows, DuckLake on a PostgreSQL kept under benchmarks/out/lake
+    python -m benchmarks.scale.generate --runs 100 --kernel-rows 10000000 \
+        --lake benchmarks/out/lake
 """
 
 from __future__ import annotations

@@ -12,7 +12,8 @@ is timed. Per page, several fresh worker processes each measure:
 Every named query a page calls is recorded (``store.queries*`` function, SQL, parameters,
 time inside the page's cold run) and re-timed on a plain DuckDB connection, no cache.
 
-    python -m benchmarks.scale.pages --store benchmarks/out/scale.duckdb --out benchmarks/out/scale-pages.json
+    python -m benchmarks.scale.pages --store benchmarks/out/scale.duckdb \
+        --out benchmarks/out/scale-pages.json
 """
 
 from __future__ import annotations

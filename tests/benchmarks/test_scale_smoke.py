@@ -15,6 +15,7 @@ import pytest
 from benchmarks.scale.generate import build_file
 from benchmarks.scale.pages import PAGE_FILES, ROOT, links
 from tests.helpers import query
+from tests.lake.conftest import lake, pg  # noqa: F401 - the lake tests' PostgreSQL fixtures
 
 KERNEL_ROWS = 40_960
 
@@ -99,3 +100,19 @@ def test_every_page_renders_the_benchmark_links(scale_store: Path,
         for key in ("run", "vs", "runs", "comm", "calib"):
             if key in params:
                 assert at.query_params[key] == params[key], (page, key)
+
+
+def test_the_generator_fills_a_ducklake_store_the_readers_accept(lake) -> None:  # noqa: F811
+    """The same generator on DuckLake (a real PostgreSQL catalog, the lake tests' fixture)."""
+    from benchmarks.scale.generate import build_lake
+    from store import queries, queries_trace
+    from store.location import resolve
+
+    report = build_lake(lake.url, runs=10, kernel_rows=KERNEL_ROWS, rank_steps=16,
+                        memory_limit="1GB", threads=2)  # fmt: skip
+    assert report.rows["trace_kernels"] == KERNEL_ROWS
+    loc = resolve(lake.url)
+    assert len(queries.recent_runs(loc)) == 10
+    traces = queries_trace.trace_runs(loc)
+    summary = queries_trace.category_summary(loc, traces["run_id"].iloc[0])
+    assert {"allreduce", "moe", "gemm", "attention"} <= set(summary["category"])
