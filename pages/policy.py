@@ -17,7 +17,7 @@ from pages import ui
 from planner.lint import lint_text
 from planner.native import HINTS
 from planner.policy import PolicyError, load_policy
-from planner.trace_check import check_kernels
+from planner.trace_check import check_kernels, run_verdict
 from store import queries_policy as qp
 from store.errors import StoreError, StoreMissing
 
@@ -115,11 +115,16 @@ if text and text.strip():
 st.subheader("Stored trace runs")
 loc = ui.store()
 host = ui.host_filter()
+# The run chosen in the URL (or the Run box, rendered further down): the only run whose
+# per-event rows are read. The all-runs summary never scans trace_kernels (100M rows at
+# scale: a window over all of it is tens of seconds); it uses the call-count proxy.
+selected = st.session_state.get("pick_run") or st.query_params.get("run") or ALL_RUNS
 try:
     runs = qp.trace_runs(loc, host)
     rows = qp.policy_kernel_rows(loc, host)
-    adjacent = qp.quantize_before_collectives(loc, host)
-    with_events = qp.event_runs(loc, host)
+    with_events = set(qp.event_runs(loc, host))
+    exact = selected if selected in with_events and selected in set(runs["run_id"]) else None
+    adjacent = qp.quantize_before_collectives(loc, host, run_id=exact) if exact else None
 except StoreMissing:
     ui.empty_state(TRACE_AREA, "No store yet. Import PyTorch-profiler traces to check them:")
     st.stop()
@@ -134,8 +139,7 @@ if runs.empty:
                    " yet. Import PyTorch-profiler traces to check them:")  # fmt: skip
     st.stop()
 
-records = adjacent.to_dict("records")
-adjacency = {rid: [r for r in records if r["run_id"] == rid] for rid in with_events}
+adjacency = {exact: adjacent.to_dict("records")} if exact else {}
 findings = check_kernels(rows.to_dict("records"), policy, native, adjacency)
 flagged = sorted({f.run_id for f in findings if f.level == "violation"})
 review = sorted({f.run_id for f in findings if f.level == "review"} - set(flagged))
@@ -155,10 +159,14 @@ runs = runs.assign(
              for rid in runs["run_id"]],
 )  # fmt: skip
 runs["verdict"] = [
-    "breaks the policy" if v else "needs review" if r else "compliant"
-    for v, r in zip(runs["violations"], runs["reviews"], strict=True)
+    run_verdict(findings, rid, rid == exact, rid in with_events) for rid in runs["run_id"]
 ]
 st.table(runs[["run_id", "host", "name", "verdict", "violations", "reviews"]].set_index("run_id"))
+st.caption("Rule 3 (a quantize kernel launched right before a collective) is checked from the "
+           "per-event rows only for the selected run"
+           + (f" ({exact})" if exact else "") + "; for the other runs it is the call-count "
+           "proxy (a quantize kernel with as many calls as a collective on that rank), so "
+           "open a run for its exact check.")  # fmt: skip
 labels = {
     r["run_id"]: f"{r['run_id']} · {r['host']} · {r['name']}" for r in runs.to_dict("records")
 }

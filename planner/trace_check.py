@@ -222,3 +222,24 @@ def check_adjacent(rows: Iterable[Mapping], policy: Policy) -> list[TraceFinding
                             policy)  # fmt: skip
             out += found
     return out
+
+
+def run_verdict(findings: Iterable[TraceFinding], run_id: str, exact: bool,
+                has_events: bool) -> str:  # fmt: skip
+    """One run's verdict for a summary table, saying when rule 3 rests on call counts.
+
+    ``exact``: rule 3 came from the run's per-event rows (``check_kernels`` got its
+    adjacency); otherwise its review items are the call-count proxy, and where the run has
+    per-event rows (``has_events``) opening the run gives the exact check.
+    """
+    mine = [f for f in findings if f.run_id == run_id]
+    if any(f.level == "violation" for f in mine):
+        return "breaks the policy"
+    reviews = [f for f in mine if f.level == "review"]
+    if not reviews:
+        return "compliant"
+    if exact or any(f.check != "paired_quantize" for f in reviews):
+        return "needs review"
+    if has_events:
+        return "needs review (by call counts; open the run for the exact check)"
+    return "needs review (by call counts; no per-event rows stored)"

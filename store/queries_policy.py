@@ -59,7 +59,8 @@ def quantize_before_collectives(
     Columns: run_id, rank, name, category (of that kernel), comm_category, times (how many
     of the rank's collectives of that category it preceded), comm_calls (all of them).
     Only kernels of category ``cast_quant`` are returned; runs with no per-event rows are
-    absent (see :func:`event_runs`).
+    absent (see :func:`event_runs`). A window over every run's events is tens of seconds
+    at 100M rows: pages call this for one ``run_id`` (the Policy page: the selected run).
     """
     return query_df(
         loc,
@@ -81,10 +82,16 @@ def quantize_before_collectives(
 
 
 def event_runs(loc: StoreLocation, host: str | None = None) -> list[str]:
-    """Runs whose per-event kernel table is stored (adjacency checks possible)."""
+    """Runs whose per-event kernel table is stored (adjacency checks possible).
+
+    Answered from the small per-rank table, not from ``trace_kernels`` (100M rows at scale):
+    the trace collector writes every GPU event of a rank to ``trace_kernels`` and counts
+    them in ``trace_ranks.kernels`` (kernels + memcpy + memset), so ``kernels > 0`` is the
+    rank's GPU events being stored. (A rank of only memcpy/memset has no kernel to check.)
+    """
     frame = query_df(
         loc,
-        "SELECT DISTINCT run_id FROM trace_kernels WHERE kind = 'kernel' "
+        "SELECT DISTINCT run_id FROM trace_ranks WHERE kernels > 0 "
         "AND run_id IN (SELECT run_id FROM v_runs WHERE (?::VARCHAR IS NULL OR host = ?)) "
         "ORDER BY run_id",
         [host, host],

@@ -92,3 +92,48 @@ def test_real_training_trace_collectives_pass(tmp_path: Path) -> None:
     rows, found = findings(store, res.json["run_id"])
     assert rows["category"].isin(["all_to_all", "allreduce", "allgather"]).any()
     assert [f for f in found if f.level == "violation"] == []
+
+
+def test_page_summary_reads_per_event_rows_of_the_selected_run_only(
+    stored, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The all-runs summary uses the call-count proxy (no trace_kernels scan); only the run
+    in the URL gets the exact per-event check (trace_kernels filtered by its id)."""
+    from streamlit.testing.v1 import AppTest
+
+    from store import reader
+    from tests.helpers import ROOT
+
+    store, ids = stored
+    fp8 = ids["fp8-allreduce"]
+    calls: list[tuple[str, list]] = []
+    real = qp.query_df
+
+    def recording(loc, sql, params=None):
+        calls.append((sql, list(params or [])))
+        return real(loc, sql, params)
+
+    monkeypatch.setattr(qp, "query_df", recording)
+    monkeypatch.setenv("STEPSCOPE_STORE", str(store))
+    texts = {}
+    for run in (None, fp8):
+        reader.clear_cache()
+        calls.clear()
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+        at.switch_page("pages/policy.py")
+        if run:
+            at.query_params["run"] = run
+        at.run()
+        assert not at.exception, at.exception[0].value
+        scans = [params for sql, params in calls if "trace_kernels" in sql.replace(
+            "trace_kernels_", "")]  # fmt: skip
+        # Unselected: no query touches trace_kernels; selected: one, bound to that run id.
+        assert scans == ([] if run is None else [[None, None, fp8, fp8]])
+        texts[run] = "\n".join(str(t.value) for t in [*at.caption, *at.markdown])
+        verdicts = at.table[1].value["verdict"].to_dict()
+        assert verdicts == {fp8: "breaks the policy", ids["bf16-allreduce"]: "compliant"}
+    # Both ways the FP8 run breaks the policy; the caption says how rule 3 was checked.
+    for text in texts.values():
+        assert f"**1** break the policy ({fp8})" in text
+        assert "call-count proxy" in text
+    assert f"selected run ({fp8})" in texts[fp8] and "selected run (" not in texts[None]
