@@ -17,7 +17,7 @@ from pages import ui
 from planner.lint import lint_text
 from planner.native import HINTS
 from planner.policy import PolicyError, load_policy
-from planner.trace_check import check_kernels, run_verdict
+from planner.trace_check import check_kernels, quantize_candidates, run_verdict
 from store import queries_policy as qp
 from store.errors import StoreError, StoreMissing
 
@@ -140,7 +140,9 @@ if runs.empty:
     st.stop()
 
 adjacency = {exact: adjacent.to_dict("records")} if exact else {}
-findings = check_kernels(rows.to_dict("records"), policy, native, adjacency)
+records = rows.to_dict("records")
+findings = check_kernels(records, policy, native, adjacency)
+candidates = quantize_candidates(records)
 flagged = sorted({f.run_id for f in findings if f.level == "violation"})
 review = sorted({f.run_id for f in findings if f.level == "review"} - set(flagged))
 st.markdown(
@@ -159,14 +161,16 @@ runs = runs.assign(
              for rid in runs["run_id"]],
 )  # fmt: skip
 runs["verdict"] = [
-    run_verdict(findings, rid, rid == exact, rid in with_events) for rid in runs["run_id"]
+    run_verdict(findings, rid, rid == exact, rid in with_events, rid in candidates)
+    for rid in runs["run_id"]
 ]
 st.table(runs[["run_id", "host", "name", "verdict", "violations", "reviews"]].set_index("run_id"))
 st.caption("Rule 3 (a quantize kernel launched right before a collective) is checked from the "
            "per-event rows only for the selected run"
            + (f" ({exact})" if exact else "") + "; for the other runs it is the call-count "
-           "proxy (a quantize kernel with as many calls as a collective on that rank), so "
-           "open a run for its exact check.")  # fmt: skip
+           "proxy (a quantize kernel with as many calls as a collective on that rank), "
+           f"which can miss or over-flag: {len(candidates - {exact})} other run(s) have a "
+           "quantize kernel on a rank with collectives; open a run for its exact check.")  # fmt: skip
 labels = {
     r["run_id"]: f"{r['run_id']} · {r['host']} · {r['name']}" for r in runs.to_dict("records")
 }

@@ -224,22 +224,34 @@ def check_adjacent(rows: Iterable[Mapping], policy: Policy) -> list[TraceFinding
     return out
 
 
+def quantize_candidates(rows: Iterable[Mapping]) -> set[str]:
+    """Runs where rule 3 could fire: a quantize kernel on a rank that runs a collective. For
+    the other runs the call-count proxy and the per-event check agree (nothing to find)."""
+    rows = [_clean(r) for r in rows if r.get("name")]
+    comm = {(r.get("run_id"), r.get("rank")) for r in rows
+            if str(r.get("category") or "") in COMM_CATEGORIES}  # fmt: skip
+    return {str(r.get("run_id")) for r in rows
+            if _is_quantize(r) and (r.get("run_id"), r.get("rank")) in comm}  # fmt: skip
+
+
 def run_verdict(findings: Iterable[TraceFinding], run_id: str, exact: bool,
-                has_events: bool) -> str:  # fmt: skip
+                has_events: bool, candidate: bool = False) -> str:  # fmt: skip
     """One run's verdict for a summary table, saying when rule 3 rests on call counts.
 
     ``exact``: rule 3 came from the run's per-event rows (``check_kernels`` got its
-    adjacency); otherwise its review items are the call-count proxy, and where the run has
-    per-event rows (``has_events``) opening the run gives the exact check.
+    adjacency); otherwise it is the call-count proxy, which can both flag and miss a
+    quantize kernel in front of a collective (``candidate``: the run has one that could be,
+    see :func:`quantize_candidates`). Where the run has per-event rows (``has_events``),
+    opening the run gives the exact check.
     """
     mine = [f for f in findings if f.run_id == run_id]
     if any(f.level == "violation" for f in mine):
         return "breaks the policy"
     reviews = [f for f in mine if f.level == "review"]
-    if not reviews:
-        return "compliant"
     if exact or any(f.check != "paired_quantize" for f in reviews):
-        return "needs review"
-    if has_events:
-        return "needs review (by call counts; open the run for the exact check)"
-    return "needs review (by call counts; no per-event rows stored)"
+        return "needs review" if reviews else "compliant"
+    if not reviews and not candidate:
+        return "compliant"
+    how = ("by call counts; open the run for the exact check" if has_events
+           else "by call counts; no per-event rows stored")  # fmt: skip
+    return f"needs review ({how})" if reviews else f"compliant ({how})"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from playwright.sync_api import expect
 
@@ -30,13 +32,13 @@ def test_chart_exports_download_csv_and_self_contained_html(dash: Dashboard, pag
     buttons = page.get_by_test_id("stDownloadButton")
     with page.expect_download() as csv_dl:
         buttons.filter(has_text="CSV").first.click()
-    csv_text = open(csv_dl.value.path()).read()
+    csv_text = Path(csv_dl.value.path()).read_text()
     assert csv_dl.value.suggested_filename.endswith(".csv")
     assert "op" in csv_text.splitlines()[0] and len(csv_text.splitlines()) > 2
     with page.expect_download() as html_dl:
         buttons.filter(has_text="HTML").first.click()
-    html = open(html_dl.value.path()).read()
+    html = Path(html_dl.value.path()).read_text()
     assert html_dl.value.suggested_filename.endswith(".html")
     assert "Plotly.newPlot" in html  # the figure itself
-    assert "<script src=\"http" not in html  # plotly.js inlined: opens offline
+    assert '<script src="http' not in html  # plotly.js inlined: opens offline
     assert len(html) > 1_000_000

@@ -6,7 +6,7 @@ import pytest
 
 from planner.native import NativeError, from_hf_config, parse_hint
 from planner.policy import Precision, load_policy
-from planner.trace_check import check_kernels
+from planner.trace_check import check_kernels, quantize_candidates, run_verdict
 
 DEEPSEEK_V3 = {
     "model_type": "deepseek_v3", "hidden_size": 7168, "torch_dtype": "bfloat16",
@@ -122,3 +122,30 @@ def test_quantize_right_before_collectives_from_event_order() -> None:
     rare = [before("void per_token_quant_fp8_kernel<bf16>", 10), before("dequant_kernel", 122),
             before("void gemm_kernel", 122, "gemm")]  # fmt: skip
     assert check_kernels([comm], policy, adjacency={"r1": rare}) == []
+
+
+def test_summary_verdict_says_when_rule_3_is_by_call_counts() -> None:
+    comm = row("ncclDevKernel_AllReduce_Sum_bf16_RING_LL", "allreduce", "bf16", calls=122)
+    paired = row("void per_token_quant_fp8_kernel<bf16>", "cast_quant", calls=122)
+    unpaired = row("void per_token_quant_fp8_kernel<bf16>", "cast_quant", calls=124)
+    policy = load_policy()
+    by_counts = check_kernels([comm, paired], policy)
+    assert run_verdict(by_counts, "r1", exact=False, has_events=True) == (
+        "needs review (by call counts; open the run for the exact check)")  # fmt: skip
+    assert run_verdict(by_counts, "r1", exact=False, has_events=False) == (
+        "needs review (by call counts; no per-event rows stored)")  # fmt: skip
+    # The proxy misses a quantize kernel with one call more than the AllReduce: the run is
+    # a candidate, so its "compliant" is qualified too; a run without one is plainly so.
+    missed = check_kernels([comm, unpaired], policy)
+    assert quantize_candidates([comm, unpaired]) == {"r1"} and quantize_candidates([comm]) == set()
+    assert run_verdict(missed, "r1", False, True, candidate=True) == (
+        "compliant (by call counts; open the run for the exact check)")  # fmt: skip
+    assert run_verdict(check_kernels([comm], policy), "r1", False, True) == "compliant"
+    # Exact (per-event rows of the selected run): no qualifier.
+    exact = check_kernels([comm, unpaired], policy, adjacency={"r1": [{
+        "run_id": "r1", "rank": 0, "name": unpaired["name"], "category": "cast_quant",
+        "comm_category": "allreduce", "times": 122, "comm_calls": 122}]})  # fmt: skip
+    assert run_verdict(exact, "r1", exact=True, has_events=True, candidate=True) == "needs review"
+    fp8 = row("ncclDevKernel_AllReduce_Sum_f8e4m3_RING_LL", "allreduce", "f8e4m3")
+    assert run_verdict(check_kernels([fp8, paired], policy), "r1", False, True) == (
+        "breaks the policy")  # fmt: skip
