@@ -2,8 +2,10 @@
 pasted launch command / systemd unit / env file (parsed as text, never executed).
 
 URL state: ``native`` (the checkpoint kind the checks compare against, e.g. ``deepseek-v3``)
-and ``run`` (an absolute run id; absent = every run). Pasted text is deliberately NOT put in
-the URL: unit files often carry secrets (tokens in Environment= lines).
+and ``run`` (an absolute run id; absent = every run). Only that run's per-event rows are
+read (exact quantize-before-collective check); the all-runs summary uses call counts.
+Pasted text is deliberately NOT put in the URL: unit files often carry secrets (tokens in
+Environment= lines).
 """
 
 from __future__ import annotations
