@@ -8,6 +8,8 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
@@ -53,26 +55,27 @@ def test_writer_and_readers_for_20_seconds_lose_nothing(store_path: Path, tmp_pa
         assert res["reads"] > 10
 
 
-def _hold_store_rw(store_path: Path) -> subprocess.Popen:
-    """Another process holding the store read-write until killed."""
+@contextmanager
+def _store_held_rw(store_path: Path) -> Iterator[None]:
+    """Another process holds the store read-write for the duration of the block."""
     code = (
         "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); "
         "c.execute('select 1'); print('held', flush=True); time.sleep(600)"
     )
     holder = subprocess.Popen([sys.executable, "-c", code, str(store_path)], stdout=subprocess.PIPE,
                               text=True)  # fmt: skip
-    assert holder.stdout.readline().strip() == "held"
-    return holder
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        yield
+    finally:
+        holder.kill()
+        holder.wait()
 
 
 def test_busy_store_exits_75_keeps_bundle_and_says_what_to_run(store_path: Path) -> None:
     assert run_cli(store_path, "host").code == 0
-    holder = _hold_store_rw(store_path)
-    try:
+    with _store_held_rw(store_path):
         result = run_cli(store_path, "host", "--commit-timeout", "1", "--json")
-    finally:
-        holder.kill()
-        holder.wait()
     assert result.code == 75
     assert "busy" in result.stderr and "python -m collectors flush" in result.stderr
     run_id = result.json["run_id"]
@@ -86,24 +89,21 @@ def test_busy_store_exits_75_keeps_bundle_and_says_what_to_run(store_path: Path)
 def test_collector_killed_after_spooling_loses_nothing(store_path: Path) -> None:
     assert run_cli(store_path, "host").code == 0
     spool = Path(str(store_path) + ".spool")
-    holder = _hold_store_rw(store_path)  # keeps the collector between spool and commit
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "collectors", "host", "--commit-timeout", "120"],
-        cwd=ROOT, env=cli_env(store_path), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
+    with _store_held_rw(store_path):  # keeps the collector between spool and commit
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "collectors", "host", "--commit-timeout", "120"],
+            cwd=ROOT, env=cli_env(store_path), stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and not any(
             p.is_dir() and not p.name.startswith(".") for p in spool.iterdir()
         ):
             time.sleep(0.05)
         entries = [p.name for p in spool.iterdir() if p.is_dir() and not p.name.startswith(".")]
-        assert len(entries) == 1, "the collector never spooled its run"
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
-    finally:
-        holder.kill()
-        holder.wait()
+    assert len(entries) == 1, "the collector never spooled its run"
     before = query(store_path, "SELECT count(*) FROM runs")[0][0]
     flushed = run_cli(store_path, "flush", "--json")
     assert flushed.code == 0 and flushed.json["committed"] == entries
@@ -113,12 +113,8 @@ def test_collector_killed_after_spooling_loses_nothing(store_path: Path) -> None
 
 def test_next_collector_run_commits_the_backlog(store_path: Path) -> None:
     assert run_cli(store_path, "host").code == 0
-    holder = _hold_store_rw(store_path)
-    try:
+    with _store_held_rw(store_path):
         busy = run_cli(store_path, "host", "--commit-timeout", "0.5", "--json")
-    finally:
-        holder.kill()
-        holder.wait()
     assert busy.code == 75
     again = run_cli(store_path, "host")
     assert again.code == 0 and "also committed 1 earlier spooled run" in again.stderr
