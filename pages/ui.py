@@ -119,7 +119,7 @@ def csv_download(frame: pd.DataFrame, name: str, label: str = "CSV") -> None:
     # Built on click (a callable runs only then), not on every rerun of the page.
     st.download_button(
         label, lambda: frame.to_csv(index=False).encode(), file_name=f"{name}.csv",
-        mime="text/csv", key=f"csv-{name}", icon=":material/download:",
+        mime="text/csv", key=f"csv-{name}", icon=":material/download:", on_click="ignore",
     )  # fmt: skip
 
 
@@ -129,7 +129,7 @@ def html_download(fig: object, name: str, label: str = "HTML") -> None:
     st.download_button(
         label, lambda: fig.to_html(include_plotlyjs=True, full_html=True).encode(),  # type: ignore[attr-defined]
         file_name=f"{name}.html", mime="text/html", key=f"html-{name}",
-        icon=":material/download:",
+        icon=":material/download:", on_click="ignore",  # a download needs no rerun
     )  # fmt: skip
 
 

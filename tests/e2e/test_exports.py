@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.comm.nccl_samples import V2_18
-from tests.e2e.conftest import Dashboard, open_app, start_dashboard, stop_dashboard
+from tests.e2e.conftest import Dashboard, open_app, start_dashboard, stop_dashboard, wait_app
 from tests.helpers import run_cli
 
 pytestmark = pytest.mark.e2e
@@ -35,7 +35,8 @@ def test_chart_exports_download_csv_and_self_contained_html(dash: Dashboard, pag
     csv_text = Path(csv_dl.value.path()).read_text()
     assert csv_dl.value.suggested_filename.endswith(".csv")
     assert "op" in csv_text.splitlines()[0] and len(csv_text.splitlines()) > 2
-    with page.expect_download() as html_dl:
+    wait_app(page)
+    with page.expect_download(timeout=90_000) as html_dl:
         buttons.filter(has_text="HTML").first.click()
     html = Path(html_dl.value.path()).read_text()
     assert html_dl.value.suggested_filename.endswith(".html")
