@@ -11,8 +11,8 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
 from tests.e2e.conftest import Dashboard, open_app, start_dashboard, stop_dashboard, wait_app
-from tests.helpers import ROOT, run_cli
-from tests.policy.fp8_trace import write_trace
+from tests.helpers import ROOT
+from tests.policy.fp8_trace import import_fp8_and_bf16_runs
 
 pytestmark = [
     pytest.mark.e2e,
@@ -31,13 +31,7 @@ vllm serve moonshotai/Kimi-K2.5 \\
 @pytest.fixture(scope="module")
 def dash(tmp_path_factory) -> Dashboard:
     tmp = tmp_path_factory.mktemp("policy-page")
-    store = tmp / "stepscope.duckdb"
-    ids = {}
-    for label, dtype in (("fp8-allreduce", "f8e4m3"), ("bf16-allreduce", "bf16")):
-        trace = write_trace(tmp / f"{label}.pt.trace.json.gz", dtype=dtype)
-        res = run_cli(store, "trace", str(trace), "--label", label, "--json")
-        assert res.code == 0, res.stderr
-        ids[label] = res.json["run_id"]
+    store, ids = import_fp8_and_bf16_runs(tmp)
     d = start_dashboard(store, tmp / "streamlit.log")
     d.ids = ids  # type: ignore[attr-defined]
     yield d

@@ -82,3 +82,18 @@ def write_trace(path: Path, dtype: str = "f8e4m3", rank: int = 0, world: int = 2
     data = json.dumps(doc).encode()
     path.write_bytes(gzip.compress(data) if path.suffix == ".gz" else data)
     return path
+
+
+def import_fp8_and_bf16_runs(tmp: Path) -> tuple[Path, dict[str, str]]:
+    """A store holding one FP8-AllReduce and one BF16-AllReduce trace run, imported through
+    the real ``python -m collectors trace``; returns the store and ``{label: run_id}``."""
+    from tests.helpers import run_cli
+
+    store = tmp / "stepscope.duckdb"
+    ids = {}
+    for label, dtype in (("fp8-allreduce", "f8e4m3"), ("bf16-allreduce", "bf16")):
+        trace = write_trace(tmp / f"{label}.pt.trace.json.gz", dtype=dtype)
+        res = run_cli(store, "trace", str(trace), "--label", label, "--json")
+        assert res.code == 0, res.stderr
+        ids[label] = res.json["run_id"]
+    return store, ids

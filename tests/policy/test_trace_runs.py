@@ -13,26 +13,14 @@ from planner.trace_check import check_kernels
 from store import queries_policy as qp
 from store.location import resolve
 from tests.helpers import FIXTURES, run_cli
-from tests.policy.fp8_trace import LAYERS, write_trace
+from tests.policy.fp8_trace import LAYERS, import_fp8_and_bf16_runs
 
 HTA_RANK0 = FIXTURES / "traces" / "hta" / "sampled_rank-0.json.gz"
-pytestmark = pytest.mark.skipif(
-    not (Path(__file__).resolve().parents[2] / "store/migrations/0002_trace.sql").exists(),
-    reason="the trace tables (migration 0002) are not in this tree yet",
-)
 
 
 @pytest.fixture(scope="module")
 def stored(tmp_path_factory) -> tuple[Path, dict[str, str]]:
-    tmp = tmp_path_factory.mktemp("policy-traces")
-    store = tmp / "stepscope.duckdb"
-    ids = {}
-    for label, dtype in (("fp8-allreduce", "f8e4m3"), ("bf16-allreduce", "bf16")):
-        trace = write_trace(tmp / f"{label}.pt.trace.json.gz", dtype=dtype)
-        res = run_cli(store, "trace", str(trace), "--label", label, "--json")
-        assert res.code == 0, res.stderr
-        ids[label] = res.json["run_id"]
-    return store, ids
+    return import_fp8_and_bf16_runs(tmp_path_factory.mktemp("policy-traces"))
 
 
 def findings(store: Path, run_id: str, native: str | None = None, events: bool = True):
