@@ -20,6 +20,7 @@ from collectors.errors import (
 )
 from collectors.lock import LockHeld, measurement_lock
 from collectors.log import setup as setup_logging
+from store import settings
 from store.location import check_usable
 
 
@@ -149,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(exc, StoreError):
             log.error(str(exc))
             return EXIT_FAILED
-        if os.environ.get("STEPSCOPE_DEBUG"):
+        if os.environ.get(settings.DEBUG.name):
             raise
         logging.getLogger("stepscope").error(
             f"internal error: {type(exc).__name__}: {exc} (set STEPSCOPE_DEBUG=1 for the traceback)"

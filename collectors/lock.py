@@ -14,7 +14,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-ENV_LOCK_DIR = "STEPSCOPE_LOCK_DIR"
+from store import settings
+
+ENV_LOCK_DIR = settings.LOCK_DIR.name
 
 
 def lock_dir() -> Path:

@@ -6,10 +6,8 @@ import fcntl
 import json
 import logging
 import os
-import random
 import re
 import shutil
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -29,6 +27,7 @@ from store.bundle import (
 from store.connect import connection
 from store.errors import StoreBusy, StoreError
 from store.location import StoreLocation
+from store.retry import retry
 
 log = logging.getLogger("stepscope.store")
 
@@ -141,22 +140,25 @@ def _retry_lake_conflicts(
 ) -> bool:
     from store.lake import is_conflict
 
-    deadline = time.monotonic() + timeout_s
-    delay = 0.05
-    while True:
-        try:
-            return _commit_once(loc, entry, manifest, timeout_s)
-        except duckdb.Error as exc:
-            if not is_conflict(exc):
-                raise
-            if time.monotonic() + delay > deadline:
-                raise StoreBusy(
-                    f"store {loc.describe()} is busy: commits kept conflicting with other "
-                    f"writers for {timeout_s:g} s"
-                ) from exc
+    def attempt() -> bool:
+        return _commit_once(loc, entry, manifest, timeout_s)
+
+    def transient(exc: Exception) -> bool:
+        conflict = isinstance(exc, duckdb.Error) and is_conflict(exc)
+        if conflict:
             log.debug(f"lake conflict, retrying {entry.name}: {exc}")
-        time.sleep(delay * (0.5 + random.random()))
-        delay = min(delay * 2, 1.0)
+        return conflict
+
+    return retry(
+        attempt,
+        transient=transient,
+        timeout_s=timeout_s,
+        first_delay_s=0.05,
+        give_up=lambda _exc: StoreBusy(
+            f"store {loc.describe()} is busy: commits kept conflicting with other "
+            f"writers for {timeout_s:g} s"
+        ),
+    )
 
 
 @contextmanager

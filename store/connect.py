@@ -6,8 +6,6 @@ writers open only to commit and readers open short-lived read-only connections.
 
 from __future__ import annotations
 
-import random
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -15,6 +13,7 @@ import duckdb
 
 from store.errors import StoreBusy, StoreError, StoreMissing, is_lock_conflict
 from store.location import StoreLocation
+from store.retry import retry
 
 
 def _open_once(loc: StoreLocation, read_only: bool) -> duckdb.DuckDBPyConnection:
@@ -36,24 +35,26 @@ def open_with_retry(
     loc: StoreLocation, *, read_only: bool, timeout_s: float
 ) -> duckdb.DuckDBPyConnection:
     """Open ``loc``; on a lock conflict back off (jittered, doubling) until ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    delay = 0.01
-    while True:
+
+    def attempt() -> duckdb.DuckDBPyConnection:
         try:
             return _open_once(loc, read_only)
-        except duckdb.Error as exc:
-            if not is_lock_conflict(exc):
-                if isinstance(exc, duckdb.IOException):  # unreadable path, not a DuckDB file...
-                    raise StoreError(f"store {loc.describe()}: cannot open ({exc})") from None
+        except duckdb.IOException as exc:
+            if is_lock_conflict(exc):
                 raise
-            if time.monotonic() + delay > deadline:
-                mode = "read-only" if read_only else "read-write"
-                raise StoreBusy(
-                    f"store {loc.describe()} is busy: another process holds it; "
-                    f"could not open {mode} within {timeout_s:g} s"
-                ) from exc
-        time.sleep(delay * (0.5 + random.random()))
-        delay = min(delay * 2, 1.0)
+            # An unreadable path or a file that is not a DuckDB store: no retry helps.
+            raise StoreError(f"store {loc.describe()}: cannot open ({exc})") from None
+
+    mode = "read-only" if read_only else "read-write"
+    return retry(
+        attempt,
+        transient=lambda exc: isinstance(exc, duckdb.Error) and is_lock_conflict(exc),
+        timeout_s=timeout_s,
+        give_up=lambda _exc: StoreBusy(
+            f"store {loc.describe()} is busy: another process holds it; "
+            f"could not open {mode} within {timeout_s:g} s"
+        ),
+    )
 
 
 @contextmanager

@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import importlib
 import os
-import random
 import re
 import threading
 import time
@@ -26,10 +25,12 @@ from pathlib import Path
 
 import duckdb
 
+from store import settings
 from store.errors import StoreBusy, StoreError, StoreMissing
 from store.location import StoreLocation, lake_catalog
+from store.retry import jittered
 
-ENV_EXTENSION_DIR = "STEPSCOPE_DUCKDB_EXTENSION_DIR"
+ENV_EXTENSION_DIR = settings.DUCKDB_EXTENSION_DIR.name
 ALIAS = "lake"
 _INIT_ATTEMPTS = 5
 # S3-compatible storage: the usual AWS variables plus the endpoint knobs MinIO & co. need.
@@ -38,9 +39,9 @@ S3_ENV = {
     "SECRET": "AWS_SECRET_ACCESS_KEY",
     "SESSION_TOKEN": "AWS_SESSION_TOKEN",
     "REGION": "AWS_REGION",
-    "ENDPOINT": "STEPSCOPE_S3_ENDPOINT",  # host[:port] without scheme, e.g. minio.lan:9000
-    "URL_STYLE": "STEPSCOPE_S3_URL_STYLE",  # path (MinIO) | vhost (AWS default)
-    "USE_SSL": "STEPSCOPE_S3_USE_SSL",  # true | false
+    "ENDPOINT": settings.S3_ENDPOINT.name,  # host[:port] without scheme, e.g. minio.lan:9000
+    "URL_STYLE": settings.S3_URL_STYLE.name,  # path (MinIO) | vhost (AWS default)
+    "USE_SSL": settings.S3_USE_SSL.name,  # true | false
 }
 _REMOTE_PREFIXES = ("s3://", "s3a://", "r2://", "gs://", "gcs://", "http://", "https://")
 
@@ -186,7 +187,7 @@ def _instance(loc: StoreLocation, read_only: bool) -> duckdb.DuckDBPyConnection:
                     # second's CREATE TABLEs; by the retry the catalog exists and opens.
                     if not _init_race(exc) or attempt == _INIT_ATTEMPTS - 1:
                         raise
-                    time.sleep(0.2 * (attempt + 1) * (0.5 + random.random()))
+                    time.sleep(jittered(0.2 * (attempt + 1)))
             _instances[key] = con
         return con
 

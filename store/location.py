@@ -12,9 +12,11 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-ENV_STORE = "STEPSCOPE_STORE"
-ENV_DATA_PATH = "STEPSCOPE_LAKE_DATA_PATH"
-ENV_SPOOL = "STEPSCOPE_SPOOL"
+from store import settings
+
+ENV_STORE = settings.STORE.name
+ENV_DATA_PATH = settings.LAKE_DATA_PATH.name
+ENV_SPOOL = settings.SPOOL.name
 
 
 def default_store_path() -> Path:

@@ -1,0 +1,68 @@
+"""Every ``STEPSCOPE_*`` environment variable a user may set, declared once.
+
+The modules that read a setting take its name from here, the README's *Settings* table
+lists each one, and ``tests/test_docs.py`` fails when a variable is read somewhere but not
+declared here, or declared but not documented.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    default: str  # what applies when the variable is unset, in words
+    help: str
+
+
+STORE = Setting(
+    "STEPSCOPE_STORE",
+    "$XDG_DATA_HOME/stepscope/stepscope.duckdb (~/.local/share/...)",
+    "store: a DuckDB file path or a ducklake: URL; --store overrides it",
+)
+SPOOL = Setting(
+    "STEPSCOPE_SPOOL",
+    "<store>.spool next to the store",
+    "folder where runs wait for their commit",
+)
+LAKE_DATA_PATH = Setting(
+    "STEPSCOPE_LAKE_DATA_PATH",
+    "none (the URL's ;data_path= or --data-path)",
+    "DuckLake data files: a shared folder or an s3:// URL",
+)
+DUCKDB_EXTENSION_DIR = Setting(
+    "STEPSCOPE_DUCKDB_EXTENSION_DIR",
+    "$XDG_CACHE_HOME/stepscope/duckdb-extensions",
+    "where the pinned duckdb-extension-* wheels are installed for DuckDB to load",
+)
+S3_ENDPOINT = Setting(
+    "STEPSCOPE_S3_ENDPOINT", "AWS", "S3-compatible endpoint host[:port] for lake data files"
+)
+S3_URL_STYLE = Setting("STEPSCOPE_S3_URL_STYLE", "vhost", "path (MinIO) or vhost (AWS)")
+S3_USE_SSL = Setting("STEPSCOPE_S3_USE_SSL", "true", "use TLS to the S3 endpoint")
+LOCK_DIR = Setting(
+    "STEPSCOPE_LOCK_DIR",
+    "/tmp/stepscope-locks",
+    "host-wide measurement lock folder (one measurement at a time)",
+)
+NVML_MODULE = Setting(
+    "STEPSCOPE_NVML_MODULE",
+    "pynvml (nvidia-ml-py)",
+    "module that answers NVML calls (tests point it at a stand-in)",
+)
+DEBUG = Setting("STEPSCOPE_DEBUG", "off", "1: print the traceback of an internal error")
+
+SETTINGS: tuple[Setting, ...] = (
+    STORE,
+    SPOOL,
+    LAKE_DATA_PATH,
+    DUCKDB_EXTENSION_DIR,
+    S3_ENDPOINT,
+    S3_URL_STYLE,
+    S3_USE_SSL,
+    LOCK_DIR,
+    NVML_MODULE,
+    DEBUG,
+)
