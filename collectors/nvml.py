@@ -4,9 +4,11 @@ Everything that asks the GPUs about themselves goes through here. ``STEPSCOPE_NV
 names a module with pynvml's API to use instead; tests on machines without a GPU point it
 at a stand-in (the hardware boundary is the only place one is allowed).
 
-Any single value a GPU or driver cannot report (``NVMLError`` such as NotSupported or
-NoPermission, or a function this pynvml lacks) becomes ``None``; only a missing library or
-driver (``nvmlInit`` failing) is an error, ``NvmlUnavailable``.
+Any single value a GPU or driver cannot report (``NVMLError`` such as NotSupported,
+NoPermission or GpuIsLost, or a function this pynvml lacks) becomes ``None``, in every
+reader here (a collector reads NVML *after* its measurement, and must not lose it to a
+GPU that fell off the bus); only a missing library or driver (``nvmlInit`` failing) is an
+error, ``NvmlUnavailable``.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -45,9 +48,10 @@ class NvmlUnavailable(Exception):
 class GpuInfo:
     index: int
     name: str
-    uuid: str
-    memory_bytes: int
+    uuid: str | None
+    memory_bytes: int | None
     pci_bus_id: str
+    mig_enabled: bool | None = None
 
 
 @dataclass
@@ -83,9 +87,11 @@ class GpuDetail:
     sm_clock_max_mhz: int | None = None
     mem_clock_max_mhz: int | None = None
     mem_bus_width_bits: int | None = None
-    numa_node: int | None = None
+    numa_node: int | None = None  # the CPU NUMA node the GPU hangs off (sysfs)
     cpu_affinity: str | None = None  # "0-15,32-47" like nvidia-smi topo -m
     nvlinks: list[NvLink] = field(default_factory=list)
+    mig_enabled: bool | None = None  # None: not MIG-capable
+    mig_uuids: list[str] = field(default_factory=list)  # "MIG-..." of each instance
 
     @property
     def nvlink_active(self) -> int:
@@ -178,27 +184,33 @@ def cuda_version_text(nvml: ModuleType) -> str | None:
 
 
 def read_gpus(nvml: ModuleType) -> list[GpuInfo]:
+    """The GPU list through ``Reader``: a GPU NVML cannot open is left out, a value it
+    cannot read is None; nothing here raises ``NVMLError``."""
+    read = Reader(nvml)
     gpus = []
-    for index in range(int(nvml.nvmlDeviceGetCount())):
-        handle = nvml.nvmlDeviceGetHandleByIndex(index)
-        pci = nvml.nvmlDeviceGetPciInfo(handle)
-        gpus.append(
-            GpuInfo(
-                index=index,
-                name=_text(nvml.nvmlDeviceGetName(handle)),
-                uuid=_text(nvml.nvmlDeviceGetUUID(handle)),
-                memory_bytes=int(nvml.nvmlDeviceGetMemoryInfo(handle).total),
-                pci_bus_id=_text(getattr(pci, "busId", "")),
-            )
-        )
+    for index in range(int(read("nvmlDeviceGetCount") or 0)):
+        handle = read("nvmlDeviceGetHandleByIndex", index)
+        if handle is None:
+            continue
+        pci, memory = read("nvmlDeviceGetPciInfo", handle), read("nvmlDeviceGetMemoryInfo", handle)
+        uuid = read("nvmlDeviceGetUUID", handle)
+        gpus.append(GpuInfo(
+            index=index,
+            name=_text(read("nvmlDeviceGetName", handle) or "unknown GPU"),
+            uuid=None if uuid is None else _text(uuid),
+            memory_bytes=None if memory is None else int(memory.total),
+            pci_bus_id=_text(getattr(pci, "busId", "") or ""),
+            mig_enabled=read_mig(read, handle)[0],
+        ))  # fmt: skip
     return gpus
 
 
 def inventory() -> GpuInventory:
     """Driver, CUDA driver version and the GPU list; NvmlUnavailable without NVIDIA GPUs."""
     with session() as nvml:
+        driver = Reader(nvml)("nvmlSystemGetDriverVersion")
         return GpuInventory(
-            driver_version=_text(nvml.nvmlSystemGetDriverVersion()),
+            driver_version="unknown" if driver is None else _text(driver),
             cuda_driver_version=cuda_version_text(nvml),
             gpus=read_gpus(nvml),
         )
@@ -266,12 +278,14 @@ def _read_detail(read: Reader, index: int, handle: Any) -> GpuDetail:
     if power_mw is None:
         power_mw = read("nvmlDeviceGetPowerManagementLimit", handle)
     affinity = read("nvmlDeviceGetCpuAffinity", handle, CPU_SET_WORDS)
+    bus = _text(getattr(pci, "busId", "") or "")
+    mig_enabled, mig_uuids = read_mig(read, handle)
     return GpuDetail(
         index=index,
         name=_text(read("nvmlDeviceGetName", handle) or "unknown GPU"),
         uuid=None if uuid is None else _text(uuid),
         memory_bytes=None if memory is None else int(memory.total),
-        pci_bus_id=_text(getattr(pci, "busId", "") or ""),
+        pci_bus_id=bus,
         pcie_gen_current=_int(read("nvmlDeviceGetCurrPcieLinkGeneration", handle)),
         pcie_gen_max=_int(read("nvmlDeviceGetMaxPcieLinkGeneration", handle)),
         pcie_width_current=_int(read("nvmlDeviceGetCurrPcieLinkWidth", handle)),
@@ -284,14 +298,58 @@ def _read_detail(read: Reader, index: int, handle: Any) -> GpuDetail:
             read("nvmlDeviceGetMaxClockInfo", handle, const(nvml, "NVML_CLOCK_MEM", 2))
         ),
         mem_bus_width_bits=_int(read("nvmlDeviceGetMemoryBusWidth", handle)),
-        numa_node=_numa(read("nvmlDeviceGetNumaNodeId", handle)),
+        numa_node=numa_node(bus, read, handle),
         cpu_affinity=None if affinity is None else gpu_topo.cpu_ranges(list(affinity)),
         nvlinks=_read_nvlinks(read, handle),
+        mig_enabled=mig_enabled,
+        mig_uuids=mig_uuids,
     )
 
 
+SYSFS_ENV = "STEPSCOPE_SYSFS_ROOT"  # tests point it at a temp tree shaped like /sys
+
+
+def numa_node(bus_id: str, read: Reader, handle: Any) -> int | None:
+    """The CPU NUMA node the GPU's PCIe device hangs off: ``/sys/bus/pci/devices/<bdf>/
+    numa_node`` (Linux; -1 when the platform has one node or cannot say).
+
+    ``nvmlDeviceGetNumaNodeId`` "only applies to platforms where the GPUs are NUMA nodes"
+    (nvml.h, CUDA 12.x/13.x: Grace Hopper/Blackwell coherent memory) and answers NotSupported
+    on x86 PCIe hosts, so it is only a quiet fallback where sysfs has no answer."""
+    from collectors.gpu_topo import normalize_bus_id
+
+    bdf = normalize_bus_id(bus_id)
+    root = Path(os.environ.get(SYSFS_ENV) or "/sys")
+    if bdf:
+        try:
+            return _numa((root / "bus/pci/devices" / bdf / "numa_node").read_text().strip())
+        except (OSError, ValueError):
+            pass
+    return _numa(read("nvmlDeviceGetNumaNodeId", handle, quiet=True))
+
+
+def read_mig(read: Reader, handle: Any) -> tuple[bool | None, list[str]]:
+    """MIG mode and the UUIDs of the instances on this GPU (nvml.h: nvmlDeviceGetMigMode ->
+    current/pending, nvmlDeviceGetMaxMigDeviceCount, nvmlDeviceGetMigDeviceHandleByIndex,
+    which answers NotFound for an empty slot). A GPU without MIG answers NotSupported: its
+    normal answer, not counted. NVML lists the parent GPU; CUDA sees the instances."""
+    mode = read("nvmlDeviceGetMigMode", handle, quiet=True)
+    if mode is None:
+        return None, []
+    current = mode[0] if isinstance(mode, (list, tuple)) else mode
+    enabled = int(current) == const(read.nvml, "NVML_DEVICE_MIG_ENABLE", 1)
+    if not enabled:
+        return False, []
+    uuids = []
+    for i in range(int(read("nvmlDeviceGetMaxMigDeviceCount", handle) or 0)):
+        mig = read("nvmlDeviceGetMigDeviceHandleByIndex", handle, i, quiet=True)
+        if mig is not None and (uuid := read("nvmlDeviceGetUUID", mig)) is not None:
+            uuids.append(_text(uuid))
+    return True, uuids
+
+
 def _numa(value: Any) -> int | None:
-    # NVML reports -1 (as an unsigned or signed int) when the GPU has no NUMA node.
+    # sysfs and NVML say -1 (NVML as an unsigned int) when there is no NUMA node to name.
     return None if value is None or int(value) < 0 or int(value) >= 2**31 else int(value)
 
 
