@@ -186,7 +186,7 @@ def _mig_uuids(gpu: dict[str, Any]) -> list[str]:
     mig = gpu.get("mig") or {}
     inst = mig.get("instances", [])
     if isinstance(inst, int):
-        inst = [f"MIG-{gpu['uuid'][4:12]}-0000-4000-8000-{i:012x}" for i in range(inst)]
+        inst = [f"MIG-{i:08x}-1111-4000-8000-{gpu['uuid'][-12:]}" for i in range(inst)]
     return list(inst) if mig.get("mode") else []
 
 
