@@ -108,7 +108,7 @@ class CudaTimer:
 
     def burst(self, call: Callable[[], Any], iters: int) -> Burst:
         per_call = burst = None
-        for _ in range(4):
+        for _ in range(8):
             per_call, held_a = self._run(call, iters, per_call=True)
             burst, held_b = self._run(call, iters, per_call=False)
             if held_a and held_b:
