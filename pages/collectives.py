@@ -66,8 +66,8 @@ hidden = c3.number_input("Hidden size (maps byte sizes to tokens)", min_value=1,
                          step=1, key="hidden", bind="query-params")  # fmt: skip
 
 figure = c4.radio("Figure", list(charts.FIGURES), key="figure", bind="query-params",
-                  format_func=charts.FIGURES.get, help="comm's own per-call percentiles, or "
-                  "the figure nccl-tests prints (imports show the same in both)")  # fmt: skip
+                  horizontal=True, help="comm's own per-call percentiles, or the figure "
+                  "nccl-tests prints (imports show the same in both)")  # fmt: skip
 frame = charts.as_figure(frame, figure)
 shown = charts.with_x(frame[frame["op"].isin(ops)], axis, int(hidden))
 cs = charts.curves(shown)
@@ -77,6 +77,7 @@ if not cs:
     st.stop()
 
 st.subheader("Latency per call" + (" vs tokens per GPU" if axis == "tokens" else " vs size"))
+st.caption(f"Figure: {charts.FIGURES[figure]}.")
 if axis == "tokens" and (frame["tokens_per_rank"].isna() & frame["op"].isin(ops)).any():
     st.caption(f"Byte-sized points (nccl-tests, --bytes sweeps) are placed at the tokens per "
                f"GPU they carry with hidden {int(hidden)} and each row's dtype.")  # fmt: skip

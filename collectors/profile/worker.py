@@ -4,7 +4,8 @@ Started by the parent (``collectors/profile/launch.py``) through torch.multiproc
 directly by torchrun (``torchrun --nproc-per-node 2 -m collectors.profile.worker --out DIR``,
 then ``python -m collectors trace DIR``). Each rank writes its chrome trace as
 ``stepscope_profile_rank{r}.pt.trace.json`` and status files the parent reads:
-``rank{r}.ready`` (start-up done: group joined, weights built, first barrier passed), then
+``rank{r}.ready`` (start-up done: group joined, weights built, profiler started, warm-up
+steps run), then
 ``rank{r}.ok`` or ``rank{r}.err`` (one line).
 """
 
@@ -118,7 +119,7 @@ def _profile(spec: WorkerSpec) -> dict:
         if cuda:
             torch.cuda.synchronize()
         dist.barrier()
-        (Path(spec.out_dir) / f"rank{spec.rank}.ready").write_text("ready\n")
+        ready = Path(spec.out_dir) / f"rank{spec.rank}.ready"
         gen = torch.Generator().manual_seed(42)  # same tokens on every rank (TP replicates x)
         x = torch.randn(spec.batch, shape.hidden, generator=gen).to(device=device, dtype=dtype)
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
@@ -127,6 +128,8 @@ def _profile(spec: WorkerSpec) -> dict:
         with profile(activities=activities, schedule=sched, record_shapes=True,
                      on_trace_ready=lambda p: p.export_chrome_trace(str(path))) as prof:  # fmt: skip
             for i in range(spec.warmup + spec.steps):
+                if i == spec.warmup:  # CUPTI, cuBLAS handles and NCCL's first calls are done
+                    ready.write_text("ready\n")
                 if i >= spec.warmup:
                     _fault(spec.rank, i - spec.warmup)
                 pos = spec.context - 1 - i % spec.context

@@ -120,7 +120,8 @@ def test_nccl_tests_figure_puts_comm_and_imports_on_one_axis(dash: Dashboard, pa
                   "ORDER BY tokens_per_rank", [comm])  # fmt: skip
     open_app(page, dash.link(f"collectives?runs={pcie}&runs={comm}&figure=nccl-tests"))
     main = _main(page)
-    expect(main.get_by_text("nccl-tests style: burst mean, averaged over ranks")).to_be_visible()
+    expect(main.get_by_text("Figure: nccl-tests style: burst mean, averaged over ranks")
+           ).to_be_visible()  # fmt: skip
     text = main.inner_text()
     comm_line = next(line for line in text.splitlines() if "all_reduce" in line and "→" in line)
     assert f"1 tokens → {burst[0][0]:.1f} us" in comm_line
