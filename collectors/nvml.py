@@ -1,4 +1,5 @@
-"""The one adapter between Stepscope and NVML (nvidia-ml-py's ``pynvml``).
+"""The one adapter between Stepscope and NVML (nvidia-ml-py's ``pynvml``); per-GPU reads live in
+``collectors/nvml_detail.py``.
 
 Everything that asks the GPUs about themselves goes through here. ``STEPSCOPE_NVML_MODULE``
 names a module with pynvml's API to use instead; tests on machines without a GPU point it
@@ -19,11 +20,11 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 ENV_MODULE = "STEPSCOPE_NVML_MODULE"
+SYSFS_ENV = "STEPSCOPE_SYSFS_ROOT"  # tests point it at a temp tree shaped like /sys
 
 # nvmlGpuP2PCapsIndex_t order; the store's p2p_* columns use these names.
 P2P_CAPS: tuple[tuple[str, str, int], ...] = (
@@ -186,6 +187,8 @@ def cuda_version_text(nvml: ModuleType) -> str | None:
 def read_gpus(nvml: ModuleType) -> list[GpuInfo]:
     """The GPU list through ``Reader``: a GPU NVML cannot open is left out, a value it
     cannot read is None; nothing here raises ``NVMLError``."""
+    from collectors.nvml_detail import read_mig
+
     read = Reader(nvml)
     gpus = []
     for index in range(int(read("nvmlDeviceGetCount") or 0)):
@@ -224,6 +227,7 @@ def topology_inventory() -> Topology:
 
 def read_topology(nvml: ModuleType) -> Topology:
     from collectors import gpu_topo
+    from collectors.nvml_detail import read_detail
 
     read = Reader(nvml)
     driver = read("nvmlSystemGetDriverVersion")
@@ -231,7 +235,7 @@ def read_topology(nvml: ModuleType) -> Topology:
     # A GPU NVML cannot open (lost, or hidden by permissions) is left out, not fatal.
     opened = [(i, read("nvmlDeviceGetHandleByIndex", i)) for i in range(count)]
     handles = [h for _, h in opened if h is not None]
-    gpus = [_read_detail(read, i, h) for i, h in opened if h is not None]
+    gpus = [read_detail(read, i, h) for i, h in opened if h is not None]
     nv_counts = gpu_topo.nvlink_counts(gpus)
     topo: list[list[str | None]] = []
     p2p: dict[str, list[list[str | None]]] = {cap: [] for cap, _, _ in P2P_CAPS}
@@ -261,120 +265,6 @@ def read_topology(nvml: ModuleType) -> Topology:
 
 def _p2p(status: Any) -> str | None:
     return None if status is None else P2P_STATUS.get(int(status), "U")
-
-
-def _int(value: Any) -> int | None:
-    return None if value is None else int(value)
-
-
-def _read_detail(read: Reader, index: int, handle: Any) -> GpuDetail:
-    from collectors import gpu_topo
-
-    nvml = read.nvml
-    pci = read("nvmlDeviceGetPciInfo", handle)
-    memory = read("nvmlDeviceGetMemoryInfo", handle)
-    uuid = read("nvmlDeviceGetUUID", handle)
-    power_mw = read("nvmlDeviceGetEnforcedPowerLimit", handle, quiet=True)
-    if power_mw is None:
-        power_mw = read("nvmlDeviceGetPowerManagementLimit", handle)
-    affinity = read("nvmlDeviceGetCpuAffinity", handle, CPU_SET_WORDS)
-    bus = _text(getattr(pci, "busId", "") or "")
-    mig_enabled, mig_uuids = read_mig(read, handle)
-    return GpuDetail(
-        index=index,
-        name=_text(read("nvmlDeviceGetName", handle) or "unknown GPU"),
-        uuid=None if uuid is None else _text(uuid),
-        memory_bytes=None if memory is None else int(memory.total),
-        pci_bus_id=bus,
-        pcie_gen_current=_int(read("nvmlDeviceGetCurrPcieLinkGeneration", handle)),
-        pcie_gen_max=_int(read("nvmlDeviceGetMaxPcieLinkGeneration", handle)),
-        pcie_width_current=_int(read("nvmlDeviceGetCurrPcieLinkWidth", handle)),
-        pcie_width_max=_int(read("nvmlDeviceGetMaxPcieLinkWidth", handle)),
-        power_limit_w=None if power_mw is None else int(power_mw) / 1000.0,
-        sm_clock_max_mhz=_int(
-            read("nvmlDeviceGetMaxClockInfo", handle, const(nvml, "NVML_CLOCK_SM", 1))
-        ),
-        mem_clock_max_mhz=_int(
-            read("nvmlDeviceGetMaxClockInfo", handle, const(nvml, "NVML_CLOCK_MEM", 2))
-        ),
-        mem_bus_width_bits=_int(read("nvmlDeviceGetMemoryBusWidth", handle)),
-        numa_node=numa_node(bus, read, handle),
-        cpu_affinity=None if affinity is None else gpu_topo.cpu_ranges(list(affinity)),
-        nvlinks=_read_nvlinks(read, handle),
-        mig_enabled=mig_enabled,
-        mig_uuids=mig_uuids,
-    )
-
-
-SYSFS_ENV = "STEPSCOPE_SYSFS_ROOT"  # tests point it at a temp tree shaped like /sys
-
-
-def numa_node(bus_id: str, read: Reader, handle: Any) -> int | None:
-    """The CPU NUMA node the GPU's PCIe device hangs off: ``/sys/bus/pci/devices/<bdf>/
-    numa_node`` (Linux; -1 when the platform has one node or cannot say).
-
-    ``nvmlDeviceGetNumaNodeId`` "only applies to platforms where the GPUs are NUMA nodes"
-    (nvml.h, CUDA 12.x/13.x: Grace Hopper/Blackwell coherent memory) and answers NotSupported
-    on x86 PCIe hosts, so it is only a quiet fallback where sysfs has no answer."""
-    from collectors.gpu_topo import normalize_bus_id
-
-    bdf = normalize_bus_id(bus_id)
-    root = Path(os.environ.get(SYSFS_ENV) or "/sys")
-    if bdf:
-        try:
-            return _numa((root / "bus/pci/devices" / bdf / "numa_node").read_text().strip())
-        except (OSError, ValueError):
-            pass
-    return _numa(read("nvmlDeviceGetNumaNodeId", handle, quiet=True))
-
-
-def read_mig(read: Reader, handle: Any) -> tuple[bool | None, list[str]]:
-    """MIG mode and the UUIDs of the instances on this GPU (nvml.h: nvmlDeviceGetMigMode ->
-    current/pending, nvmlDeviceGetMaxMigDeviceCount, nvmlDeviceGetMigDeviceHandleByIndex,
-    which answers NotFound for an empty slot). A GPU without MIG answers NotSupported: its
-    normal answer, not counted. NVML lists the parent GPU; CUDA sees the instances."""
-    mode = read("nvmlDeviceGetMigMode", handle, quiet=True)
-    if mode is None:
-        return None, []
-    current = mode[0] if isinstance(mode, (list, tuple)) else mode
-    enabled = int(current) == const(read.nvml, "NVML_DEVICE_MIG_ENABLE", 1)
-    if not enabled:
-        return False, []
-    uuids = []
-    for i in range(int(read("nvmlDeviceGetMaxMigDeviceCount", handle) or 0)):
-        mig = read("nvmlDeviceGetMigDeviceHandleByIndex", handle, i, quiet=True)
-        if mig is not None and (uuid := read("nvmlDeviceGetUUID", mig)) is not None:
-            uuids.append(_text(uuid))
-    return True, uuids
-
-
-def _numa(value: Any) -> int | None:
-    # sysfs and NVML say -1 (NVML as an unsigned int) when there is no NUMA node to name.
-    return None if value is None or int(value) < 0 or int(value) >= 2**31 else int(value)
-
-
-def _read_nvlinks(read: Reader, handle: Any) -> list[NvLink]:
-    """Every link NVML reports a state for. A PCIe-only GPU answers NotSupported for each,
-    which is its normal answer, not a missing value: those calls are not counted."""
-    links = []
-    for link in range(const(read.nvml, "NVML_NVLINK_MAX_LINKS", 18)):
-        state = read("nvmlDeviceGetNvLinkState", handle, link, quiet=True)
-        if state is None:
-            continue
-        active = bool(int(state))
-        remote = read("nvmlDeviceGetNvLinkRemotePciInfo", handle, link) if active else None
-        kind = read("nvmlDeviceGetNvLinkRemoteDeviceType", handle, link) if active else None
-        version = read("nvmlDeviceGetNvLinkVersion", handle, link, quiet=not active)
-        links.append(
-            NvLink(
-                link=link,
-                active=active,
-                version=None if version is None else NVLINK_GENERATION.get(int(version)),
-                remote_pci_bus_id=None if remote is None else _text(remote.busId),
-                remote_type=None if kind is None else NVLINK_REMOTE.get(int(kind), "unknown"),
-            )
-        )
-    return links
 
 
 def mem_bandwidth_gbps(mem_clock_mhz: int | None, bus_width_bits: int | None) -> float | None:
