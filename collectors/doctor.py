@@ -124,6 +124,10 @@ def check_nvml(expect_gpus: bool) -> Check:
     if not inv.gpus:
         return Check("nvml", FAIL if expect_gpus else WARN, "NVML works but sees no GPU")
     names = sorted({g.name for g in inv.gpus})
+    from collectors.gpu import mig_note
+
+    if note := mig_note(inv.gpus):
+        return Check("nvml", WARN, note)
     return Check("nvml", PASS, f"{len(inv.gpus)} GPU(s) ({', '.join(names)}), driver "
                  f"{inv.driver_version}, CUDA {inv.cuda_driver_version}")  # fmt: skip
 

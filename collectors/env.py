@@ -77,7 +77,10 @@ def _nccl_and_cuda() -> tuple[str | None, str | None]:
 
 
 def snapshot() -> dict[str, Any]:
-    """What the ``runs`` environment columns hold, plus GPUs when NVML is available."""
+    """What the ``runs`` environment columns hold, plus GPUs when NVML is available.
+
+    Never raises: collectors call it after measuring, so an NVML error (a lost GPU, no
+    permission inside a container) becomes a note in ``env["nvml"]``, not a lost run."""
     nccl, cuda = _nccl_and_cuda()
     env: dict[str, Any] = {
         "hostname": socket.gethostname(),
@@ -100,6 +103,8 @@ def snapshot() -> dict[str, Any]:
         inv = nvml.inventory()
     except nvml.NvmlUnavailable as exc:
         env["nvml"] = str(exc)
+    except Exception as exc:  # noqa: BLE001 - taken after a measurement: never lose it to NVML
+        env["nvml"] = f"NVML failed while reading the GPUs ({type(exc).__name__}: {exc})"
     else:
         env["driver_version"] = inv.driver_version
         env["cuda_driver"] = inv.cuda_driver_version

@@ -44,11 +44,25 @@ def describe(topo: nvml.Topology, klass: str) -> str:
     return f"{n}x {model}, {klass}" + (f" (NVLink on {nv} of {len(pairs)} pairs)" if pairs else "")
 
 
-def _unsupported_note(topo: nvml.Topology) -> str | None:
-    if not topo.unsupported:
+def mig_note(gpus: list[Any]) -> str | None:
+    """MIG splits a GPU into instances: NVML lists the parent, CUDA (and so comm and
+    profile) sees one instance per process. Say so wherever it is on."""
+    on = [g for g in gpus if getattr(g, "mig_enabled", None)]
+    if not on:
         return None
-    calls = ", ".join(f"{name} ({count})" for name, count in sorted(topo.unsupported.items()))
-    return f"NVML could not report some values (stored as NULL): {calls}"
+    counts = [getattr(g, "mig_uuids", None) for g in on]
+    which = ", ".join(f"GPU {g.index}" + (f" ({len(c)} instance(s))" if c is not None else "")
+                      for g, c in zip(on, counts, strict=True))  # fmt: skip
+    return (f"MIG is enabled on {which}: CUDA sees MIG instances, not these GPUs, and NVML's "
+            "figures (memory, links, topology) describe the whole GPU")
+
+
+def _unsupported_note(topo: nvml.Topology) -> str | None:
+    notes = [mig_note(topo.gpus)]
+    if topo.unsupported:
+        calls = ", ".join(f"{name} ({count})" for name, count in sorted(topo.unsupported.items()))
+        notes.append(f"NVML could not report some values (stored as NULL): {calls}")
+    return "; ".join(n for n in notes if n) or None
 
 
 def tables_for(topo: nvml.Topology) -> tuple[dict[str, Any], str]:
@@ -64,7 +78,8 @@ def tables_for(topo: nvml.Topology) -> tuple[dict[str, Any], str]:
             "sm_clock_max_mhz": g.sm_clock_max_mhz, "mem_clock_max_mhz": g.mem_clock_max_mhz,
             "mem_bus_width_bits": g.mem_bus_width_bits,
             "mem_bandwidth_gbps": g.mem_bandwidth_gbps, "numa_node": g.numa_node,
-            "cpu_affinity": g.cpu_affinity,
+            "cpu_affinity": g.cpu_affinity, "mig_enabled": g.mig_enabled,
+            "mig_devices": len(g.mig_uuids) if g.mig_enabled else None,
         }
         for g in topo.gpus
     ]  # fmt: skip

@@ -1,12 +1,15 @@
-"""The one adapter between Stepscope and NVML (nvidia-ml-py's ``pynvml``).
+"""The one adapter between Stepscope and NVML (nvidia-ml-py's ``pynvml``); per-GPU reads live in
+``collectors/nvml_detail.py``.
 
 Everything that asks the GPUs about themselves goes through here. ``STEPSCOPE_NVML_MODULE``
 names a module with pynvml's API to use instead; tests on machines without a GPU point it
 at a stand-in (the hardware boundary is the only place one is allowed).
 
-Any single value a GPU or driver cannot report (``NVMLError`` such as NotSupported or
-NoPermission, or a function this pynvml lacks) becomes ``None``; only a missing library or
-driver (``nvmlInit`` failing) is an error, ``NvmlUnavailable``.
+Any single value a GPU or driver cannot report (``NVMLError`` such as NotSupported,
+NoPermission or GpuIsLost, or a function this pynvml lacks) becomes ``None``, in every
+reader here (a collector reads NVML *after* its measurement, and must not lose it to a
+GPU that fell off the bus); only a missing library or driver (``nvmlInit`` failing) is an
+error, ``NvmlUnavailable``.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from types import ModuleType
 from typing import Any
 
 ENV_MODULE = "STEPSCOPE_NVML_MODULE"
+SYSFS_ENV = "STEPSCOPE_SYSFS_ROOT"  # tests point it at a temp tree shaped like /sys
 
 # nvmlGpuP2PCapsIndex_t order; the store's p2p_* columns use these names.
 P2P_CAPS: tuple[tuple[str, str, int], ...] = (
@@ -45,9 +49,10 @@ class NvmlUnavailable(Exception):
 class GpuInfo:
     index: int
     name: str
-    uuid: str
-    memory_bytes: int
+    uuid: str | None
+    memory_bytes: int | None
     pci_bus_id: str
+    mig_enabled: bool | None = None
 
 
 @dataclass
@@ -83,9 +88,11 @@ class GpuDetail:
     sm_clock_max_mhz: int | None = None
     mem_clock_max_mhz: int | None = None
     mem_bus_width_bits: int | None = None
-    numa_node: int | None = None
+    numa_node: int | None = None  # the CPU NUMA node the GPU hangs off (sysfs)
     cpu_affinity: str | None = None  # "0-15,32-47" like nvidia-smi topo -m
     nvlinks: list[NvLink] = field(default_factory=list)
+    mig_enabled: bool | None = None  # None: not MIG-capable
+    mig_uuids: list[str] = field(default_factory=list)  # "MIG-..." of each instance
 
     @property
     def nvlink_active(self) -> int:
@@ -178,27 +185,35 @@ def cuda_version_text(nvml: ModuleType) -> str | None:
 
 
 def read_gpus(nvml: ModuleType) -> list[GpuInfo]:
+    """The GPU list through ``Reader``: a GPU NVML cannot open is left out, a value it
+    cannot read is None; nothing here raises ``NVMLError``."""
+    from collectors.nvml_detail import read_mig
+
+    read = Reader(nvml)
     gpus = []
-    for index in range(int(nvml.nvmlDeviceGetCount())):
-        handle = nvml.nvmlDeviceGetHandleByIndex(index)
-        pci = nvml.nvmlDeviceGetPciInfo(handle)
-        gpus.append(
-            GpuInfo(
-                index=index,
-                name=_text(nvml.nvmlDeviceGetName(handle)),
-                uuid=_text(nvml.nvmlDeviceGetUUID(handle)),
-                memory_bytes=int(nvml.nvmlDeviceGetMemoryInfo(handle).total),
-                pci_bus_id=_text(getattr(pci, "busId", "")),
-            )
-        )
+    for index in range(int(read("nvmlDeviceGetCount") or 0)):
+        handle = read("nvmlDeviceGetHandleByIndex", index)
+        if handle is None:
+            continue
+        pci, memory = read("nvmlDeviceGetPciInfo", handle), read("nvmlDeviceGetMemoryInfo", handle)
+        uuid = read("nvmlDeviceGetUUID", handle)
+        gpus.append(GpuInfo(
+            index=index,
+            name=_text(read("nvmlDeviceGetName", handle) or "unknown GPU"),
+            uuid=None if uuid is None else _text(uuid),
+            memory_bytes=None if memory is None else int(memory.total),
+            pci_bus_id=_text(getattr(pci, "busId", "") or ""),
+            mig_enabled=read_mig(read, handle)[0],
+        ))  # fmt: skip
     return gpus
 
 
 def inventory() -> GpuInventory:
     """Driver, CUDA driver version and the GPU list; NvmlUnavailable without NVIDIA GPUs."""
     with session() as nvml:
+        driver = Reader(nvml)("nvmlSystemGetDriverVersion")
         return GpuInventory(
-            driver_version=_text(nvml.nvmlSystemGetDriverVersion()),
+            driver_version="unknown" if driver is None else _text(driver),
             cuda_driver_version=cuda_version_text(nvml),
             gpus=read_gpus(nvml),
         )
@@ -212,6 +227,7 @@ def topology_inventory() -> Topology:
 
 def read_topology(nvml: ModuleType) -> Topology:
     from collectors import gpu_topo
+    from collectors.nvml_detail import read_detail
 
     read = Reader(nvml)
     driver = read("nvmlSystemGetDriverVersion")
@@ -219,7 +235,7 @@ def read_topology(nvml: ModuleType) -> Topology:
     # A GPU NVML cannot open (lost, or hidden by permissions) is left out, not fatal.
     opened = [(i, read("nvmlDeviceGetHandleByIndex", i)) for i in range(count)]
     handles = [h for _, h in opened if h is not None]
-    gpus = [_read_detail(read, i, h) for i, h in opened if h is not None]
+    gpus = [read_detail(read, i, h) for i, h in opened if h is not None]
     nv_counts = gpu_topo.nvlink_counts(gpus)
     topo: list[list[str | None]] = []
     p2p: dict[str, list[list[str | None]]] = {cap: [] for cap, _, _ in P2P_CAPS}
@@ -249,74 +265,6 @@ def read_topology(nvml: ModuleType) -> Topology:
 
 def _p2p(status: Any) -> str | None:
     return None if status is None else P2P_STATUS.get(int(status), "U")
-
-
-def _int(value: Any) -> int | None:
-    return None if value is None else int(value)
-
-
-def _read_detail(read: Reader, index: int, handle: Any) -> GpuDetail:
-    from collectors import gpu_topo
-
-    nvml = read.nvml
-    pci = read("nvmlDeviceGetPciInfo", handle)
-    memory = read("nvmlDeviceGetMemoryInfo", handle)
-    uuid = read("nvmlDeviceGetUUID", handle)
-    power_mw = read("nvmlDeviceGetEnforcedPowerLimit", handle, quiet=True)
-    if power_mw is None:
-        power_mw = read("nvmlDeviceGetPowerManagementLimit", handle)
-    affinity = read("nvmlDeviceGetCpuAffinity", handle, CPU_SET_WORDS)
-    return GpuDetail(
-        index=index,
-        name=_text(read("nvmlDeviceGetName", handle) or "unknown GPU"),
-        uuid=None if uuid is None else _text(uuid),
-        memory_bytes=None if memory is None else int(memory.total),
-        pci_bus_id=_text(getattr(pci, "busId", "") or ""),
-        pcie_gen_current=_int(read("nvmlDeviceGetCurrPcieLinkGeneration", handle)),
-        pcie_gen_max=_int(read("nvmlDeviceGetMaxPcieLinkGeneration", handle)),
-        pcie_width_current=_int(read("nvmlDeviceGetCurrPcieLinkWidth", handle)),
-        pcie_width_max=_int(read("nvmlDeviceGetMaxPcieLinkWidth", handle)),
-        power_limit_w=None if power_mw is None else int(power_mw) / 1000.0,
-        sm_clock_max_mhz=_int(
-            read("nvmlDeviceGetMaxClockInfo", handle, const(nvml, "NVML_CLOCK_SM", 1))
-        ),
-        mem_clock_max_mhz=_int(
-            read("nvmlDeviceGetMaxClockInfo", handle, const(nvml, "NVML_CLOCK_MEM", 2))
-        ),
-        mem_bus_width_bits=_int(read("nvmlDeviceGetMemoryBusWidth", handle)),
-        numa_node=_numa(read("nvmlDeviceGetNumaNodeId", handle)),
-        cpu_affinity=None if affinity is None else gpu_topo.cpu_ranges(list(affinity)),
-        nvlinks=_read_nvlinks(read, handle),
-    )
-
-
-def _numa(value: Any) -> int | None:
-    # NVML reports -1 (as an unsigned or signed int) when the GPU has no NUMA node.
-    return None if value is None or int(value) < 0 or int(value) >= 2**31 else int(value)
-
-
-def _read_nvlinks(read: Reader, handle: Any) -> list[NvLink]:
-    """Every link NVML reports a state for. A PCIe-only GPU answers NotSupported for each,
-    which is its normal answer, not a missing value: those calls are not counted."""
-    links = []
-    for link in range(const(read.nvml, "NVML_NVLINK_MAX_LINKS", 18)):
-        state = read("nvmlDeviceGetNvLinkState", handle, link, quiet=True)
-        if state is None:
-            continue
-        active = bool(int(state))
-        remote = read("nvmlDeviceGetNvLinkRemotePciInfo", handle, link) if active else None
-        kind = read("nvmlDeviceGetNvLinkRemoteDeviceType", handle, link) if active else None
-        version = read("nvmlDeviceGetNvLinkVersion", handle, link, quiet=not active)
-        links.append(
-            NvLink(
-                link=link,
-                active=active,
-                version=None if version is None else NVLINK_GENERATION.get(int(version)),
-                remote_pci_bus_id=None if remote is None else _text(remote.busId),
-                remote_type=None if kind is None else NVLINK_REMOTE.get(int(kind), "unknown"),
-            )
-        )
-    return links
 
 
 def mem_bandwidth_gbps(mem_clock_mhz: int | None, bus_width_bits: int | None) -> float | None:

@@ -58,13 +58,17 @@ if info.empty:
 
 frame = queries_comm.comm_results(loc, selected)
 all_ops = sorted(frame["op"].unique().tolist())
-c1, c2, c3 = st.columns([3, 2, 2])
+c1, c2, c3, c4 = st.columns([3, 2, 2, 3])
 ops = c1.multiselect("Ops", all_ops, default=all_ops, key="ops", bind="query-params")
 axis = c2.radio("Latency x-axis", ["tokens", "bytes"], key="x", bind="query-params",
                 horizontal=True, help="tokens per GPU (serving terms) or nccl-tests bytes")  # fmt: skip
 hidden = c3.number_input("Hidden size (maps byte sizes to tokens)", min_value=1, value=7168,
                          step=1, key="hidden", bind="query-params")  # fmt: skip
 
+figure = c4.radio("Figure", list(charts.FIGURES), key="figure", bind="query-params",
+                  horizontal=True, help="comm's own per-call percentiles, or the figure "
+                  "nccl-tests prints (imports show the same in both)")  # fmt: skip
+frame = charts.as_figure(frame, figure)
 shown = charts.with_x(frame[frame["op"].isin(ops)], axis, int(hidden))
 cs = charts.curves(shown)
 if not cs:
@@ -73,6 +77,7 @@ if not cs:
     st.stop()
 
 st.subheader("Latency per call" + (" vs tokens per GPU" if axis == "tokens" else " vs size"))
+st.caption(f"Figure: {charts.FIGURES[figure]}.")
 if axis == "tokens" and (frame["tokens_per_rank"].isna() & frame["op"].isin(ops)).any():
     st.caption(f"Byte-sized points (nccl-tests, --bytes sweeps) are placed at the tokens per "
                f"GPU they carry with hidden {int(hidden)} and each row's dtype.")  # fmt: skip
@@ -88,7 +93,7 @@ for column, klass in zip(columns, classes, strict=True):
 st.markdown("\n".join(f"- {charts.summary_line(c, axis)}" for c in cs))
 points = shown[["run_id", "host", "source", "interconnect", "op", "dtype", "in_place",
                 "tokens_per_rank", "x", "bytes", "count", "p50_us", "p10_us", "p90_us",
-                "min_us", "mean_us", "algbw_gbps", "busbw_gbps", "wrong"]]  # fmt: skip
+                "min_us", "mean_us", "algbw_gbps", "busbw_gbps", "nccl_tests_us", "wrong"]]  # fmt: skip
 ui.csv_download(points, "collectives-latency")
 
 st.subheader("Bus bandwidth vs message size")

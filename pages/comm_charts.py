@@ -41,6 +41,23 @@ def with_x(frame: pd.DataFrame, axis: str, hidden: int) -> pd.DataFrame:
     return out[out["x"].notna() & (out["x"] > 0)]
 
 
+FIGURES = {"per call": "per call: p50 over calls, each call's slowest rank",
+           "nccl-tests": "nccl-tests style: burst mean, averaged over ranks"}  # fmt: skip
+
+
+def as_figure(frame: pd.DataFrame, figure: str) -> pd.DataFrame:
+    """Put the chosen figure in the columns the charts draw. ``nccl-tests`` uses comm's
+    burst mean averaged over ranks (what nccl-tests reports) and an import's own time, so
+    both sources share one axis; comm runs older than that figure drop out."""
+    if figure != "nccl-tests" or "nccl_tests_us" not in frame:
+        return frame
+    out = frame[frame["nccl_tests_us"].notna()].copy()
+    out["p50_us"] = out["nccl_tests_us"]
+    out["busbw_gbps"] = out["nccl_tests_busbw_gbps"]
+    out["p10_us"] = out["p90_us"] = float("nan")  # one mean: no spread to show
+    return out
+
+
 def short(run_id: str) -> str:
     return run_id if len(run_id) <= 24 else run_id[:10] + "…" + run_id[-8:]
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+from dataclasses import dataclass
 from typing import Any
 
 from collectors import env as env_mod
@@ -44,8 +45,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="cuda (NCCL) or cpu (gloo); auto picks cuda when available")  # fmt: skip
     p.add_argument("--iters", type=int, default=50, help="timed iterations per size (50)")
     p.add_argument("--warmup", type=int, default=5, help="untimed iterations per size (5)")
-    p.add_argument("--graph", action="store_true",
-                   help="time CUDA-graph replays of each collective (GPU only)")  # fmt: skip
+    p.add_argument("--graph", action=argparse.BooleanOptionalAction, default=None,
+                   help="time CUDA-graph replays of each collective, as decode runs them "
+                        "(default on CUDA when NCCL can be captured; --no-graph: eager)")  # fmt: skip
     p.add_argument("--timeout", type=float, default=600.0, metavar="S",
                    help="a rank that hangs or dies ends the run after S s (default 600)")  # fmt: skip
     p.add_argument("--interconnect", choices=("pcie-only", "nvlink", "mixed", "none", "unknown"),
@@ -79,20 +81,60 @@ def _device(args: argparse.Namespace) -> str:
     if args.graph and device != "cuda":
         raise InputError("--graph: CUDA-graph capture needs a GPU (device is cpu, backend "
                          "gloo); drop --graph on CPU")  # fmt: skip
+    if args.graph is None:
+        args.graph = device == "cuda" and graph_capture_works(torch)
     return device
 
 
-def interconnect(device: str, env: dict[str, Any]) -> str:
-    """Host GPU interconnect class from the gpu collector's NVML topology, when it can say."""
-    if device == "cpu":
-        return "none"  # gloo over loopback TCP: no GPU link is involved
+# NCCL supports stream capture from 2.9.6 (NCCL release notes 2.9.6: "Add support for CUDA
+# graphs"); torch's own NCCL is newer, a system NCCL may not be.
+NCCL_GRAPH_MIN = (2, 9, 6)
+
+
+def graph_capture_works(torch: Any) -> bool:
+    """Whether this torch + NCCL can capture collectives in a CUDA graph."""
     try:
-        from collectors import gpu_topo, nvml
+        version = torch.cuda.nccl.version()
+    except Exception:  # noqa: BLE001 - no NCCL in this torch: no capture
+        return False
+    if not isinstance(version, tuple):  # old torch: NCCL_VERSION_CODE, 2.9.6 -> 20906
+        v = int(version)
+        version = (v // 10000, v % 10000 // 100, v % 100) if v >= 10000 else (
+            v // 1000, v % 1000 // 100, v % 100)  # fmt: skip
+    return hasattr(torch.cuda, "CUDAGraph") and tuple(version[:3]) >= NCCL_GRAPH_MIN
+
+
+@dataclass(frozen=True)
+class Link:
+    interconnect: str
+    gpus_used: str | None  # NVML indices of the ranks' GPUs, "0,1"
+    note: str | None  # MIG or an unmatched device, for the run's message
+
+
+def interconnect(device: str, uuids: list[str | None] | None = None) -> Link:
+    """Interconnect class of the GPUs the ranks used (matched by UUID, else through
+    ``CUDA_VISIBLE_DEVICES``), not of the whole host."""
+    if device == "cpu":
+        return Link("none", None, None)  # gloo over loopback TCP: no GPU link is involved
+    try:
+        from collectors import gpu_used, nvml
 
         topo = nvml.topology_inventory()
-        return gpu_topo.interconnect_class(topo.topology, [g.nvlink_active for g in topo.gpus])
-    except Exception:  # NVML missing or partial: say unknown rather than guess
-        return "unknown"
+        pos = gpu_used.positions_by_uuid(topo.gpus, uuids or []) if uuids else None
+        if pos is None:
+            pos = gpu_used.visible_positions(os.environ.get("CUDA_VISIBLE_DEVICES"), topo.gpus)
+        if pos is None and uuids:
+            return Link("unknown", None, "the ranks' GPUs were not found in NVML's list")
+        if pos is None:
+            pos = list(range(len(topo.gpus)))
+        used = gpu_used.used_interconnect(topo, pos)
+    except Exception:  # noqa: BLE001 - NVML missing, partial or failing: say unknown
+        return Link("unknown", None, None)
+    note = None
+    if used.mig:
+        note = ("MIG is enabled on a GPU this run used: CUDA sees one MIG instance, NVML's "
+                "figures describe the whole GPU")  # fmt: skip
+    return Link(used.interconnect, ",".join(str(topo.gpus[p].index) for p in pos), note)
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
@@ -128,7 +170,10 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         result = launch.run_torchrun(cfg_args, tr, ctx.log)
         if tr.rank != 0:
             return EXIT_OK  # rank 0 commits the run
-    env = env_mod.snapshot()
+    env = env_mod.snapshot()  # never raises: a finished sweep is not lost to NVML
+    if result.get("short_prerolls"):
+        ctx.log.warning(f"comm: {result['short_prerolls']} burst(s) outran their pre-roll and "
+                        "were repeated with a longer one")  # fmt: skip
     return ctx.submit(*_bundle(ctx, run_id, env, result, backend, device, world, args))
 
 
@@ -138,31 +183,49 @@ def _bundle(ctx: Context, run_id: str, env: dict[str, Any], result: dict[str, An
     rows = result["rows"]
     nccl_env = {k: v for k, v in sorted(os.environ.items()) if k.startswith("NCCL_")}
     names = result.get("gpu_names") or []
+    link = (Link(args.interconnect, None, None) if args.interconnect
+            else interconnect(device, result.get("gpu_uuids")))  # fmt: skip
+    if link.note:
+        ctx.log.warning(f"comm: {link.note}")
     meta = {
         "source": ["comm"], "backend": [backend], "world_size": [world], "device": [device],
         "graph_mode": [bool(args.graph)], "nccl_version": [env.get("nccl") if backend == "nccl"
                                                            else None],
         "nccl_env": [json.dumps(nccl_env)],
-        "interconnect": [args.interconnect or interconnect(device, env)],
+        "interconnect": [link.interconnect], "gpus_used": [link.gpus_used],
+        "timing": [_timing_name(device, bool(args.graph))],
+        "pcie_gen_loaded": [result.get("pcie_gen_loaded")],
+        "pcie_width_loaded": [result.get("pcie_width_loaded")],
         "gpu_names": [" + ".join(sorted(set(names))) if names else None],
         "avg_busbw_gbps": [_mean([r["busbw_gbps"] for r in rows])],
     }  # fmt: skip
     columns = ("op", "dtype", "tokens_per_rank", "hidden", "bytes", "count", "in_place",
                "iters", "p50_us", "p10_us", "p90_us", "min_us", "mean_us", "algbw_gbps",
-               "busbw_gbps", "wrong")  # fmt: skip
+               "busbw_gbps", "burst_us", "burst_algbw_gbps", "burst_busbw_gbps",
+               "wrong")  # fmt: skip
     results = {c: [r[c] for r in rows] for c in columns}
     wrong = sum(r["wrong"] for r in rows)
+    notes = [f"{wrong} element(s) differed from the expected result" if wrong else None,
+             link.note]  # fmt: skip
     record = ctx.run_record(
         run_id, env=env, status="ok" if not wrong else "partial",
-        message=None if not wrong else f"{wrong} element(s) differed from the expected result",
+        message="; ".join(n for n in notes if n) or None,
     )  # fmt: skip
     summary = {
         "backend": backend, "world_size": world, "device": device,
-        "interconnect": meta["interconnect"][0],
+        "interconnect": meta["interconnect"][0], "graph_mode": bool(args.graph),
+        "gpus_used": link.gpus_used,
         "results": [{k: r[k] for k in ("op", "tokens_per_rank", "bytes", "p50_us", "p10_us",
-                                       "p90_us", "busbw_gbps")} for r in rows],
+                                       "p90_us", "busbw_gbps", "burst_us", "burst_busbw_gbps")}
+                    for r in rows],
     }  # fmt: skip
     return Bundle(record, {"comm_meta": meta, "comm_results": results}), summary
+
+
+def _timing_name(device: str, graph: bool) -> str:
+    if device == "cpu":
+        return "host perf_counter"
+    return "cuda events after a pre-roll" + (", cuda-graph replays" if graph else ", eager")
 
 
 def _mean(values: list[float | None]) -> float | None:

@@ -148,6 +148,6 @@ def run_torchrun(cfg_args: dict[str, Any], tr: Torchrun, log: Any) -> dict[str, 
         timer.daemon = True
         timer.start()
         try:
-            return rank_main(tr.rank, tr.world, cfg, "env://")
+            return rank_main(tr.rank, tr.world, cfg, "env://", tr.local_rank)
         finally:
             timer.cancel()

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
+
+from collectors.stats import percentile
 
 # busbw = algbw x factor(n): what each rank's link really carried, comparable to hardware peak.
 _FACTORS = {
@@ -35,15 +36,6 @@ def busbw_gbps(op: str, nbytes: int, time_us: float, world: int) -> float | None
     return None if alg is None or factor is None else alg * factor
 
 
-def percentile(sorted_values: list[float], q: float) -> float:
-    """Linear-interpolated percentile (q in 0..100) of an ascending list."""
-    if not sorted_values:
-        raise ValueError("percentile of no values")
-    pos = (len(sorted_values) - 1) * q / 100.0
-    lo, hi = math.floor(pos), math.ceil(pos)
-    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
-
-
 @dataclass(frozen=True)
 class LatencyStats:
     iters: int
@@ -67,6 +59,16 @@ def latency_stats(times_us: list[float]) -> LatencyStats:
 
 
 def slowest_rank_per_iter(per_rank: list[list[float]]) -> list[float]:
-    """A collective is done when its slowest rank is: per iteration, the max over ranks
-    (as nccl-tests' per-iteration report does)."""
+    """A collective is done when its slowest rank is: per iteration, the max over ranks.
+    Our per-call percentiles come from these; nccl-tests reports something else
+    (``ranks_mean``)."""
     return [max(column) for column in zip(*per_rank, strict=True)]
+
+
+def ranks_mean(burst_us: list[float]) -> float:
+    """nccl-tests' reported time: each rank's burst mean (one timer around ``iters`` calls,
+    divided by ``iters``), then averaged over ranks (``Allreduce(args, &deltaSec, average)``
+    with the default ``-a 1``: NVIDIA/nccl-tests v2.13+, src/common.cu ``BenchTime``)."""
+    if not burst_us:
+        raise ValueError("no ranks")
+    return sum(burst_us) / len(burst_us)

@@ -13,7 +13,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from collectors.comm import metrics
+from collectors.comm import metrics, timing
 from collectors.comm.sizes import Point
 
 FAULT_ENV = "STEPSCOPE_COMM_FAULT"  # "hang:RANK" or "die:RANK": exercises the watchdog
@@ -97,85 +97,81 @@ class _Op:
         return wrong
 
 
-def _time_cpu(op: _Op, iters: int) -> list[float]:
-    times = []
-    for _ in range(iters):
-        t0 = time.perf_counter_ns()
-        op.call()
-        times.append((time.perf_counter_ns() - t0) / 1e3)
-    return times
+def _bind_device(torch: Any, cfg: Config, local_rank: int) -> str:
+    """This rank's device. ``local_rank`` comes from the launcher: the spawn index for
+    ranks started here (a ``LOCAL_RANK`` left in the shell must not pin every rank to one
+    GPU), torchrun's ``LOCAL_RANK`` under torchrun."""
+    if cfg.device != "cuda":
+        return "cpu"
+    torch.cuda.set_device(local_rank)
+    return f"cuda:{local_rank}"
 
 
-def _time_cuda(torch: Any, call: Any, iters: int) -> list[float]:
-    """CUDA events around each call, back to back on the stream, read after one sync."""
-    pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-             for _ in range(iters)]  # fmt: skip
-    for start, end in pairs:
-        start.record()
-        call()
-        end.record()
-    torch.cuda.synchronize()
-    return [start.elapsed_time(end) * 1e3 for start, end in pairs]
+def init_kwargs(torch: Any, cfg: Config, device: str) -> dict[str, Any]:
+    """``device_id`` binds the NCCL communicator to this rank's GPU at init (eager init, and
+    no guessing the device from the current one: torch/distributed/distributed_c10d.py
+    ``init_process_group(device_id=...)``, torch >= 2.3)."""
+    kwargs: dict[str, Any] = {"timeout": timedelta(seconds=max(cfg.timeout_s, 1.0))}
+    if cfg.device == "cuda":
+        kwargs["device_id"] = torch.device(device)
+    return kwargs
 
 
-def _graphed(torch: Any, op: _Op) -> Any:
-    """Capture one call in a CUDA graph (decode runs collectives this way); return replay."""
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        op.call()  # warm-up on a side stream before capture, as torch asks
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        op.call()
-    torch.cuda.synchronize()
-    return graph.replay
+def measure_point(torch: Any, dist: Any, op: _Op, cfg: Config, timer: timing.Timer,
+                  graphs: timing.Graphs | None) -> timing.Burst:  # fmt: skip
+    """Warm up, line the ranks up, time one burst; a captured graph is released at once."""
+    call = graphs.capture(op.call) if graphs is not None else op.call
+    try:
+        for _ in range(cfg.warmup):
+            call()
+        if cfg.device == "cuda":
+            torch.cuda.synchronize()
+        dist.barrier()
+        return timer.burst(call, cfg.iters)
+    finally:
+        if graphs is not None:
+            graphs.release()
 
 
-def rank_main(rank: int, world: int, cfg: Config, init_method: str) -> dict[str, Any] | None:
+def rank_main(rank: int, world: int, cfg: Config, init_method: str,
+              local_rank: int | None = None) -> dict[str, Any] | None:  # fmt: skip
     """Run the whole sweep on this rank; rank 0 returns (and writes) the merged results."""
     import torch
     import torch.distributed as dist
 
+    from collectors.gpu_used import PcieSampler
+
     _status(cfg, rank, "starting: joining the process group")
-    device = "cpu"
-    if cfg.device == "cuda":
-        local = int(os.environ.get("LOCAL_RANK", rank))
-        torch.cuda.set_device(local)
-        device = f"cuda:{local}"
-    dist.init_process_group(
-        cfg.backend, init_method=init_method, rank=rank, world_size=world,
-        timeout=timedelta(seconds=max(cfg.timeout_s, 1.0)),
-    )  # fmt: skip
+    device = _bind_device(torch, cfg, rank if local_rank is None else local_rank)
+    dist.init_process_group(cfg.backend, init_method=init_method, rank=rank, world_size=world,
+                            **init_kwargs(torch, cfg, device))  # fmt: skip
+    graphs = timing.Graphs(torch) if cfg.graph else None
     try:
         _status(cfg, rank, "joined the process group")
         _fault(rank)
         dtype = getattr(torch, _TORCH_DTYPES[cfg.dtype])
+        cuda = cfg.device == "cuda"
+        timer: timing.Timer = timing.CudaTimer(torch) if cuda else timing.CpuTimer()
+        uuid = str(torch.cuda.get_device_properties(device).uuid) if cuda else None
         per_point = []
-        for i, point in enumerate(cfg.points):
-            where = f"point {i + 1}/{len(cfg.points)}: {point.op} {point.bytes} B"
-            _status(cfg, rank, f"{where} (warm-up and check)")
-            op = _Op(torch, dist, point, dtype, device, world)
-            wrong = op.wrong_elements(rank)
-            call = _graphed(torch, op) if cfg.graph else op.call
-            for _ in range(cfg.warmup):
-                call()
-            if cfg.device == "cuda":
-                torch.cuda.synchronize()
-            dist.barrier()
-            _status(cfg, rank, f"{where} (timing {cfg.iters} iterations)")
-            if cfg.device == "cuda":
-                times = _time_cuda(torch, call, cfg.iters)
-            else:
-                times = _time_cpu(op, cfg.iters)
-            per_point.append({"times": times, "wrong": wrong})
+        with PcieSampler(uuid) as pcie:
+            for i, point in enumerate(cfg.points):
+                where = f"point {i + 1}/{len(cfg.points)}: {point.op} {point.bytes} B"
+                _status(cfg, rank, f"{where} (warm-up, check and {cfg.iters} timed calls)")
+                op = _Op(torch, dist, point, dtype, device, world)
+                wrong = op.wrong_elements(rank)
+                burst = measure_point(torch, dist, op, cfg, timer, graphs)
+                per_point.append({"times": burst.per_call_us, "burst_us": burst.burst_us,
+                                  "wrong": wrong})  # fmt: skip
         _status(cfg, rank, "sweep done: sending results to rank 0")
-        name = torch.cuda.get_device_name(device) if cfg.device == "cuda" else None
+        mine = {"points": per_point, "device_name": torch.cuda.get_device_name(device)
+                if cuda else None, "uuid": uuid, "pcie_gen": pcie.gen, "pcie_width": pcie.width,
+                "short_prerolls": getattr(timer, "short_prerolls", 0)}  # fmt: skip
         gathered: list[Any] = [None] * world
-        dist.all_gather_object(gathered, {"points": per_point, "device_name": name})
+        dist.all_gather_object(gathered, mine)
         _status(cfg, rank, "done")
     finally:
-        dist.destroy_process_group()
+        timing.teardown(graphs, dist)
     if rank != 0:
         return None
     result = _merge(cfg, world, gathered)
@@ -186,20 +182,34 @@ def rank_main(rank: int, world: int, cfg: Config, init_method: str) -> dict[str,
 
 
 def _merge(cfg: Config, world: int, gathered: list[dict[str, Any]]) -> dict[str, Any]:
+    """Both figures per point: our per-call percentiles (each call's slowest rank) and
+    nccl-tests' (each rank's burst mean, averaged over ranks)."""
     rows = []
     for i, point in enumerate(cfg.points):
         per_rank = [g["points"][i]["times"] for g in gathered]
         stats = metrics.latency_stats(metrics.slowest_rank_per_iter(per_rank))
+        burst = metrics.ranks_mean([g["points"][i]["burst_us"] for g in gathered])
         rows.append({
             **asdict(point),
             "dtype": cfg.dtype,
             "hidden": cfg.hidden if point.tokens_per_rank is not None else None,
             "in_place": point.op == "all_reduce",
             **asdict(stats),
-            # From the median iteration: robust to the odd slow iteration on a busy host.
+            # From the median call: robust to the odd slow call on a busy host.
             "algbw_gbps": metrics.algbw_gbps(point.bytes, stats.p50_us),
             "busbw_gbps": metrics.busbw_gbps(point.op, point.bytes, stats.p50_us, world),
+            "burst_us": burst,
+            "burst_algbw_gbps": metrics.algbw_gbps(point.bytes, burst),
+            "burst_busbw_gbps": metrics.busbw_gbps(point.op, point.bytes, burst, world),
             "wrong": sum(g["points"][i]["wrong"] for g in gathered),
         })  # fmt: skip
     names = [g["device_name"] for g in gathered if g.get("device_name")]
-    return {"rows": rows, "gpu_names": names}
+    gens = [g.get("pcie_gen") for g in gathered]
+    widths = [g.get("pcie_width") for g in gathered]
+    return {
+        "rows": rows, "gpu_names": names, "gpu_uuids": [g.get("uuid") for g in gathered],
+        # The slowest used link under load bounds the collective: min over ranks.
+        "pcie_gen_loaded": min(gens) if gens and None not in gens else None,
+        "pcie_width_loaded": min(widths) if widths and None not in widths else None,
+        "short_prerolls": sum(g.get("short_prerolls", 0) for g in gathered),
+    }  # fmt: skip

@@ -20,7 +20,7 @@ from collectors.errors import InputError
 from collectors.profile.model_presets import DEFAULT_PRESET, PRESETS
 
 DEFAULTS = {"tp": 2, "batch": 8, "steps": 3, "warmup": 1, "layers": 4, "context": 256,
-            "scale": 1 / 16, "timeout": 120.0}  # fmt: skip
+            "scale": 1 / 16, "timeout": 120.0, "startup_timeout": 600.0}  # fmt: skip
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -65,7 +65,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=d["timeout"],
         metavar="S",
-        help="seconds before a hung rank fails the run (default 120)",
+        help="seconds the profiled steps may take once every rank has started, before a "
+        "hung rank fails the run (default 120)",
+    )
+    g.add_argument(
+        "--startup-timeout",
+        type=float,
+        default=d["startup_timeout"],
+        metavar="S",
+        help="seconds for start-up: process start, CUDA/NCCL/CUPTI init and building the "
+        "weights (default 600)",
     )
     g.add_argument("--keep-traces", metavar="DIR", help="also keep the rank traces in DIR")  # fmt: skip
 
@@ -81,6 +90,7 @@ def _check(args: argparse.Namespace) -> None:
         (args.warmup + args.steps <= args.context <= 1 << 20,
          f"--context {args.context}: must cover warm-up + steps and be at most 1048576"),
         (args.timeout > 0, f"--timeout {args.timeout}: must be positive"),
+        (args.startup_timeout > 0, f"--startup-timeout {args.startup_timeout}: must be positive"),
     ]  # fmt: skip
     for ok, message in checks:
         if not ok:
@@ -127,7 +137,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         spec = WorkerSpec(
             rank=0, world_size=args.tp, init_method="", out_dir=tmp, device=device,
             shape=asdict(shape), batch=args.batch, context=args.context, warmup=args.warmup,
-            steps=args.steps, timeout_s=args.timeout,
+            steps=args.steps, timeout_s=args.timeout, startup_timeout_s=args.startup_timeout,
         )  # fmt: skip
         traces = launch(spec, ctx.log)
         if args.keep_traces:

@@ -1,7 +1,10 @@
 """Start one process per TP rank (torch.multiprocessing, spawn), wait, and judge the outcome.
 
 A rank that dies or hangs ends the whole run: the others are killed at the deadline and
-the caller gets a MeasurementError naming the rank, so nothing is committed.
+the caller gets a MeasurementError naming the rank, so nothing is committed. Two deadlines:
+start-up (process start, CUDA/NCCL/CUPTI init, weights) until every rank has written
+``rank{r}.ready``, then ``--timeout`` for the profiled steps, so a slow first CUDA start does
+not eat the steps' budget and a hung step is still caught quickly.
 """
 
 from __future__ import annotations
@@ -46,7 +49,8 @@ def launch(base: WorkerSpec, log=None) -> list[Path]:
         proc = ctx.Process(target=spawned, args=(spec,), name=f"stepscope-profile-rank{rank}")
         proc.start()
         procs.append(proc)
-    deadline = time.monotonic() + base.timeout_s
+    deadline = time.monotonic() + base.startup_timeout_s
+    started = False
     try:
         while any(p.is_alive() for p in procs) and time.monotonic() < deadline:
             failed = [r for r, p in enumerate(procs) if not p.is_alive() and p.exitcode != 0]
@@ -54,6 +58,9 @@ def launch(base: WorkerSpec, log=None) -> list[Path]:
                 # Give the survivors a moment to notice the broken group and report.
                 _wait_all(procs, min(deadline, time.monotonic() + 5))
                 break
+            if not started and all(_ready(out, r) for r in range(len(procs))):
+                started = True
+                deadline = time.monotonic() + base.timeout_s
             time.sleep(POLL_S)
     finally:
         hung = [r for r, p in enumerate(procs) if p.is_alive()]
@@ -67,7 +74,10 @@ def launch(base: WorkerSpec, log=None) -> list[Path]:
         status = _status(out, rank)
         if status == "ok" and proc.exitcode == 0:
             continue
-        if rank in hung:
+        if rank in hung and not started:
+            hung_msgs.append(f"rank {rank} did not start within --startup-timeout "
+                             f"{base.startup_timeout_s:g} s (hung; killed)")  # fmt: skip
+        elif rank in hung:
             hung_msgs.append(
                 f"rank {rank} did not finish within {base.timeout_s:g} s (hung; killed)"
             )
@@ -84,6 +94,10 @@ def launch(base: WorkerSpec, log=None) -> list[Path]:
     if missing:
         raise MeasurementError(f"ranks finished but wrote no trace ({', '.join(missing)})")
     return traces
+
+
+def _ready(out: Path, rank: int) -> bool:
+    return (out / f"rank{rank}.ready").exists() or (out / f"rank{rank}.ok").exists()
 
 
 def _wait_all(procs: list, until: float) -> None:

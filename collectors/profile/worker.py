@@ -3,8 +3,10 @@
 Started by the parent (``collectors/profile/launch.py``) through torch.multiprocessing, or
 directly by torchrun (``torchrun --nproc-per-node 2 -m collectors.profile.worker --out DIR``,
 then ``python -m collectors trace DIR``). Each rank writes its chrome trace as
-``stepscope_profile_rank{r}.pt.trace.json`` and a status file the parent reads: ``rank{r}.ok``
-or ``rank{r}.err`` (one line).
+``stepscope_profile_rank{r}.pt.trace.json`` and status files the parent reads:
+``rank{r}.ready`` (start-up done: group joined, weights built, profiler started, warm-up
+steps run), then
+``rank{r}.ok`` or ``rank{r}.err`` (one line).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import traceback
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-FAULT_ENV = "STEPSCOPE_PROFILE_FAULT"  # test hook: "hang:RANK" or "die:RANK"
+FAULT_ENV = "STEPSCOPE_PROFILE_FAULT"  # test hook: "hang:RANK", "die:RANK", "slowstart:RANK:S"
 
 
 @dataclass
@@ -33,11 +35,21 @@ class WorkerSpec:
     context: int
     warmup: int
     steps: int
-    timeout_s: float
+    timeout_s: float  # the profiled steps, counted from when every rank is ready
+    startup_timeout_s: float = 600.0  # process start, CUDA/NCCL init, weights, CUPTI
+    local_rank: int | None = None  # torchrun's LOCAL_RANK; None: spawned here, use rank
 
 
 def trace_name(rank: int) -> str:
     return f"stepscope_profile_rank{rank}.pt.trace.json"
+
+
+def _slow_start(rank: int) -> None:
+    """Test hook: one rank's start-up takes S seconds (a cold CUDA/NCCL/CUPTI start)."""
+    kind, _, rest = os.environ.get(FAULT_ENV, "").partition(":")
+    who, _, seconds = rest.partition(":")
+    if kind == "slowstart" and who.isdigit() and int(who) == rank:
+        time.sleep(float(seconds or 0))
 
 
 def _fault(rank: int, step: int) -> None:
@@ -83,23 +95,31 @@ def _profile(spec: WorkerSpec) -> dict:
 
     cuda = spec.device == "cuda"
     if cuda:
-        # Under torchrun LOCAL_RANK picks this node's GPU; spawned ranks are all local.
-        local = int(os.environ.get("LOCAL_RANK", spec.rank))
-        torch.cuda.set_device(local % torch.cuda.device_count())
+        # torchrun: LOCAL_RANK picks this node's GPU. Spawned ranks are all local and use
+        # their spawn index: a LOCAL_RANK left in the launching shell must not pin them all.
+        local = spec.local_rank if spec.local_rank is not None else spec.rank
+        torch.cuda.set_device(local)
         device = torch.device("cuda", torch.cuda.current_device())
         dtype, backend = torch.bfloat16, "nccl"
     else:
         # Two ranks share the machine's cores: one intra-op thread each avoids oversubscription.
         torch.set_num_threads(max(1, (os.cpu_count() or 2) // spec.world_size))
         device, dtype, backend = torch.device("cpu"), torch.float32, "gloo"
+    # The group's timeout covers the first barrier, which waits for the slowest start-up.
     dist.init_process_group(
         backend, init_method=spec.init_method, rank=spec.rank, world_size=spec.world_size,
-        timeout=timedelta(seconds=spec.timeout_s), device_id=device if cuda else None,
+        timeout=timedelta(seconds=spec.startup_timeout_s + spec.timeout_s),
+        device_id=device if cuda else None,
     )  # fmt: skip
     try:
         shape = ModelShape(**spec.shape)
+        _slow_start(spec.rank)
         model = workload.build(shape, spec.rank, spec.world_size, spec.batch, spec.context,
                                device, dtype)  # fmt: skip
+        if cuda:
+            torch.cuda.synchronize()
+        dist.barrier()
+        ready = Path(spec.out_dir) / f"rank{spec.rank}.ready"
         gen = torch.Generator().manual_seed(42)  # same tokens on every rank (TP replicates x)
         x = torch.randn(spec.batch, shape.hidden, generator=gen).to(device=device, dtype=dtype)
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
@@ -108,6 +128,8 @@ def _profile(spec: WorkerSpec) -> dict:
         with profile(activities=activities, schedule=sched, record_shapes=True,
                      on_trace_ready=lambda p: p.export_chrome_trace(str(path))) as prof:  # fmt: skip
             for i in range(spec.warmup + spec.steps):
+                if i == spec.warmup:  # CUPTI, cuBLAS handles and NCCL's first calls are done
+                    ready.write_text("ready\n")
                 if i >= spec.warmup:
                     _fault(spec.rank, i - spec.warmup)
                 pos = spec.context - 1 - i % spec.context
@@ -139,6 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     world = int(os.environ.get("WORLD_SIZE", "1"))
     spec = WorkerSpec(
         rank=int(os.environ.get("RANK", "0")), world_size=world, init_method="env://",
+        local_rank=int(os.environ.get("LOCAL_RANK", "0")),
         out_dir=a.out, device=a.device,
         shape=asdict(scaled(PRESETS[a.preset], a.scale, world, a.layers)), batch=a.batch,
         context=a.context, warmup=1, steps=a.steps, timeout_s=300,

@@ -59,9 +59,11 @@ class Model:
 
 
 def _randn(gen: torch.Generator, *size: int, device: torch.device, dtype: torch.dtype):
+    """Random weights drawn on ``device`` by a generator of that device: a CPU ``randn`` of
+    a realistic ``--scale`` (GBs per rank) takes minutes and then a host-to-device copy."""
     fan_in = size[-2] if len(size) >= 2 else size[-1]
-    t = torch.randn(*size, generator=gen, dtype=torch.float32) / math.sqrt(max(fan_in, 1))
-    return t.to(device=device, dtype=dtype)
+    t = torch.randn(*size, generator=gen, device=device, dtype=torch.float32)
+    return t.mul_(1.0 / math.sqrt(max(fan_in, 1))).to(dtype=dtype)
 
 
 def build(
@@ -69,8 +71,10 @@ def build(
     device: torch.device, dtype: torch.dtype,
 ) -> Model:  # fmt: skip
     """Random weights: replicated parts share a seed, sharded parts are seeded per rank."""
-    common = torch.Generator().manual_seed(1234)
-    local = torch.Generator().manual_seed(5678 + rank)
+    # One generator per device kind: every rank draws the replicated parts on the same kind
+    # of device from the same seed, so they agree without a broadcast.
+    common = torch.Generator(device=device).manual_seed(1234)
+    local = torch.Generator(device=device).manual_seed(5678 + rank)
     H, E, inter = shape.hidden, shape.experts, shape.expert_inter // tp
 
     def rep(*size: int) -> torch.Tensor:

@@ -110,3 +110,19 @@ def test_empty_store_shows_the_commands(tmp_path: Path, page) -> None:
         expect(main).to_contain_text("python -m collectors nccl-tests")
     finally:
         stop_dashboard(d)
+
+
+def test_nccl_tests_figure_puts_comm_and_imports_on_one_axis(dash: Dashboard, page) -> None:
+    """?figure=nccl-tests: comm's burst mean over ranks, imports' own time, one chart."""
+    pcie, comm = _run_id(dash.store, "pcie-box"), query(
+        dash.store, "SELECT run_id FROM runs WHERE verb = 'comm'")[0][0]  # fmt: skip
+    burst = query(dash.store, "SELECT nccl_tests_us FROM v_comm_results WHERE run_id = ? "
+                  "ORDER BY tokens_per_rank", [comm])  # fmt: skip
+    open_app(page, dash.link(f"collectives?runs={pcie}&runs={comm}&figure=nccl-tests"))
+    main = _main(page)
+    expect(main.get_by_text("Figure: nccl-tests style: burst mean, averaged over ranks")
+           ).to_be_visible()  # fmt: skip
+    text = main.inner_text()
+    comm_line = next(line for line in text.splitlines() if "all_reduce" in line and "→" in line)
+    assert f"1 tokens → {burst[0][0]:.1f} us" in comm_line
+    expect(main).to_contain_text("cliff at 16 tokens: 1007 us")  # the import is unchanged

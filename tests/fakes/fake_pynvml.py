@@ -10,12 +10,19 @@ Spec keys: ``driver_version``, ``cuda_driver_version`` (int, 13000 = 13.0), ``gp
 ``gpu`` (fields every GPU shares), ``gpus`` (per-GPU overrides, by position),
 ``p2p`` ({read|write|nvlink|atomics: status}; status ``"nvlink"`` = OK where the pair has
 NVLink else NS), ``p2p_pairs`` (overrides: {a, b, cap, status}), ``not_supported``
-(functions that raise NotSupported for every GPU), ``init_error`` (an NVML_ERROR_ name).
+(functions that raise NotSupported for every GPU), ``init_error`` (an NVML_ERROR_ name),
+``errors`` ({function: NVML_ERROR_ name}: that call fails with that error after a good
+``nvmlInit``, e.g. a GPU lost mid-run or no permission in a container).
 GPU fields: name, uuid, memory_mib, pci_bus_id, pcie {gen_current, gen_max, width_current,
 width_max}, power_limit_w, sm_clock_max_mhz, mem_clock_max_mhz, mem_bus_width_bits,
 numa_node, cpus ("0-15,32-47"), pcie_switch, host_bridge (topology: same switch = PIX, same
 host bridge = PHB, same NUMA node = NODE, else SYS), nvlink {peers {gpu: links},
-switch_links, inactive_links, version (nvmlNvlinkVersion_t)}, not_supported.
+switch_links, inactive_links, version (nvmlNvlinkVersion_t)}, not_supported, errors,
+gpu_numa_id (what nvmlDeviceGetNumaNodeId answers: only where GPUs are NUMA nodes, so
+NotSupported when absent, as on x86 PCIe hosts; ``numa_node`` is the sysfs value the
+tests write under ``STEPSCOPE_SYSFS_ROOT``), pcie.gen_current may be a list (successive
+reads: idle, then trained up under load), mig {mode, pending, instances} (instances:
+``MIG-`` UUIDs, or a count) with ``max_mig`` slots (default 7).
 """
 
 from __future__ import annotations
@@ -60,6 +67,9 @@ NVML_NVLINK_DEVICE_TYPE_GPU = 0x00
 NVML_NVLINK_DEVICE_TYPE_SWITCH = 0x02
 NVML_FEATURE_DISABLED = 0
 NVML_FEATURE_ENABLED = 1
+NVML_DEVICE_MIG_DISABLE = 0
+NVML_DEVICE_MIG_ENABLE = 1
+NVML_ERROR_NOT_FOUND = 6
 
 _P2P_CODES = {"OK": 0, "CNS": 1, "GNS": 2, "TNS": 3, "DIS": 4, "NS": 5, "U": 6}
 _CAPS = {0: "read", 1: "write", 2: "nvlink", 3: "atomics"}
@@ -98,8 +108,16 @@ def _gpu(handle: Any) -> dict[str, Any]:
     return _state["gpus"][handle.fake_index]
 
 
+def _fail(fn: str, gpu: dict[str, Any] | None = None) -> None:
+    """Raise the error the spec's ``errors`` names for ``fn`` (spec-wide or this GPU's)."""
+    name = (_spec().get("errors") or {}).get(fn) or ((gpu or {}).get("errors") or {}).get(fn)
+    if name:
+        raise NVMLError(globals()[f"NVML_ERROR_{name}"])
+
+
 def _check(handle: Any, fn: str) -> dict[str, Any]:
     gpu = _gpu(handle)
+    _fail(fn, gpu)
     if fn in _spec().get("not_supported", []) or fn in gpu.get("not_supported", []):
         raise NVMLError_NotSupported()
     return gpu
@@ -137,6 +155,7 @@ def nvmlShutdown() -> None:
 
 
 def nvmlSystemGetDriverVersion() -> str:
+    _fail("nvmlSystemGetDriverVersion")
     return str(_spec()["driver_version"])
 
 
@@ -150,7 +169,7 @@ nvmlSystemGetCudaDriverVersion = nvmlSystemGetCudaDriverVersion_v2
 
 
 def nvmlDeviceGetCount() -> int:
-    _spec()
+    _fail("nvmlDeviceGetCount")
     return len(_state["gpus"])
 
 
@@ -159,7 +178,49 @@ def nvmlDeviceGetHandleByIndex(index: int) -> SimpleNamespace:
         raise NVMLError(NVML_ERROR_INVALID_ARGUMENT)
     if "nvmlDeviceGetHandleByIndex" in _state["gpus"][index].get("not_supported", []):
         raise NVMLError(NVML_ERROR_GPU_IS_LOST)
+    _fail("nvmlDeviceGetHandleByIndex", _state["gpus"][index])
     return SimpleNamespace(fake_index=int(index))
+
+
+def _mig_uuids(gpu: dict[str, Any]) -> list[str]:
+    mig = gpu.get("mig") or {}
+    inst = mig.get("instances", [])
+    if isinstance(inst, int):
+        inst = [f"MIG-{i:08x}-1111-4000-8000-{gpu['uuid'][-12:]}" for i in range(inst)]
+    return list(inst) if mig.get("mode") else []
+
+
+def nvmlDeviceGetHandleByUUID(uuid: Any) -> SimpleNamespace:
+    text = uuid.decode() if isinstance(uuid, bytes) else str(uuid)
+    for i, gpu in enumerate(_state["gpus"]):
+        if gpu["uuid"] == text:
+            return nvmlDeviceGetHandleByIndex(i)
+        if text in _mig_uuids(gpu):
+            return SimpleNamespace(fake_index=i, mig=text)
+    _spec()
+    raise NVMLError(NVML_ERROR_NOT_FOUND)
+
+
+def nvmlDeviceGetMigMode(handle: Any) -> list[int]:
+    gpu = _check(handle, "nvmlDeviceGetMigMode")
+    mig = gpu.get("mig")
+    if mig is None:
+        raise NVMLError_NotSupported()  # not a MIG-capable GPU
+    return [int(bool(mig.get("mode"))), int(bool(mig.get("pending", mig.get("mode"))))]
+
+
+def nvmlDeviceGetMaxMigDeviceCount(handle: Any) -> int:
+    gpu = _check(handle, "nvmlDeviceGetMaxMigDeviceCount")
+    if gpu.get("mig") is None:
+        raise NVMLError_NotSupported()
+    return int(gpu.get("max_mig", 7))
+
+
+def nvmlDeviceGetMigDeviceHandleByIndex(handle: Any, index: int) -> SimpleNamespace:
+    uuids = _mig_uuids(_check(handle, "nvmlDeviceGetMigDeviceHandleByIndex"))
+    if not 0 <= int(index) < len(uuids):
+        raise NVMLError(NVML_ERROR_NOT_FOUND)  # an empty slot, as real NVML answers
+    return SimpleNamespace(fake_index=handle.fake_index, mig=uuids[int(index)])
 
 
 def nvmlDeviceGetName(handle: Any) -> str:
@@ -167,6 +228,9 @@ def nvmlDeviceGetName(handle: Any) -> str:
 
 
 def nvmlDeviceGetUUID(handle: Any) -> str:
+    if getattr(handle, "mig", None):
+        _check(handle, "nvmlDeviceGetUUID")
+        return handle.mig
     return _value(handle, "nvmlDeviceGetUUID", "uuid")
 
 
@@ -181,7 +245,12 @@ def nvmlDeviceGetPciInfo(handle: Any) -> SimpleNamespace:
 
 
 def _pcie(handle: Any, fn: str, key: str) -> int:
-    value = _check(handle, fn).get("pcie", {}).get(key)
+    gpu = _check(handle, fn)
+    value = gpu.get("pcie", {}).get(key)
+    if isinstance(value, list):  # successive reads: the link trains up once the GPU is busy
+        reads = gpu.setdefault("_reads", {})
+        n = reads[key] = reads.get(key, -1) + 1
+        value = value[min(n, len(value) - 1)]
     if value is None:
         raise NVMLError_NotSupported()
     return int(value)
@@ -223,7 +292,8 @@ def nvmlDeviceGetMemoryBusWidth(handle: Any) -> int:
 
 
 def nvmlDeviceGetNumaNodeId(handle: Any) -> int:
-    return int(_value(handle, "nvmlDeviceGetNumaNodeId", "numa_node"))
+    """Only where GPUs are NUMA nodes (nvml.h); NotSupported on x86 PCIe hosts."""
+    return int(_value(handle, "nvmlDeviceGetNumaNodeId", "gpu_numa_id"))
 
 
 def nvmlDeviceGetCpuAffinity(handle: Any, cpu_set_size: int) -> list[int]:

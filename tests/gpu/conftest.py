@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from collectors.nvml import ENV_MODULE
+from collectors.gpu_topo import normalize_bus_id
+from collectors.nvml import ENV_MODULE, SYSFS_ENV
 
 FAKES = Path(__file__).resolve().parents[1] / "fakes"
 FAKE_MODULE = "tests.fakes.fake_pynvml"
@@ -18,9 +21,26 @@ NVLINK = FAKES / "nvml_h100_sxm_nvlink.json"
 MIXED = FAKES / "nvml_mixed_a6000_bridges.json"
 
 
+def fake_sysfs(spec: Path, root: Path | None = None) -> Path:
+    """A tree shaped like /sys with ``bus/pci/devices/<bdf>/numa_node`` for each GPU of
+    ``spec`` (its ``numa_node``, else -1 as Linux writes on a single-node machine)."""
+    data = json.loads(spec.read_text())
+    if root is None:
+        key = hashlib.sha256(f"{spec.resolve()}:{spec.read_text()}".encode()).hexdigest()[:16]
+        root = Path(tempfile.gettempdir()) / f"stepscope-fake-sysfs-{key}"
+    base, overrides = data.get("gpu", {}), data.get("gpus", [])
+    for i in range(int(data.get("gpu_count", len(overrides)))):
+        gpu = {**base, **(overrides[i] if i < len(overrides) else {})}
+        bus = normalize_bus_id(gpu.get("pci_bus_id") or f"00000000:{0x18 + 0x10 * i:02X}:00.0")
+        node = root / "bus/pci/devices" / str(bus)
+        node.mkdir(parents=True, exist_ok=True)
+        node.joinpath("numa_node").write_text(f"{gpu.get('numa_node', -1)}\n")
+    return root
+
+
 def fake_env(spec: Path) -> dict[str, str]:
     """Environment for a subprocess (the CLI) that sees the machine ``spec`` describes."""
-    return {ENV_MODULE: FAKE_MODULE, SPEC_ENV: str(spec)}
+    return {ENV_MODULE: FAKE_MODULE, SPEC_ENV: str(spec), SYSFS_ENV: str(fake_sysfs(spec))}
 
 
 @pytest.fixture

@@ -102,3 +102,20 @@ def test_cuda_without_gpus_is_one_line(store_path: Path) -> None:
     result = run_cli(store_path, "profile", "--device", "cuda")
     assert result.code == 1 and "--device cuda: 2 ranks need 2 GPUs" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_slow_start_does_not_eat_the_steps_budget(store_path: Path) -> None:
+    """Start-up (CUDA/NCCL/CUPTI init, weights) has its own deadline: a rank 18 s late to
+    start still passes --timeout 15, which counts only once every rank is ready."""
+    result = run_cli(store_path, "profile", "--json", "--timeout", "15", *QUICK,
+                     STEPSCOPE_PROFILE_FAULT="slowstart:1:18")  # fmt: skip
+    assert result.code == 0, result.stderr
+    assert result.json["ranks"] == [0, 1]
+
+
+def test_a_rank_stuck_in_start_up_is_named(store_path: Path) -> None:
+    result = run_cli(store_path, "profile", "--startup-timeout", "6", *QUICK,
+                     STEPSCOPE_PROFILE_FAULT="slowstart:1:120")  # fmt: skip
+    assert result.code == 1
+    assert "rank 1 did not start within --startup-timeout 6 s" in result.stderr
+    assert not store_path.exists()

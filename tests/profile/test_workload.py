@@ -46,3 +46,17 @@ def test_custom_ops_land_in_their_categories() -> None:
     for op, category in (("aten::matmul", "gemm"), ("aten::rms_norm", "norm"),
                          ("aten::copy_", "memory"), ("aten::add", "elementwise")):  # fmt: skip
         assert cpu_op_category(op) == category, op
+
+
+def test_weights_are_drawn_on_the_device_and_replicated_parts_agree() -> None:
+    """build() draws with a generator of the target device (no CPU randn + copy); the
+    replicated router matches across ranks, sharded experts differ."""
+    shape = scaled(PRESETS["kimi-k2.5"], 1 / 64, 2, 1)
+    cpu = torch.device("cpu")
+    r0 = workload.build(shape, 0, 2, 2, 8, cpu, torch.float32)
+    r1 = workload.build(shape, 1, 2, 2, 8, cpu, torch.float32)
+    assert r0.layers[0].router.device == cpu
+    assert torch.equal(r0.layers[0].router, r1.layers[0].router)
+    assert not torch.equal(r0.layers[0].w_gate_up, r1.layers[0].w_gate_up)
+    std = r0.layers[0].w_gate_up.std().item() * (shape.hidden ** 0.5)
+    assert 0.8 < std < 1.2  # scaled by 1/sqrt(fan_in)
