@@ -19,7 +19,7 @@ README = (ROOT / "README.md").read_text()
 SCHEMA_DOC = (ROOT / "docs" / "schema.md").read_text()
 
 # Test hooks read by product code to inject faults or stand-ins; not user settings.
-TEST_HOOKS = {"STEPSCOPE_COMM_FAULT", "STEPSCOPE_PROFILE_FAULT"}
+TEST_HOOKS = {"STEPSCOPE_COMM_FAULT", "STEPSCOPE_PROFILE_FAULT", "STEPSCOPE_SYSFS_ROOT"}
 PRODUCT_DIRS = ("app.py", "collectors", "store", "planner", "pages", "analysis")
 
 
