@@ -77,4 +77,7 @@ DESCRIBE: dict[str, tuple[str, str]] = {
 }  # fmt: skip
 
 # ---- fitted values: `python -m planner.fit` (vLLM rows), `--engine sglang|trtllm` --------
-FITTED = ServingParams()
+FITTED = ServingParams(
+    bw_eff=0.7002, moe_eff=1.0876, kernel_us=3.8345, mfu=0.2956, ttft_fixed_ms=117.32,
+    step_ms={"vllm": 2.8231, "sglang": 4.2001, "trtllm": 1.3398},
+)
