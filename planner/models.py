@@ -221,7 +221,13 @@ def from_config(config: dict[str, Any], name: str = "", source: str = "") -> Mod
     if min(hidden, layers, heads, vocab) <= 0:
         raise PlannerInputError(f"{where}: hidden_size, layers, heads and vocab must be > 0")
     experts = _int(
-        cfg, "n_routed_experts", "num_local_experts", "num_experts", "n_routed_experts", default=0, where=where
+        cfg,
+        "n_routed_experts",
+        "num_local_experts",
+        "num_experts",
+        "n_routed_experts",
+        default=0,
+        where=where,
     )
     top_k = _int(cfg, "num_experts_per_tok", "moe_topk", "top_k", default=0, where=where)
     if experts and not 0 < top_k <= experts:
@@ -321,8 +327,10 @@ def _read_json(p: Path) -> Any:
 def _modelopt_beside(p: Path) -> Any:
     """ModelOpt's ``hf_quant_config.json`` beside the config (``X_config.json`` ->
     ``X_hf_quant_config.json`` for the fixture's flat naming), or None."""
-    for cand in (p.with_name("hf_quant_config.json"),
-                 p.with_name(p.name.replace("_config.json", "_hf_quant_config.json"))):
+    for cand in (
+        p.with_name("hf_quant_config.json"),
+        p.with_name(p.name.replace("_config.json", "_hf_quant_config.json")),
+    ):
         if cand != p and cand.is_file():
             return _read_json(cand)
     return None
@@ -332,9 +340,13 @@ def with_modelopt(config: dict[str, Any], hf_quant: Any) -> dict[str, Any]:
     """The config with ModelOpt's quantization (NVFP4 / FP8) as its quantization_config,
     unless the config already carries one."""
     q = hf_quant.get("quantization") if isinstance(hf_quant, dict) else None
-    if not isinstance(q, dict) or config.get("quantization_config") or (
-        isinstance(config.get("text_config"), dict)
-        and config["text_config"].get("quantization_config")
+    if (
+        not isinstance(q, dict)
+        or config.get("quantization_config")
+        or (
+            isinstance(config.get("text_config"), dict)
+            and config["text_config"].get("quantization_config")
+        )
     ):
         return config
     return {**config, "quantization_config": {"quant_method": "modelopt", **q}}

@@ -188,7 +188,7 @@ def predict(
     def op(name: str, nbytes, flops, fam: str, kernels: float, eff: float = 1.0) -> None:
         fmt = FORMAT_BW[(fam, _native(fam, hw))]
         roof = np.maximum(nbytes / (bw * eff * fmt), flops / (_peak(fam, hw) * p.mfu))
-        terms[name] = terms.get(name, 0.0) + np.maximum(roof * 1e3, kernels * floor / 1e3)
+        terms[name] = terms.get(name, 0.0) + roof * 1e3 + kernels * floor / 1e3
 
     rep, shard = m.attention_params()
     att_p = L * (rep + shard / lay.tp)
@@ -213,6 +213,9 @@ def predict(
         ex_flops = 2 * moe_tok * k * m.expert_params * Lm / lay.gpus
         op("experts", ex_bytes, ex_flops, family(m.bpp("experts"), wts),
            Lm * KERNELS["moe"], p.moe_eff)  # fmt: skip
+        # Grouped GEMM: each expert the busiest rank runs costs a tile-scheduling / scale-load
+        # / tail overhead on top of its bytes, which dominates at 1-2 tokens per expert.
+        terms["experts"] = terms["experts"] + Lm * busiest * p.expert_us / 1e3
     lm = m.embed_params / lay.tp
     op("lm_head", lm * m.bpp("lm_head") + B * m.vocab * 4.0 * 3, 2 * B * lm, "bf16", 4)
     terms["engine"] = np.full_like(c, p.step_ms.get(w.engine, p.step_ms["vllm"]))
