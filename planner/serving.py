@@ -58,6 +58,24 @@ class ServeLayout:
         return " ".join(parts)
 
 
+class MeasuredCurves:
+    """Stored comm curves (planner.comm.CommCurve) the serving model uses where they cover
+    the op and world size; every other collective falls back to the host's spec figures."""
+
+    def __init__(self, curves: list) -> None:
+        self._by = {(c.op, c.world_size): c for c in curves
+                    if c.kind in ("measured", "published")}  # fmt: skip
+
+    def measured(self, op: str, n: int) -> bool:
+        return (op, n) in self._by
+
+    def latency_us(self, op: str, n: int, nbytes: np.ndarray) -> np.ndarray:
+        return self._by[(op, n)].latency_us(nbytes)
+
+    def sources(self) -> list[str]:
+        return [c.describe() for c in self._by.values()]
+
+
 @dataclass(frozen=True)
 class Workload:
     isl: int
@@ -157,7 +175,7 @@ def check(m: ModelSpec, hw: HardwareSpec, lay: ServeLayout, w: Workload) -> None
 
 def predict(
     m: ModelSpec, hw: HardwareSpec, lay: ServeLayout, w: Workload, conc: np.ndarray,
-    p: ServingParams = FITTED, comm=None,
+    p: ServingParams = FITTED, comm: MeasuredCurves | None = None,
 ) -> Prediction:  # fmt: skip
     """Mean TPOT / TTFT / output tokens/s at each client concurrency (vectorised)."""
     check(m, hw, lay, w)
@@ -259,14 +277,14 @@ def prefill_token_ms(m: ModelSpec, hw: HardwareSpec, lay: ServeLayout, isl: int,
 
 
 def _comm_ms(m: ModelSpec, hw: HardwareSpec, lay: ServeLayout, tokens: np.ndarray,
-             p: ServingParams, comm) -> np.ndarray:  # fmt: skip
+             p: ServingParams, comm: MeasuredCurves | None) -> np.ndarray:  # fmt: skip
     act = dtype_bytes(m.native.communication)
     alpha = hw.link_latency_us or _DEFAULT_ALPHA_US.get(hw.interconnect, 27.0)
     link = hw.link_gbps * 1e9 * p.link_eff
 
     def lat(opname: str, n: int, nbytes: np.ndarray) -> np.ndarray:
         if comm is not None and comm.measured(opname, n):
-            return comm.latency_us(opname, nbytes)
+            return comm.latency_us(opname, n, nbytes)
         factor = 2 * (n - 1) / n if opname == "all_reduce" else (n - 1) / n
         return alpha + nbytes * factor / link * 1e6
 
@@ -279,4 +297,4 @@ def _comm_ms(m: ModelSpec, hw: HardwareSpec, lay: ServeLayout, tokens: np.ndarra
         n = lay.gpus
         out = out + m.num_moe_layers * (lat("all_gather", n, total)
                                         + lat("reduce_scatter", n, total))  # fmt: skip
-    return out / 1e3
+    return out * p.comm_scale / 1e3

@@ -54,6 +54,7 @@ class ServingParams:
     memory_utilization: float = 0.9  # vLLM --gpu-memory-utilization default
     reserve_gb: float = 4.0  # activations, CUDA graphs, NCCL buffers per GPU
     link_eff: float = 0.7  # achieved fraction of the spec link bandwidth (large messages)
+    comm_scale: float = 1.0  # calibrated mode: measured / modelled collectives on this host
     ttft_fixed_ms: float = 30.0  # request path outside the GPU: HTTP, tokenize, first chunk
 
     def with_values(self, **kw: float) -> ServingParams:
