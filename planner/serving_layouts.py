@@ -74,3 +74,24 @@ def serving_curves(
             pr.tpot_ms / (1 + ACCURACY["q90"]), pr.tpot_ms / (1 + ACCURACY["q10"]),
         ))  # fmt: skip
     return out
+
+
+def serving_json(curves: list[ServingCurve], report: list[int]) -> list[dict]:
+    """The curves at the report concurrencies, as the CLI's JSON / text print them."""
+    out = []
+    for c in curves:
+        item: dict = {"layout": c.layout, "why_not": c.why_not, "points": []}
+        if c.tpot_ms is not None:
+            for conc in report:
+                i = int(np.searchsorted(c.concurrency, conc))
+                if i >= len(c.concurrency) or c.concurrency[i] != conc:
+                    continue
+                item["points"].append({
+                    "concurrency": int(conc), "tpot_ms": round(float(c.tpot_ms[i]), 3),
+                    "tpot_low_ms": round(float(c.low_ms[i]), 3),
+                    "tpot_high_ms": round(float(c.high_ms[i]), 3),
+                    "ttft_ms": round(float(c.ttft_ms[i]), 2),
+                    "output_tok_s": round(float(c.output_tok_s[i]), 1),
+                })  # fmt: skip
+        out.append(item)
+    return out
