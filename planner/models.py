@@ -65,6 +65,7 @@ class ModelSpec:
     sparse_topk: int = 0
     index_head_dim: int = 0
     attention_sinks: bool = False
+    max_context: int = 0  # max_position_embeddings (0 = unknown)
 
     # ---- derived sizes -------------------------------------------------------------
     @property
@@ -291,6 +292,7 @@ def from_config(config: dict[str, Any], name: str = "", source: str = "") -> Mod
         sparse_topk=_int(cfg, "index_topk", default=0, where=where),
         index_head_dim=_int(cfg, "index_head_dim", default=0, where=where),
         attention_sinks=str(cfg.get("model_type", "")).startswith("gpt_oss"),
+        max_context=_int(cfg, "max_position_embeddings", default=0, where=where),
     )
     comp = _component_bytes(cfg, native)
     return _with_bytes(spec, comp)
@@ -419,7 +421,7 @@ _KIMI_TEXT = {
     "num_hidden_layers": 61, "first_k_dense_replace": 1, "n_routed_experts": 384,
     "num_experts_per_tok": 8, "n_shared_experts": 1, "moe_intermediate_size": 2048,
     "intermediate_size": 18432, "num_attention_heads": 64, "num_key_value_heads": 64,
-    "vocab_size": 163840, "torch_dtype": "bfloat16", **_MLA,
+    "vocab_size": 163840, "torch_dtype": "bfloat16", "max_position_embeddings": 262144, **_MLA,
 }  # fmt: skip
 MODEL_PRESETS: dict[str, dict[str, Any]] = {
     "kimi-k2.5": {
@@ -438,13 +440,14 @@ MODEL_PRESETS: dict[str, dict[str, Any]] = {
         **_KIMI_TEXT, "model_type": "deepseek_v3", "first_k_dense_replace": 3,
         "n_routed_experts": 256, "num_attention_heads": 128, "num_key_value_heads": 128,
         "vocab_size": 129280, "quantization_config": _FP8_BLOCK,
+        "max_position_embeddings": 163840,
     },
     "minimax-m2.5": {
         "architectures": ["MiniMaxM2ForCausalLM"], "model_type": "minimax_m2",
         "hidden_size": 3072, "num_hidden_layers": 62, "num_attention_heads": 48,
         "num_key_value_heads": 8, "head_dim": 128, "num_local_experts": 256,
         "num_experts_per_tok": 8, "intermediate_size": 1536, "shared_intermediate_size": 0,
-        "vocab_size": 200064, "torch_dtype": "bfloat16",
+        "vocab_size": 200064, "torch_dtype": "bfloat16", "max_position_embeddings": 196608,
         "quantization_config": {**_FP8_BLOCK, "modules_to_not_convert": ["gate", "lm_head"]},
     },
 }  # fmt: skip

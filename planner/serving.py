@@ -169,6 +169,9 @@ def check(m: ModelSpec, hw: HardwareSpec, lay: ServeLayout, w: Workload) -> None
                                 "split evenly")  # fmt: skip
     if w.isl < 1 or w.osl < 2:
         raise PlannerInputError("--isl must be >= 1 and --osl >= 2")
+    if m.max_context and w.isl + w.osl > m.max_context:
+        raise PlannerInputError(f"--isl {w.isl} + --osl {w.osl} exceeds {m.name}'s context "
+                                f"of {m.max_context} tokens")  # fmt: skip
     if w.engine not in ENGINES:
         raise PlannerInputError(f"--engine {w.engine!r}: one of {', '.join(ENGINES)}")
 
@@ -194,6 +197,11 @@ def predict(
             f"{held / 1e9:.0f} GB of weights per GPU, "
             f"{hw.memory_bytes * p.memory_utilization / 1e9:.0f} GB usable")  # fmt: skip
     cap = budget / max(kv_store_per_seq(m, w.isl + w.osl / 2.0, kv_b, lay.tp), 1.0)
+    if cap < 1:
+        raise PlannerInputError(
+            f"{m.name} as {lay.describe()} on {hw.gpu_model}: the KV cache left after "
+            f"the weights ({budget / 1e9:.1f} GB per GPU) cannot hold one "
+            f"{w.isl}+{w.osl}-token sequence")  # fmt: skip
     want = np.ceil(c / lay.dp)
     B = np.minimum(want, max(np.floor(cap), 1.0))  # running sequences per attention rank
     moe_tok = B * lay.dp  # every rank's tokens meet in the MoE layers
@@ -252,8 +260,10 @@ def predict(
     lam = B / (t_p + (w.osl - 1) * tpot)  # request arrivals per ms per attention rank
     rho = np.minimum(lam * w.isl * t_tok, 0.95)
     ttft = t_p + rho * w.isl * t_tok / (2 * (1 - rho))
+    # Closed-loop client: with C requests in flight and only B slots, a request waits for
+    # (C / B - 1) requests ahead of it to finish their decode.
     waiting = np.maximum(want / B - 1.0, 0.0)
-    ttft = ttft + waiting * w.osl * tpot / 2.0
+    ttft = ttft + waiting * w.osl * tpot
     served = np.minimum(c, B * lay.dp)
     out_tok_s = served * w.osl / (ttft + (w.osl - 1) * tpot) * 1e3
     return Prediction(c, tpot, ttft, out_tok_s, B, float(cap), held / 1e9, terms)

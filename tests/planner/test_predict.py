@@ -132,3 +132,18 @@ def test_ep_on_a_dense_model_is_refused() -> None:
 
 def test_usage_error_is_exit_2() -> None:
     assert predict_cli("--host", "h100-sxm-8x").returncode == 2
+
+
+def test_longer_than_the_model_context_is_refused() -> None:
+    with pytest.raises(PlannerInputError, match="exceeds .* context of 163840 tokens"):
+        answer("--model", "deepseek-v3", "--host", "h200-sxm-8x", "--tp", "8",
+               "--isl", "160000", "--osl", "4096", "--concurrency", "1")  # fmt: skip
+
+
+def test_concurrency_beyond_kv_capacity_waits_in_ttft_not_in_tpot() -> None:
+    d = answer("--model", "minimax-m2.5", "--host", "h100-sxm-8x", "--tp", "4", "--isl", "8192",
+               "--osl", "1024", "--concurrency", "16,4096")  # fmt: skip
+    small, big = d["points"]
+    cap = d["kv_capacity_seqs_per_rank"]
+    assert big["running_per_rank"] == int(cap) < 4096
+    assert big["ttft_ms"] > 20 * small["ttft_ms"]  # queued for a KV slot
