@@ -29,9 +29,10 @@ from planner.serving_params import FITTED, ServingParams
 # gpt-oss out, the fit trades one for the other). vLLM 0.19 schedules asynchronously (the CPU
 # prepares step n+1 while the GPU runs step n, vLLM docs "async scheduling"), so its per-step
 # overhead is taken as 0 and the sampler is costed in the LM-head op.
-FREE = ("bw_eff", "kernel_us", "expert_us", "mfu", "ttft_fixed_ms")
+FREE = ("bw_eff", "kernel_us", "expert_us", "mfu", "ttft_fixed_ms", "burst_share")
 BOUNDS = {"bw_eff": (0.2, 0.92), "moe_eff": (0.2, 1.5), "kernel_us": (0.3, 30.0), "expert_us": (0.01, 30.0),
-          "mfu": (0.05, 1.0), "step_ms": (0.0, 20.0), "ttft_fixed_ms": (0.0, 500.0)}  # fmt: skip
+          "mfu": (0.05, 1.0), "step_ms": (0.0, 20.0), "ttft_fixed_ms": (0.0, 500.0),
+          "burst_share": (0.0, 1.0)}  # fmt: skip
 TTFT_WEIGHT = 0.2
 
 

@@ -255,11 +255,12 @@ def predict(
     terms["comm"] = _comm_ms(m, hw, lay, B + prefill_tok, p, comm)
     tpot = np.sum(list(terms.values()), axis=0)
 
-    # -- TTFT: prefill of I tokens + queueing for the prefill slot and for KV admission --
-    t_p = w.isl * t_tok + tpot + p.ttft_fixed_ms
-    lam = B / (t_p + (w.osl - 1) * tpot)  # request arrivals per ms per attention rank
-    rho = np.minimum(lam * w.isl * t_tok, 0.95)
-    ttft = t_p + rho * w.isl * t_tok / (2 * (1 - rho))
+    # -- TTFT: prefill of I tokens + waiting behind prompts that arrived with it -----------
+    # Fixed output lengths keep a sweep's requests in step: they finish together and their
+    # successors arrive together, so a prompt waits for part of its wave's other prefills
+    # (burst_share of them; 1 = one synchronized wave, 0 = evenly spread arrivals).
+    t_p = w.isl * t_tok
+    ttft = p.ttft_fixed_ms + tpot + t_p * (1 + p.burst_share * (B - 1) / 2)
     # Closed-loop client: with C requests in flight and only B slots, a request waits for
     # (C / B - 1) requests ahead of it to finish their decode.
     waiting = np.maximum(want / B - 1.0, 0.0)
