@@ -91,7 +91,8 @@ def run(args: argparse.Namespace, params: ServingParams = FITTED) -> dict[str, A
                                 for k, v in pr.breakdown_ms.items()}}
               for i, c in enumerate(conc)]  # fmt: skip
     return {
-        "model": model.name, "host": hw.name, "gpus": lay.gpus, "engine": args.engine,
+        "model": model.name, "host": hw.name, "gpu_model": hw.gpu_model, "gpus": lay.gpus,
+        "engine": args.engine,
         "isl": args.isl, "osl": args.osl,
         "layout": {"tp": lay.tp, "dp": lay.dp, "ep": bool(args.ep), "moe_tp": lay.moe_tensor,
                    "moe_ep": lay.moe_ep, "name": lay.describe()},
@@ -131,7 +132,7 @@ def assumptions(model, hw, w: Workload, p: ServingParams) -> list[dict[str, str]
 
 def render(data: dict[str, Any]) -> str:
     lay, pol = data["layout"], data["policy"]
-    lines = [f"{data['model']} on {data['gpus']}x ({data['host']}), {lay['name']}, "
+    lines = [f"{data['model']} on {data['gpus']}x {data['gpu_model']} ({data['host']}), {lay['name']}, "
              f"{data['engine']}, {data['isl']} in / {data['osl']} out",
              f"policy: {'compliant' if pol['compliant'] else 'BREAKS the policy: '}"
              + "; ".join(v["sentence"] for v in pol["violations"]), "",
