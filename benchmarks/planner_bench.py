@@ -4,7 +4,9 @@
 
 Each timed call is what the Tradeoff page does on every rerun: load the policy file, cost
 every default layout at every concurrency 1..512, check the policy, rank, find crossovers,
-and (for the reference case) calibrate. Memo caches are cleared before every call.
+and (for the reference case) calibrate; then the serving model's curve per layout at
+1024 in / 2048 out (planner.serving_layouts, the page's serving chart). Memo caches are
+cleared before every call.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from planner import costmodel, hardware, models, reference  # noqa: E402
 from planner.api import plan  # noqa: E402
+from planner.serving_layouts import serving_curves  # noqa: E402
 
 CASES = [
     ("reference-kimi-k25-rtxpro6000", reference.MODEL, reference.HOST, True),
@@ -34,6 +37,7 @@ def one(model: str, host: str, ref: bool) -> tuple[float, int]:
     m, hw = models.preset(model), hardware.preset(host)
     t0 = time.perf_counter()
     res = plan(m, hw, concurrencies=range(1, 513), **(reference.plan_kwargs() if ref else {}))
+    serving_curves(m, hw, [r.layout for r in res.layouts], 1024, 2048, res.concurrency)
     return (time.perf_counter() - t0) * 1e3, len(res.layouts)
 
 

@@ -93,40 +93,10 @@ def model_for(model_id: str):
 
 
 def predictions(loc, bench: pd.DataFrame, model_id: str, hw_choice: str):
-    """Planner TPOT/throughput at each measured (layout, host, concurrency); and why-nots."""
-    try:
-        from planner.api import plan
-        from planner.errors import PlannerInputError
-    except ImportError as exc:
-        return pd.DataFrame(), [f"the planner is not importable here ({exc})"]
-    model, why = model_for(model_id)
-    if model is None:
-        return pd.DataFrame(), [why]
-    out, reasons = [], []
-    for (layout, host), part in bench.groupby(["layout_label", "host"], sort=False):
-        first = part.iloc[0].to_dict()
-        if first["layout_kind"] is None or pd.isna(first["tp"]):
-            reasons.append(f"{layout} on {host}: layout unknown (import with --server-args)")
-            continue
-        hw, why = hardware_for(loc, hw_choice, host)
-        if hw is None:
-            reasons.append(f"{layout} on {host}: {why}")
-            continue
-        conc = sorted({int(c) for c in part["concurrency"].dropna()})
-        try:
-            res = plan(model, hw, layouts=[planner_layout(first)], concurrencies=conc,
-                       comm_curves=comm_curves(loc, hw, host) if hw_choice == MEASURED else None)  # fmt: skip
-        except PlannerInputError as exc:
-            reasons.append(f"{layout} on {host}: {exc}")
-            continue
-        comm = "; ".join(res.comm_sources) or "alpha-beta fallback"
-        for c in conc:
-            p = res.point(res.layouts[0], c)
-            out.append({"layout_label": layout, "host": host, "concurrency": c,
-                        "predicted_tpot_ms": p["tpot_ms"],
-                        "predicted_tokens_per_s": p["tokens_per_s"], "hardware": hw.name,
-                        "hardware_source": hw.source, "comm_source": comm})  # fmt: skip
-    return pd.DataFrame(out), reasons
+    """The serving model's TPOT/TTFT/throughput at each measured point (pages/serving_predict)."""
+    from pages.serving_predict import serving_predictions
+
+    return serving_predictions(loc, bench, model_id, hw_choice, hardware_for, model_for)
 
 
 def comm_curves(loc, hw, host: str):

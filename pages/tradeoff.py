@@ -3,8 +3,10 @@
 State lives in the URL: ``setup`` (the published reference case or a model + host), ``model``
 (a preset or ``run:<run id>`` whose arguments record the model),
 ``hw`` (a host preset or ``gpu:<run id>``), ``comm`` (an absolute comm run id), ``calib`` (an
-absolute trace run id), ``layouts``, ``cmin``/``cmax``, ``ctx`` and ``at``. Numbers come
-from planner.plan; this page only formats them.
+absolute trace run id), ``layouts``, ``cmin``/``cmax``, ``isl``/``osl`` (the benchmark's
+input / output lengths: the step model's context is I + O/2, and the serving chart predicts
+``vllm bench serve`` at them) and ``at``. Numbers come from planner.plan and the serving model
+(planner.serving_layouts); this page only formats them.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import pandas as pd
 import streamlit as st
 
 from pages import ui
+from pages.serving_predict import tradeoff_section
 from pages.tradeoff_view import render
 from planner import hardware, models, reference
 from planner.api import PlanResult, plan
@@ -158,7 +161,7 @@ try:
     model, hw = kwargs["model"], kwargs["hardware"]
     all_layouts = default_layouts(model, hw)
     names = [x.name for x in all_layouts]
-    c1, c2, c3, c4 = st.columns([4, 1, 1, 1])
+    c1, c2, c3, c4, c5 = st.columns([4, 1, 1, 1, 1])
     with c1:
         picked = st.multiselect("Layouts", names, default=names, key="layouts",
                                 bind="query-params")  # fmt: skip
@@ -167,8 +170,12 @@ try:
     with c3:
         cmax = st.number_input("to", 1, 4096, 512, key="cmax", bind="query-params")
     with c4:
-        ctx = st.number_input("Context tokens", 1, 1_000_000, Assumptions.context_tokens,
-                              step=1024, key="ctx", bind="query-params")  # fmt: skip
+        isl = st.number_input("Input tokens", 1, 1_000_000, 1024, step=512, key="isl",
+                              bind="query-params", help="1 = decode only")  # fmt: skip
+    with c5:
+        osl = st.number_input("Output tokens", 2, 1_000_000, 2048, step=512, key="osl",
+                              bind="query-params")  # fmt: skip
+    ctx = int(isl) + int(osl) // 2  # mean context a sequence's decode reads
     chosen = [x for x in all_layouts if x.name in picked]
     if not chosen:
         st.info("Pick at least one layout.")
@@ -183,3 +190,8 @@ except PlannerInputError as exc:
     st.stop()
 
 render(res, notes)
+try:
+    tradeoff_section(model, hw, chosen, {r.layout.name: r.compliant for r in res.layouts},
+                     int(isl), int(osl), res.concurrency, kwargs.get("comm_curves"))  # fmt: skip
+except PlannerInputError as exc:
+    st.error(str(exc))

@@ -9,6 +9,10 @@ if __name__ == "__main__":
         from planner.lint import main as lint_main
 
         sys.exit(lint_main(argv[1:]))
+    if argv[:1] == ["predict"]:
+        from planner.predict import main as predict_main
+
+        sys.exit(predict_main(argv[1:]))
     from planner.cli import main
 
     sys.exit(main(argv))

@@ -19,6 +19,7 @@ from planner.costmodel import Assumptions
 from planner.errors import PlannerInputError
 from planner.layouts import default_layouts, select
 from planner.policy import PolicyError, load_policy
+from planner.serving_layouts import serving_curves, serving_json
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -46,6 +47,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--report", help="concurrencies to print (default: powers of two)")
     p.add_argument("--context", type=int, default=Assumptions.context_tokens,
                    help="tokens in each sequence's KV cache (default %(default)s)")  # fmt: skip
+    p.add_argument("--isl", type=int, help="benchmark input tokens: the context becomes "
+                   "I + O/2 and the serving model predicts each layout (with --osl)")  # fmt: skip
+    p.add_argument("--osl", type=int, help="benchmark output tokens (with --isl)")
     p.add_argument("--policy", help="policy file (default: the full-precision policy)")
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
     return p
@@ -143,8 +147,20 @@ def run_plan(args: argparse.Namespace) -> PlanResult:
         raise PlannerInputError(str(exc)) from None
     wanted = [x.strip() for x in args.layouts.split(",")] if args.layouts else None
     layouts = select(default_layouts(model, hw), wanted)
-    return plan(model, hw, layouts, parse_ints(args.concurrency, "--concurrency"),
-                policy=policy, assumptions=Assumptions(context_tokens=args.context), **kwargs)  # fmt: skip
+    context = args.context
+    if (args.isl is None) != (args.osl is None):
+        raise PlannerInputError("--isl and --osl go together")
+    if args.isl is not None:
+        if args.isl < 1 or args.osl < 2:
+            raise PlannerInputError("--isl must be >= 1 and --osl >= 2")
+        context = args.isl + args.osl // 2
+    res = plan(model, hw, layouts, parse_ints(args.concurrency, "--concurrency"),
+               policy=policy, assumptions=Assumptions(context_tokens=context), **kwargs)  # fmt: skip
+    if args.isl is not None:
+        res.serving = serving_curves(model, hw, [r.layout for r in res.layouts], args.isl,
+                                     args.osl, res.concurrency, kwargs.get("comm_curves"))  # fmt: skip
+        res.serving_io = (args.isl, args.osl)
+    return res
 
 
 def render_text(res: PlanResult, cs: list[int], preset: bool) -> str:
@@ -173,6 +189,17 @@ def render_text(res: PlanResult, cs: list[int], preset: bool) -> str:
         lines += ["", "Published figure vs model (published figures, not measured runs):"]
         lines += [f"  {c['figure']}: published {c['published']}; model {c['model']}"
                   for c in reference.checks(res)]  # fmt: skip
+    if getattr(res, "serving", None):
+        isl, osl = res.serving_io
+        lines += ["", f"Serving prediction, {isl} in / {osl} out (mean TPOT ms, band: 80% of "
+                  "measured within):"]  # fmt: skip
+        for item in serving_json(res.serving, cs):
+            if item["why_not"]:
+                lines.append(f"  {item['layout']}: no prediction ({item['why_not']})")
+                continue
+            cells = ", ".join(f"c={p['concurrency']}: {p['tpot_ms']:.2f} [{p['tpot_low_ms']:.1f}-"
+                              f"{p['tpot_high_ms']:.1f}]" for p in item["points"])  # fmt: skip
+            lines.append(f"  {item['layout']}: {cells}")
     lines += ["", "Assumptions:"] + [f"  {a.what}: {a.value} [{a.source}]" for a in res.assumptions]
     return "\n".join(lines)
 
@@ -190,6 +217,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     if args.json:
         data = res.to_json(cs)
+        if getattr(res, "serving", None):
+            data["serving"] = {"isl": res.serving_io[0], "osl": res.serving_io[1],
+                               "layouts": serving_json(res.serving, cs)}  # fmt: skip
         if args.preset:
             data["published"] = {"name": reference.NAME, "label": "published figures",
                                  "figures": reference.PUBLISHED,

@@ -57,6 +57,15 @@ class ModelSpec:
     # Bytes per parameter of each component as shipped (only some modules are quantized).
     bytes_per_param: tuple[tuple[str, float], ...] = ()
     source: str = ""
+    # Layers whose KV cache stops growing: sliding-window (gpt-oss) and linear-attention
+    # (Qwen3.5 Gated DeltaNet) layers; sparse attention (DeepSeek DSA / GLM-5) reads top-k.
+    sliding_window: int = 0
+    window_layers: int = 0
+    linear_layers: int = 0
+    sparse_topk: int = 0
+    index_head_dim: int = 0
+    attention_sinks: bool = False
+    max_context: int = 0  # max_position_embeddings (0 = unknown)
 
     # ---- derived sizes -------------------------------------------------------------
     @property
@@ -158,18 +167,25 @@ def _int(cfg: dict[str, Any], *keys: str, default: int | None = None, where: str
 
 def _component_bytes(cfg: dict[str, Any], native: Precision) -> dict[str, float]:
     """Which modules the checkpoint quantized, and their bytes per parameter."""
-    act = dtype_bytes(native.activations)
+    # Modules left unquantized ship in the model dtype (native.communication), which for
+    # ModelOpt NVFP4 differs from the (FP4) activation dtype.
+    act = dtype_bytes(native.communication)
     if native.weights in ("bf16", "fp16", "fp32"):
         return dict.fromkeys(COMPONENTS, dtype_bytes(native.weights))
     q = cfg.get("quantization_config") or {}
-    ignore = [str(x) for x in (q.get("ignore") or q.get("modules_to_not_convert") or [])]
+    ignore = [str(x) for x in (q.get("ignore") or q.get("modules_to_not_convert")
+                               or q.get("exclude_modules") or [])]  # fmt: skip
     text = " ".join(ignore)
     quant = dtype_bytes(native.weights)
     group = 0
     for group_cfg in (q.get("config_groups") or {}).values():
         group = int((group_cfg.get("weights") or {}).get("group_size") or 0)
         break
-    if native.weights == "int4" and group:
+    if native.weights == "nvfp4":
+        quant = 0.5 + 1.0 / 16  # one fp8 scale per 16 weights (+ a per-tensor fp32)
+    elif native.weights == "mxfp4":
+        quant = 0.5 + 1.0 / 32  # one e8m0 scale per 32 weights
+    elif native.weights == "int4" and group:
         quant = 0.5 + 2.0 / group  # one bf16 scale per group
     elif native.weights.startswith("fp8") and q.get("weight_block_size"):
         bs = q["weight_block_size"]
@@ -206,7 +222,13 @@ def from_config(config: dict[str, Any], name: str = "", source: str = "") -> Mod
     if min(hidden, layers, heads, vocab) <= 0:
         raise PlannerInputError(f"{where}: hidden_size, layers, heads and vocab must be > 0")
     experts = _int(
-        cfg, "n_routed_experts", "num_local_experts", "num_experts", default=0, where=where
+        cfg,
+        "n_routed_experts",
+        "num_local_experts",
+        "num_experts",
+        "n_routed_experts",
+        default=0,
+        where=where,
     )
     top_k = _int(cfg, "num_experts_per_tok", "moe_topk", "top_k", default=0, where=where)
     if experts and not 0 < top_k <= experts:
@@ -260,6 +282,18 @@ def from_config(config: dict[str, Any], name: str = "", source: str = "") -> Mod
         native=native,
         source=source or name,
     )
+    types = [str(t) for t in (cfg.get("layer_types") or [])]
+    window = _int(cfg, "sliding_window", default=0, where=where) if types else 0
+    spec = replace(
+        spec,
+        sliding_window=window,
+        window_layers=sum(t.startswith("sliding") for t in types) if window else 0,
+        linear_layers=sum(t.startswith("linear") for t in types),
+        sparse_topk=_int(cfg, "index_topk", default=0, where=where),
+        index_head_dim=_int(cfg, "index_head_dim", default=0, where=where),
+        attention_sinks=str(cfg.get("model_type", "")).startswith("gpt_oss"),
+        max_context=_int(cfg, "max_position_embeddings", default=0, where=where),
+    )
     comp = _component_bytes(cfg, native)
     return _with_bytes(spec, comp)
 
@@ -273,16 +307,51 @@ def load(path: str | Path) -> ModelSpec:
     p = Path(path)
     if p.is_dir():
         p = p / "config.json"
+    data = _read_json(p)
+    quant = _modelopt_beside(p)
+    if quant is not None and isinstance(data, dict):
+        data = with_modelopt(data, quant)
+    return from_config(data, name=p.parent.name if p.name == "config.json" else p.stem,
+                       source=str(p))  # fmt: skip
+
+
+def _read_json(p: Path) -> Any:
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
+        return json.loads(p.read_text(encoding="utf-8"))
     except OSError as exc:
         raise PlannerInputError(
             f"{p}: cannot read ({exc.strerror or type(exc).__name__})"
         ) from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise PlannerInputError(f"{p}: not JSON ({exc})") from None
-    return from_config(data, name=p.parent.name if p.name == "config.json" else p.stem,
-                       source=str(p))  # fmt: skip
+
+
+def _modelopt_beside(p: Path) -> Any:
+    """ModelOpt's ``hf_quant_config.json`` beside the config (``X_config.json`` ->
+    ``X_hf_quant_config.json`` for the fixture's flat naming), or None."""
+    for cand in (
+        p.with_name("hf_quant_config.json"),
+        p.with_name(p.name.replace("_config.json", "_hf_quant_config.json")),
+    ):
+        if cand != p and cand.is_file():
+            return _read_json(cand)
+    return None
+
+
+def with_modelopt(config: dict[str, Any], hf_quant: Any) -> dict[str, Any]:
+    """The config with ModelOpt's quantization (NVFP4 / FP8) as its quantization_config,
+    unless the config already carries one."""
+    q = hf_quant.get("quantization") if isinstance(hf_quant, dict) else None
+    if (
+        not isinstance(q, dict)
+        or config.get("quantization_config")
+        or (
+            isinstance(config.get("text_config"), dict)
+            and config["text_config"].get("quantization_config")
+        )
+    ):
+        return config
+    return {**config, "quantization_config": {"quant_method": "modelopt", **q}}
 
 
 def resolve(name_or_path: str) -> ModelSpec:
@@ -352,7 +421,7 @@ _KIMI_TEXT = {
     "num_hidden_layers": 61, "first_k_dense_replace": 1, "n_routed_experts": 384,
     "num_experts_per_tok": 8, "n_shared_experts": 1, "moe_intermediate_size": 2048,
     "intermediate_size": 18432, "num_attention_heads": 64, "num_key_value_heads": 64,
-    "vocab_size": 163840, "torch_dtype": "bfloat16", **_MLA,
+    "vocab_size": 163840, "torch_dtype": "bfloat16", "max_position_embeddings": 262144, **_MLA,
 }  # fmt: skip
 MODEL_PRESETS: dict[str, dict[str, Any]] = {
     "kimi-k2.5": {
@@ -371,13 +440,14 @@ MODEL_PRESETS: dict[str, dict[str, Any]] = {
         **_KIMI_TEXT, "model_type": "deepseek_v3", "first_k_dense_replace": 3,
         "n_routed_experts": 256, "num_attention_heads": 128, "num_key_value_heads": 128,
         "vocab_size": 129280, "quantization_config": _FP8_BLOCK,
+        "max_position_embeddings": 163840,
     },
     "minimax-m2.5": {
         "architectures": ["MiniMaxM2ForCausalLM"], "model_type": "minimax_m2",
         "hidden_size": 3072, "num_hidden_layers": 62, "num_attention_heads": 48,
         "num_key_value_heads": 8, "head_dim": 128, "num_local_experts": 256,
         "num_experts_per_tok": 8, "intermediate_size": 1536, "shared_intermediate_size": 0,
-        "vocab_size": 200064, "torch_dtype": "bfloat16",
+        "vocab_size": 200064, "torch_dtype": "bfloat16", "max_position_embeddings": 196608,
         "quantization_config": {**_FP8_BLOCK, "modules_to_not_convert": ["gate", "lm_head"]},
     },
 }  # fmt: skip

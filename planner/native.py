@@ -118,7 +118,7 @@ def from_hf_config(config: dict[str, Any]) -> Precision:
         if not weights:
             raise NativeError(f"unknown modelopt quant_algo {algo!r}")
         acts = dispatch = weights
-        if q.get("kv_cache_quant_algo"):
+        if q.get("kv_cache_quant_algo") or q.get("kv_cache_scheme"):
             kv = "fp8_e4m3"
     elif method == "mxfp4":
         weights = "mxfp4"

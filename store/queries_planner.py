@@ -120,3 +120,33 @@ def run_models(loc: StoreLocation, host: str | None = None) -> pd.DataFrame:
         "ORDER BY finished_at DESC, run_id DESC",
         [host, host],
     )
+
+
+def model_configs(loc: StoreLocation, model_id: str | None = None,
+                  host: str | None = None) -> pd.DataFrame:  # fmt: skip
+    """Recorded config.json files of served models (migration 0008), newest first per model
+    and host: what ``planner.models.from_config`` needs to predict for a stored run."""
+    return _safe(
+        loc,
+        "SELECT model_id, host, arg_max(run_id, finished_at) AS run_id, "
+        "arg_max(source_path, finished_at) AS source_path, "
+        "arg_max(config_json, finished_at) AS config_json, "
+        "arg_max(quant_config_json, finished_at) AS quant_config_json, "
+        "max(finished_at) AS finished_at FROM v_serving_model_config "
+        "WHERE (?::VARCHAR IS NULL OR model_id = ?) AND (?::VARCHAR IS NULL OR host = ?) "
+        "GROUP BY model_id, host ORDER BY finished_at DESC",
+        [model_id, model_id, host, host],
+    )
+
+
+def serving_measured(loc: StoreLocation, host: str, model_id: str) -> pd.DataFrame:
+    """Measured `vllm bench serve` points of one model on one host (migration 0005), for
+    the planner's calibrated mode and the Serving page's predicted-vs-measured chart."""
+    return _safe(
+        loc,
+        "SELECT run_id, finished_at, concurrency, input_len, output_len, mean_tpot_ms, "
+        "mean_ttft_ms, output_throughput, tp, dp, ep, layout, layout_kind, gpu_count "
+        "FROM v_serving_bench WHERE host = ? AND model_id = ? AND mean_tpot_ms > 0 "
+        "ORDER BY finished_at, concurrency",
+        [host, model_id],
+    )

@@ -40,7 +40,11 @@ def test_reference_case_reproduces_the_write_up(dash: Dashboard, page) -> None:
     assert "dummy passes" in text
     assert "Blocked by the policy" in text and "kv-cache-native" in text
     assert "Assumptions and sources" in text and "published" in text
-    expect(page.locator("[data-testid='stPlotlyChart']")).to_have_count(3)
+    # step model: TPOT, throughput, breakdown; serving model: TPOT with its error band
+    expect(page.locator("[data-testid='stPlotlyChart']")).to_have_count(4)
+    assert "Serving prediction: 1024 in / 2048 out (vllm bench serve)" in text
+    assert "leave-one-model-out" in text and "within 25%" in text
+    assert "No serving curve for: TP attention + EP MoE (write-up estimate)" in text
     assert "TP=8: 13.22 ms" in text  # the model's service TPOT (published: about 12 ms)
     # Calibrated to the published profiled step: 21.7 ms, AllReduce 51.5% of it.
     open_app(page, dash.link("tradeoff?view=calibrated"))
@@ -52,11 +56,12 @@ def test_reference_case_reproduces_the_write_up(dash: Dashboard, page) -> None:
 def test_stored_host_link_reopens_same_view(dash: Dashboard, filled: PlannerStore, page,
                                             browser) -> None:  # fmt: skip
     url = dash.link(f"tradeoff?setup=custom&model=minimax-m2.5&hw=gpu:{filled.gpu_run}"
-                    f"&comm={filled.comm_run}")  # fmt: skip
+                    f"&comm={filled.comm_run}&isl=8192&osl=512")  # fmt: skip
     open_app(page, url)
     expect(page.get_by_text("Assumptions and sources")).to_be_visible()
     text = _main(page)
     assert f"gpu run {filled.gpu_run}" in text and f"measured comm run {filled.comm_run}" in text
+    assert "Serving prediction: 8192 in / 512 out" in text
     # Change a bound widget through the UI; the URL must follow.
     field = page.get_by_label("Concurrency from")
     field.fill("8")
@@ -65,7 +70,7 @@ def test_stored_host_link_reopens_same_view(dash: Dashboard, filled: PlannerStor
     page.wait_for_url("**cmin=8**")
     expect(page.get_by_text("At concurrency 8, best compliant:")).to_be_visible()
     link = page.url
-    assert filled.comm_run in link and filled.gpu_run in link
+    assert filled.comm_run in link and filled.gpu_run in link and "isl=8192" in link
 
     fresh = browser.new_context(viewport={"width": 1400, "height": 1000})
     other = fresh.new_page()
@@ -76,6 +81,7 @@ def test_stored_host_link_reopens_same_view(dash: Dashboard, filled: PlannerStor
         assert "At concurrency 8, best compliant:" in again
         assert f"measured comm run {filled.comm_run}" in again
         assert "2x NVIDIA RTX PRO 6000" in again
+        assert "Serving prediction: 8192 in / 512 out" in again
     finally:
         fresh.close()
 

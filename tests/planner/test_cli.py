@@ -109,3 +109,26 @@ def test_lint_dispatches_to_the_policy_linter(tmp_path: Path) -> None:
     cmd.write_text("vllm serve moonshotai/Kimi-K2.5 -tp 8 --kv-cache-dtype fp8\n")
     p = planner("lint", str(cmd), "--native", "kimi-k2.5")
     assert p.returncode != 0 and "kv-cache-native" in p.stdout + p.stderr
+
+
+def test_isl_osl_set_the_context_and_add_the_serving_prediction() -> None:
+    p = planner("--model", "deepseek-v3", "--host", "h200-sxm-8x", "--isl", "8192", "--osl",
+                "1024", "--report", "1,64", "--json")  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    data = json.loads(p.stdout)
+    assert "8704 tokens per sequence" in json.dumps(data["assumptions"])  # I + O/2
+    serving = data["serving"]
+    assert (serving["isl"], serving["osl"]) == (8192, 1024)
+    by = {x["layout"]: x for x in serving["layouts"]}
+    assert {x["name"] for x in data["layouts"]} == set(by)
+    tp = by["TP=8"]["points"]
+    assert [x["concurrency"] for x in tp] == [1, 64]
+    for x in tp:
+        assert x["tpot_low_ms"] < x["tpot_ms"] < x["tpot_high_ms"]
+    assert by["TP attention + EP MoE (write-up estimate)"]["why_not"]
+    assert "does not fit" in by["TP=2 x DP=4"]["why_not"]
+
+
+def test_isl_without_osl_is_one_line() -> None:
+    p = planner("--model", "deepseek-v3", "--host", "h200-sxm-8x", "--isl", "8192")
+    assert p.returncode == 1 and p.stderr.strip() == "planner: --isl and --osl go together"

@@ -14,9 +14,24 @@ def test_presets_follow_reference_section_5() -> None:
     assert rtx.interconnect == "pcie"
     h200 = hardware.preset("h200-sxm-8x")
     assert (h200.mem_bandwidth_gbps, h200.interconnect) == (4800, "nvlink")
-    assert hardware.preset("h100-sxm-8x").memory_bytes == 80e9
+    # HBM sizes are GiB: nvidia-smi reports 81,559 MiB on an H100 SXM "80 GB"
+    assert hardware.preset("h100-sxm-8x").memory_bytes == 80 * 2**30
     with pytest.raises(PlannerInputError, match="unknown"):
         hardware.preset("tpu-v5")
+
+
+def test_issue_13_presets_exist_with_sources_and_generation_features() -> None:
+    names = ("h100-sxm-8x", "h200-sxm-8x", "h20-8x", "b200-sxm-8x", "b300-sxm-8x",
+             "gb200-nvl72-4x", "gb300-nvl72-4x", "a100-sxm-8x", "l40s-pcie-8x",
+             "rtx-pro-6000-pcie-8x")  # fmt: skip
+    for name in names:
+        hw = hardware.preset(name)
+        assert hw.source and hw.bf16_tflops > 0 and hw.link_gbps > 0 and hw.link_latency_us > 0
+        assert (hw.fp4_tflops > 0) == (hw.generation == "blackwell"), name
+    assert hardware.preset("a100-sxm-8x").fp8_tflops == 0  # Ampere: no FP8 tensor cores
+    assert {hardware.preset(n).interconnect for n in ("l40s-pcie-8x", "rtx-pro-6000-pcie-8x")} == {
+        "pcie"}  # fmt: skip
+    assert hardware.preset("gb200-nvl72-4x").max_gpus == 72
 
 
 def _host(**kw):

@@ -1,0 +1,173 @@
+"""The measured serving rows the serving model is fitted and checked on.
+
+``../shared/fixtures/serving/aic_silicon_blackwell_agg.csv`` (NVIDIA AIConfigurator's silicon
+sample, Blackwell, aggregated serving; its README lists the defects). Filter rules, in order:
+
+1. Keep aggregated rows whose instance fits one host (tp x attention-DP <= 8 GPUs) and whose
+   model has a config in ``configs/``; concurrency = ``silicon_concurrency=`` of the source
+   (batch_size x attention-DP when it is missing).
+2. vLLM TP+EP rows encoded as attention-DP (tp = attention_dp = T, moe_ep = T x T): read as
+   TP=T, EP=T, DP=1 on T GPUs (their TPOT matches the ``tp*_ep*`` rows of the same point).
+3. Exact repeats (same point, same TPOT, imported from two source files) count once.
+4. TRT-LLM DeepSeek-R1: MTP (speculative) runs carry no flag but step about 2x faster than a
+   repeat of the same point; where repeats differ, keep the slowest (the non-MTP run).
+5. Any other point whose repeats disagree by 2x or more is dropped (which one is right is
+   unknowable).
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from planner import hardware, models
+from planner.errors import PlannerInputError
+from planner.hardware import HardwareSpec
+from planner.models import ModelSpec
+from planner.serving import ServeLayout, Workload
+
+ROOT = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "serving"
+CSV = ROOT / "aic_silicon_blackwell_agg.csv"
+
+# model_path -> config file in configs/ (the checkpoint's shapes; the row sets the format)
+CONFIGS = {
+    "MiniMaxAI/MiniMax-M2.5": "MiniMaxAI--MiniMax-M2.5",
+    "meta-llama/Llama-3.1-70B": "meta-llama--Meta-Llama-3.1-70B",
+    "moonshotai/Kimi-K2.5": "moonshotai--Kimi-K2.5",
+    "openai/gpt-oss-120b": "openai--gpt-oss-120b",
+    "deepseek-ai/DeepSeek-R1": "deepseek-ai--DeepSeek-R1",
+    "deepseek-ai/DeepSeek-V3": "deepseek-ai--DeepSeek-V3",
+    "nvidia/DeepSeek-R1-NVFP4": "deepseek-ai--DeepSeek-R1",
+    "nvidia/DeepSeek-V3.1-NVFP4": "nvidia--DeepSeek-V3.1-NVFP4",
+    "Qwen/Qwen3-32B": "Qwen--Qwen3-32B",
+    "nvidia/Qwen3-32B-NVFP4": "Qwen--Qwen3-32B",
+    "Qwen/Qwen3.5-397B-A17B": "Qwen--Qwen3.5-397B-A17B",
+    "zhipuai/GLM-5": "zai-org--GLM-5",
+}
+SYSTEMS = {"b200_sxm": "b200-sxm-8x", "b300_sxm": "b300-sxm-8x", "gb200": "gb200-nvl72-4x",
+           "gb300": "gb300-nvl72-4x"}  # fmt: skip
+# Where the row's format has a real published checkpoint, use its config as shipped.
+NVFP4_CONFIGS = {
+    "moonshotai/Kimi-K2.5": "nvidia--Kimi-K2.5-NVFP4",
+    "deepseek-ai/DeepSeek-R1": "nvidia--DeepSeek-V3.1-NVFP4",
+    "deepseek-ai/DeepSeek-V3": "nvidia--DeepSeek-V3.1-NVFP4",
+    "nvidia/DeepSeek-R1-NVFP4": "nvidia--DeepSeek-V3.1-NVFP4",
+    "zhipuai/GLM-5": "nvidia--GLM-5-NVFP4",
+}
+_BYTES = {"fp8": 1.0 + 4.0 / (128 * 128), "nvfp4": 0.5625, "int4_wo": 0.5 + 2.0 / 32}
+
+
+@dataclass(frozen=True)
+class Row:
+    id: str
+    engine: str
+    model_path: str
+    quant: str  # moe_quant_mode: fp8 | fp8_block | nvfp4 | int4_wo
+    system: str
+    layout: ServeLayout
+    isl: int
+    osl: int
+    concurrency: int
+    tpot_ms: float
+    ttft_ms: float
+
+    @property
+    def key(self) -> tuple:
+        return (self.engine, self.model_path, self.quant, self.system, self.layout, self.isl,
+                self.osl, self.concurrency)  # fmt: skip
+
+
+def _f(x: str) -> float:
+    return float(x) if x not in ("", None) else 0.0
+
+
+def _parse(r: dict[str, str]) -> Row | None:
+    if r["mode"] != "agg" or r["model_path"] not in CONFIGS or r["system"] not in SYSTEMS:
+        return None
+    tp, dp = int(_f(r["tp_size"])), int(_f(r["attention_dp_size"]))
+    mtp, mep = int(_f(r["moe_tp_size"])), int(_f(r["moe_ep_size"]))
+    if min(tp, dp) < 1 or tp * dp > 8:
+        return None
+    m = re.search(r"silicon_concurrency=(\d+)", r["silicon_data_source"] or "")
+    conc = int(m.group(1)) if m else int(_f(r["batch_size"])) * dp
+    if r["backend"] == "vllm" and dp > 1 and dp == tp and mep == tp * dp:
+        dp, mep, mtp = 1, tp, 1  # rule 2
+    lay = ServeLayout(tp=tp, dp=dp, moe_tp=mtp if mep > 1 else 0, moe_ep=max(mep, 1))
+    tpot, ttft = _f(r["silicon_tpot_ms"]), _f(r["silicon_ttft_ms"])
+    if tpot <= 0:
+        return None
+    return Row(r["id"], r["backend"], r["model_path"], r["moe_quant_mode"], r["system"], lay,
+               int(r["isl"]), int(r["osl"]), conc, tpot, ttft)  # fmt: skip
+
+
+def load_rows(path: Path = CSV) -> tuple[list[Row], dict[str, int]]:
+    """The filtered rows and how many each rule removed."""
+    if not path.is_file():
+        raise PlannerInputError(f"{path}: fixture not found")
+    with path.open(newline="", encoding="utf-8") as fh:
+        raw = list(csv.DictReader(fh))
+    parsed = [_parse(r) for r in raw]
+    rows = [r for r in parsed if r is not None]
+    dropped = {"out of scope (disagg, > 8 GPUs, no config)": len(raw) - len(rows)}
+    groups: dict[tuple, list[Row]] = {}
+    for r in rows:
+        groups.setdefault(r.key, []).append(r)
+    out: list[Row] = []
+    dup = mtp = spread = 0
+    for g in groups.values():
+        uniq = list({round(r.tpot_ms, 6): r for r in g}.values())
+        dup += len(g) - len(uniq)
+        if len(uniq) > 1 and g[0].engine == "trtllm" and "DeepSeek-R1" in g[0].model_path:
+            mtp += len(uniq) - 1
+            uniq = [max(uniq, key=lambda r: r.tpot_ms)]
+        vals = [r.tpot_ms for r in uniq]
+        if max(vals) >= 2 * min(vals):
+            spread += len(uniq)
+            continue
+        out += uniq
+    dropped.update({"exact repeats": dup, "TRT-LLM DeepSeek-R1 MTP repeats": mtp,
+                    "repeats disagreeing >= 2x": spread})  # fmt: skip
+    return out, dropped
+
+
+_MODEL_CACHE: dict[tuple[str, str], ModelSpec] = {}
+
+
+def model_for(row: Row) -> ModelSpec:
+    """The row's model: its config's shapes in the row's weight format."""
+    key = (row.model_path, row.quant)
+    if key not in _MODEL_CACHE:
+        real = NVFP4_CONFIGS.get(row.model_path) if row.quant == "nvfp4" else None
+        base = models.load(ROOT / "configs" / f"{real or CONFIGS[row.model_path]}_config.json")
+        _MODEL_CACHE[key] = base if real else in_format(base, row.quant)
+    return _MODEL_CACHE[key]
+
+
+def in_format(m: ModelSpec, quant: str) -> ModelSpec:
+    """The model with the fixture row's weight format (AIC's gemm/moe quant modes).
+
+    FP8 (block): every linear layer FP8, LM head BF16. NVFP4: MLP and experts FP4; attention
+    stays BF16 on MLA models (ModelOpt's DeepSeek/Kimi exclude it) and FP4 on GQA models; FP8
+    KV cache (ModelOpt's kv_cache_quant_algo). int4_wo: the checkpoint as shipped (W4A16).
+    """
+    if quant in ("int4_wo", "", "bf16") or (quant == "nvfp4" and m.native.weights == "mxfp4"):
+        return m
+    q = "fp8" if quant.startswith("fp8") else quant
+    b = _BYTES[q]
+    comp = {"attention": b, "dense_mlp": b, "shared": b, "experts": b, "lm_head": 2.0}
+    if q == "nvfp4" and m.attention == "mla":
+        comp["attention"] = 2.0
+    weights = "fp8_e4m3" if q == "fp8" else "nvfp4"
+    kv = "fp8_e4m3" if q == "nvfp4" else m.native.kv_cache
+    native = replace(m.native, weights=weights, kv_cache=kv)
+    return replace(m, native=native, bytes_per_param=tuple(sorted(comp.items())))
+
+
+def host_for(row: Row) -> HardwareSpec:
+    return hardware.preset(SYSTEMS[row.system])
+
+
+def workload_for(row: Row) -> Workload:
+    return Workload(isl=row.isl, osl=row.osl, engine=row.engine)

@@ -1,0 +1,149 @@
+"""``python -m planner predict``: the JSON contract, the policy verdict and every bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from planner import hardware
+from planner.errors import PlannerInputError
+from planner.predict import build_parser, run
+from tests.helpers import FIXTURES, ROOT
+
+CONFIGS = FIXTURES / "serving" / "configs"
+needs_configs = pytest.mark.skipif(not CONFIGS.is_dir(), reason=f"{CONFIGS} absent")
+
+
+def predict_cli(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "planner", "predict", *args], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+
+
+def answer(*args: str) -> dict:
+    return run(build_parser().parse_args(list(args)))
+
+
+def test_json_contract_one_point_per_concurrency() -> None:
+    p = predict_cli("--model", "minimax-m2.5", "--host", "h200-sxm-8x", "--tp", "4",
+                    "--isl", "1024", "--osl", "1024", "--concurrency", "1,8,64", "--json")  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    data = json.loads(p.stdout)
+    assert [pt["concurrency"] for pt in data["points"]] == [1, 8, 64]
+    for pt in data["points"]:
+        assert {"concurrency", "tpot_ms", "ttft_ms", "output_tok_s"} <= set(pt)
+        assert pt["tpot_ms"] > 0 and pt["ttft_ms"] > 0 and pt["output_tok_s"] > 0
+        assert pt["tpot_ms"] == pytest.approx(sum(pt["breakdown_ms"].values()), abs=0.01)
+    assert data["layout"] == {"tp": 4, "dp": 1, "ep": False, "moe_tp": 4, "moe_ep": 1,
+                              "name": "TP=4"}  # fmt: skip
+    assert data["gpus"] == 4 and data["policy"]["compliant"] is True
+    assert all(a["source"] for a in data["assumptions"])
+    assert {"bw_eff", "kernel_us", "step_ms", "host", "model"} <= {
+        a["what"] for a in data["assumptions"]}  # fmt: skip
+
+
+def test_more_concurrency_costs_tpot_and_buys_throughput() -> None:
+    d = answer("--model", "deepseek-v3", "--host", "b200-sxm-8x", "--tp", "8", "--isl", "1024",
+               "--osl", "1024", "--concurrency", "1,4,16,64,256")  # fmt: skip
+    tpot = [p["tpot_ms"] for p in d["points"]]
+    tput = [p["output_tok_s"] for p in d["points"]]
+    assert tpot == sorted(tpot) and tput == sorted(tput)
+
+
+def test_decode_only_has_no_prefill_interference() -> None:
+    common = ("--model", "deepseek-v3", "--host", "b200-sxm-8x", "--tp", "8", "--osl", "1024",
+              "--concurrency", "64")  # fmt: skip
+    dec = answer(*common, "--isl", "1")["points"][0]
+    agg = answer(*common, "--isl", "8192")["points"][0]
+    assert dec["breakdown_ms"]["prefill"] == 0
+    assert agg["breakdown_ms"]["prefill"] > 0 and agg["tpot_ms"] > dec["tpot_ms"]
+    assert agg["ttft_ms"] > dec["ttft_ms"]
+
+
+def test_fp8_kv_answers_and_is_marked_as_breaking_the_policy() -> None:
+    d = answer("--model", "kimi-k2.5", "--host", "h200-sxm-8x", "--tp", "8", "--isl", "1024",
+               "--osl", "1024", "--concurrency", "8", "--kv-dtype", "fp8")  # fmt: skip
+    assert d["points"][0]["tpot_ms"] > 0
+    assert d["policy"]["compliant"] is False and d["policy"]["violations"]
+
+
+def test_attention_dp_with_expert_parallel() -> None:
+    d = answer("--model", "deepseek-v3", "--host", "b200-sxm-8x", "--tp", "1", "--dp", "8",
+               "--ep", "--isl", "1024", "--osl", "1024", "--concurrency", "8,256")  # fmt: skip
+    assert d["layout"]["moe_ep"] == 8 and d["gpus"] == 8
+    assert d["points"][0]["breakdown_ms"]["comm"] > 0  # AllGather + ReduceScatter per MoE layer
+
+
+def test_every_host_preset_answers() -> None:
+    for host in hardware.HARDWARE_PRESETS:
+        d = answer("--model", "minimax-m2.5", "--host", host, "--tp", "8", "--isl", "1024",
+                   "--osl", "256", "--concurrency", "1,32")  # fmt: skip
+        assert d["points"][1]["tpot_ms"] > d["points"][0]["tpot_ms"] > 0, host
+
+
+def test_slower_memory_means_slower_decode() -> None:
+    def tpot(host: str) -> float:
+        return answer("--model", "minimax-m2.5", "--host", host, "--tp", "4", "--isl", "1",
+                      "--osl", "512", "--concurrency", "1")["points"][0]["tpot_ms"]  # fmt: skip
+
+    assert tpot("a100-sxm-8x") > tpot("h100-sxm-8x") > tpot("b200-sxm-8x")
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--host", "h999"], "host preset 'h999' unknown"),
+        (["--model", "/nonexistent/config.json"], "neither a model preset"),
+        (["--gpus", "3"], "--gpus 3"),
+        (["--tp", "16"], "needs 16 GPUs"),
+        (["--concurrency", "a,b"], "--concurrency"),
+        (["--isl", "0"], "--isl must be >= 1"),
+        (["--model", "minimax-m2.5", "--tp", "5"], "heads do not split"),
+    ],
+)
+def test_bad_input_is_one_line_exit_1(args: list[str], needle: str) -> None:
+    base = {"--model": "deepseek-v3", "--host": "b200-sxm-8x", "--tp": "8", "--isl": "128",
+            "--osl": "128", "--concurrency": "1"}  # fmt: skip
+    for k, v in zip(args[::2], args[1::2], strict=True):
+        base[k] = v
+    p = predict_cli(*[x for kv in base.items() for x in kv])
+    assert p.returncode == 1
+    assert p.stdout == "" and len(p.stderr.strip().splitlines()) == 1
+    assert needle in p.stderr and "Traceback" not in p.stderr
+
+
+def test_model_that_does_not_fit_is_an_error_not_a_guess() -> None:
+    with pytest.raises(PlannerInputError, match="does not fit"):
+        answer("--model", "kimi-k2.5", "--host", "l40s-pcie-8x", "--tp", "8", "--isl", "1",
+               "--osl", "16", "--concurrency", "1")  # fmt: skip
+
+
+@needs_configs
+def test_ep_on_a_dense_model_is_refused() -> None:
+    with pytest.raises(PlannerInputError, match="no routed experts"):
+        answer("--model", str(CONFIGS / "meta-llama--Meta-Llama-3.1-70B_config.json"),
+               "--host", "h100-sxm-8x", "--tp", "8", "--ep", "--isl", "1", "--osl", "16",
+               "--concurrency", "1")  # fmt: skip
+
+
+def test_usage_error_is_exit_2() -> None:
+    assert predict_cli("--host", "h100-sxm-8x").returncode == 2
+
+
+def test_longer_than_the_model_context_is_refused() -> None:
+    with pytest.raises(PlannerInputError, match="exceeds .* context of 163840 tokens"):
+        answer("--model", "deepseek-v3", "--host", "h200-sxm-8x", "--tp", "8",
+               "--isl", "160000", "--osl", "4096", "--concurrency", "1")  # fmt: skip
+
+
+def test_concurrency_beyond_kv_capacity_waits_in_ttft_not_in_tpot() -> None:
+    d = answer("--model", "minimax-m2.5", "--host", "h100-sxm-8x", "--tp", "4", "--isl", "8192",
+               "--osl", "1024", "--concurrency", "16,4096")  # fmt: skip
+    small, big = d["points"]
+    cap = d["kv_capacity_seqs_per_rank"]
+    assert big["running_per_rank"] == int(cap) < 4096
+    assert big["ttft_ms"] > 20 * small["ttft_ms"]  # queued for a KV slot

@@ -1,0 +1,53 @@
+"""The fit on the Blackwell fixture: filter rules, recorded constants, leave-one-model-out."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from planner import fit, fixture
+from planner.serving_params import FITTED
+
+pytestmark = pytest.mark.skipif(not fixture.CSV.is_file(), reason=f"{fixture.CSV} absent")
+
+
+@pytest.fixture(scope="module")
+def rows():
+    return fixture.load_rows()
+
+
+def test_filter_rules_remove_the_known_defects(rows) -> None:
+    kept, dropped = rows
+    assert dropped["exact repeats"] > 0 and dropped["TRT-LLM DeepSeek-R1 MTP repeats"] > 0
+    vllm = [r for r in kept if r.engine == "vllm"]
+    # rule 2: no vLLM row is left as attention-DP with moe_ep = tp x dp
+    assert not [r for r in vllm if r.layout.dp > 1]
+    assert [r for r in vllm if r.layout.moe_ep > 1 and "cfg" in r.id]  # re-read as TP+EP
+    keys = [r.key for r in kept]
+    for key in {k for k in keys if keys.count(k) > 1}:
+        vals = [r.tpot_ms for r in kept if r.key == key]
+        assert max(vals) < 2 * min(vals)  # rule 5
+    ds_trt = [r for r in kept if r.engine == "trtllm" and "DeepSeek-R1" in r.model_path]
+    assert len({r.key for r in ds_trt}) == len(ds_trt)  # rule 4: one run per point
+
+
+def test_refit_reproduces_the_recorded_constants(rows) -> None:
+    """Fails when the model or the data changes the fit: re-run `python -m planner.fit` and
+    paste the new values into planner/serving_params.py (with the new accuracy figures)."""
+    p = fit.fit(rows[0])
+    for name in ("bw_eff", "kernel_us", "expert_us", "mfu", "ttft_fixed_ms", "burst_share"):
+        assert getattr(p, name) == pytest.approx(getattr(FITTED, name), rel=0.02), name
+
+
+def test_leave_one_model_out_meets_the_target(rows) -> None:
+    errs = fit.lomo(rows[0])
+    s = fit.summary(errs)
+    assert s["rows"] >= 500
+    assert s["median_abs_tpot_err"] <= 0.15 and s["within_25pct"] >= 0.75
+
+
+def test_fitted_model_is_unbiased_per_engine(rows) -> None:
+    errs = fit.errors(fit.groups(rows[0]), FITTED)
+    for engine in ("vllm", "sglang", "trtllm"):
+        e = np.array([x[1] for x in errs if x[0].engine == engine])
+        assert e.size > 100 and abs(float(np.median(e))) < 0.15, engine

@@ -1,0 +1,86 @@
+"""The Serving page's prediction rows (pages/serving_predict.py) on a real store: a sweep
+imported by the real `vllm-bench` CLI, a `gpu` run through the NVML stand-in, and the served
+model's config.json recorded as the collectors record it (migration 0008)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from collectors.model_config import model_config_tables
+from pages.serving_predict import serving_predictions
+from planner import hardware, models
+from store import queries_planner as qp
+from store import queries_serving as qs
+from store.bundle import Bundle, RunRecord, new_run_id, utc_now_iso, write_spool
+from store.commit import commit_entry
+from store.location import resolve
+from tests.gpu.conftest import PCIE, fake_env
+from tests.helpers import FIXTURES, run_cli
+from tests.vllm import bench_fixtures
+
+HOST = "gpu-node-7"
+MODEL = "moonshotai/Kimi-K2.5"
+KIMI = FIXTURES / "serving" / "configs" / "moonshotai--Kimi-K2.5_config.json"
+MEASURED = "measured"
+
+
+# What pages/serving.py passes in (importing that page module would run the page).
+def hardware_for(loc, choice: str, host: str):
+    if choice != MEASURED:
+        return hardware.preset(choice), None
+    head, devices = qp.gpu_run(loc, qp.latest_gpu_run_id(loc, host))
+    return hardware.from_gpu_run(head.iloc[0].to_dict(), devices.to_dict("records")), None
+
+
+def model_for(model_id: str):
+    name = models.preset_for_name(model_id)
+    return (models.preset(name), None) if name else (None, f"{model_id}: no preset")
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("serving-predict")
+    store = tmp / "stepscope.duckdb"
+    assert run_cli(store, "gpu", "--host", HOST, **fake_env(PCIE)).code == 0
+    bench_fixtures.write_sweep(tmp / "tp8", tp=8)
+    res = run_cli(store, "vllm-bench", "--results", str(tmp / "tp8"), "--host", HOST, "--json")
+    assert res.code == 0, res.stderr
+    return resolve(store), res.json["run_id"], tmp
+
+
+def _bench(loc, run_id):
+    return qs.bench_results(loc, [run_id], MODEL)
+
+
+def test_predicts_every_measured_point_and_calibrates(stored) -> None:
+    loc, run_id, _ = stored
+    frame, reasons = serving_predictions(loc, _bench(loc, run_id), MODEL, MEASURED,
+                                         hardware_for, model_for)  # fmt: skip
+    assert not reasons
+    assert sorted(frame["concurrency"]) == [1, 4, 16, 64]
+    assert (frame["predicted_tpot_ms"] > 0).all() and (frame["predicted_ttft_ms"] > 0).all()
+    assert frame["calibrated_tpot_ms"].notna().all()
+    assert frame["model_source"].iloc[0].startswith("preset kimi-k2.5")  # no stored config yet
+    bench = _bench(loc, run_id).set_index("concurrency")["mean_tpot_ms"]
+    err = lambda col: (frame.set_index("concurrency")[col] / bench - 1).abs().median()  # noqa: E731
+    assert err("calibrated_tpot_ms") < err("predicted_tpot_ms")
+
+
+@pytest.mark.skipif(not KIMI.is_file(), reason=f"{KIMI} absent")
+def test_the_recorded_config_json_is_preferred_over_a_preset(stored, tmp_path: Path) -> None:
+    loc, run_id, _ = stored
+    snap = tmp_path / "hub" / "models--moonshotai--Kimi-K2.5" / "snapshots" / "abc"
+    snap.mkdir(parents=True)
+    (snap / "config.json").write_text(KIMI.read_text())
+    tables = model_config_tables(MODEL, None, {"HF_HUB_CACHE": str(tmp_path / "hub")})
+    now = utc_now_iso()
+    run = RunRecord(new_run_id("vllm-bench"), "vllm-bench", HOST, now, now)
+    commit_entry(loc, write_spool(Bundle(run, tables), loc.spool_dir))
+    frame, reasons = serving_predictions(loc, _bench(loc, run_id), MODEL, "rtx-pro-6000-pcie-8x",
+                                         hardware_for, model_for)  # fmt: skip
+    assert not reasons
+    assert f"recorded with run {run.run_id}" in frame["model_source"].iloc[0]
+    assert json.loads(KIMI.read_text())["architectures"]
