@@ -1,0 +1,71 @@
+"""Import benchmark results for any engine: files -> serving_bench rows -> one run.
+
+The run id is the content of the files (plus the layout given), so importing the same
+results twice is a no-op; ``--server-args`` beats per-result ``--metadata`` layouts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from collectors.context import Context
+from collectors.serving import results
+from collectors.vllm.layout import Layout
+from store.bundle import Bundle, content_run_id
+
+
+@dataclass(frozen=True)
+class Engine:
+    """What differs per engine for bench import: its name, verb and version key."""
+
+    name: str  # vllm | sglang (serving_bench.engine)
+    verb: str  # vllm-bench | sglang-bench
+    env_key: str  # the run's env entry that holds the server's version
+
+
+def rows(files: list[Path], layout: Layout | None, version: str | None, engine: Engine,
+         source: str | None = None) -> list[dict]:  # fmt: skip
+    out = []
+    for f in files:
+        for r in results.load_results(f):
+            lay = layout or results.layout_from_metadata(r.obj)
+            name = source or (f.name if r.part is None else f"{f.name}#{r.part + 1}")
+            out.append(results.to_row(r.obj, name, lay, version, engine.name, r.fmt))
+    return out
+
+
+def import_files(ctx: Context, engine: Engine, files: list[Path], layout: Layout | None,
+                 version: str | None) -> int:  # fmt: skip
+    found = rows(files, layout, version, engine)
+    digest = hashlib.sha256()
+    for f in sorted(files, key=lambda p: p.name):
+        digest.update(f.read_bytes())
+    if layout:
+        digest.update(repr(sorted(layout.as_dict().items())).encode())
+    run_id = content_run_id(engine.verb, digest.digest())
+    what = f"imported {len(found)} result(s) from {len(files)} file(s)"
+    return submit(ctx, engine, run_id, found, what, version)
+
+
+def submit(ctx: Context, engine: Engine, run_id: str, found: list[dict], what: str,
+           version: str | None) -> int:  # fmt: skip
+    from collectors import env as env_mod
+
+    env = env_mod.snapshot()
+    if version:
+        env[engine.env_key] = version
+    unknown = sum(1 for r in found if r["layout"] is None)
+    message = (f"{unknown} result(s) without a known layout; pass --server-args"
+               if unknown else None)  # fmt: skip
+    record = ctx.run_record(run_id, env=env, message=message)
+    conc = sorted({r["concurrency"] for r in found if r["concurrency"] is not None})
+    models = sorted({r["model_id"] for r in found if r["model_id"]})
+    ctx.log.info(f"{what}: concurrency {conc}, models {models}")
+    if unknown:
+        ctx.log.warning(message)
+    summary = {"results": len(found), "concurrency": conc, "models": models,
+               "layouts": sorted({r["layout"] for r in found if r["layout"]}),
+               "formats": sorted({r["result_format"] for r in found}), "engine": engine.name}  # fmt: skip
+    return ctx.submit(Bundle(record, {"serving_bench": found}), summary)
