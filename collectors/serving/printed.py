@@ -76,7 +76,8 @@ LABELS = {
     "accepted tokens": "spec_decode_accepted_tokens",
 }
 # Printed before the block by benchmark_serving.py v0.6.4-v0.8 (and kept if repeated inside).
-_TRAFFIC = {"traffic request rate", "maximum request concurrency", "burstiness factor"}
+_TRAFFIC_LINE = re.compile(r"(?P<label>Traffic request rate|Maximum request concurrency|"
+                           r"Burstiness factor):\s*(?P<value>.*?)\s*$")  # fmt: skip
 # Namespace keys that say what was sent: model, lengths, traffic.
 ARG_KEYS = ("model", "served_model_name", "tokenizer", "backend", "dataset_name", "num_prompts",
             "request_rate", "max_concurrency", "burstiness", "random_input_len",
@@ -165,19 +166,17 @@ def parse(text: str) -> list[Block]:
             traffic = {}
         head = _HEADER.match(line)
         if not head:
-            low = line.strip().lower()
-            label = low.split(":", 1)[0]
-            if ":" in low and (label in _TRAFFIC or label.startswith("burstiness factor")):
-                pair = _PAIR.match(line.strip())
-                if pair:
-                    _put(traffic, pair["label"], pair["value"])
+            pair = _TRAFFIC_LINE.search(line)
+            if pair:
+                _put(traffic, pair["label"], pair["value"])
             i += 1
             continue
         prefix = head["prefix"]
         block = Block(index=len(blocks), line=i + 1, values=dict(traffic), args=dict(args))
         i += 1
         while i < len(lines):
-            body = lines[i][len(prefix) :] if lines[i].startswith(prefix) else lines[i]
+            # CI runners stamp every line with a fixed-width time: strip the header's width.
+            body = lines[i][len(prefix) :]
             if _RULE.match(body) or _HEADER.match(lines[i]):
                 break
             stripped = body.strip()
