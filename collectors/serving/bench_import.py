@@ -25,8 +25,8 @@ class Engine:
     env_key: str  # the run's env entry that holds the server's version
 
 
-def rows(files: list[Path], layout: Layout | None, version: str | None, engine: Engine,
-         source: str | None = None) -> list[dict]:  # fmt: skip
+def read_rows(files: list[Path], layout: Layout | None, version: str | None, engine: Engine,
+              source: str | None = None) -> list[dict]:  # fmt: skip
     out = []
     for f in files:
         for r in results.load_results(f):
@@ -37,9 +37,11 @@ def rows(files: list[Path], layout: Layout | None, version: str | None, engine: 
 
 
 def import_files(ctx: Context, engine: Engine, files: list[Path], layout: Layout | None,
-                 version: str | None) -> int:  # fmt: skip
-    found = rows(files, layout, version, engine)
-    digest = hashlib.sha256()
+                 version: str | None, rows: list[dict] | None = None,
+                 salt: str | None = None) -> int:  # fmt: skip
+    """Commit ``rows`` (default: read from ``files``) as one content-addressed run."""
+    found = rows if rows is not None else read_rows(files, layout, version, engine)
+    digest = hashlib.sha256((salt or "").encode())
     for f in sorted(files, key=lambda p: p.name):
         digest.update(f.read_bytes())
     if layout:

@@ -143,6 +143,6 @@ def _sweep(args: argparse.Namespace, ctx: Context, layout: layout_mod.Layout | N
                     f"{tail[0][:200]}"
                 )
             files.append(out)
-        rows = bench_import.rows(files, layout, version, ENGINE, source="sweep")
+        rows = bench_import.read_rows(files, layout, version, ENGINE, source="sweep")
     return bench_import.submit(ctx, ENGINE, new_run_id("vllm-bench"), rows,
                                f"ran {len(levels)} concurrency level(s)", version)  # fmt: skip

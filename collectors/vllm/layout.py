@@ -91,9 +91,15 @@ def parse_version(text: str | None) -> tuple[int, int] | None:
 
 
 def profiler_hint(version: str | None, trace_dir: str) -> str:
-    """How to enable the torch profiler on a server of this vLLM version."""
+    """How to enable the torch profiler on a server of this vLLM version.
+
+    ``ignore_frontend`` (ProfilerConfig, vllm/config/profiler.py, since the config's first
+    release 0.13; it folded in the AsyncLLM opt-out of vllm-project/vllm#28987) keeps the
+    API server's CPU-only ``*.async_llm.*`` trace out of the folder: it is not a rank.
+    """
     config = json.dumps(
-        {"profiler": "torch", "torch_profiler_dir": trace_dir}, separators=(",", ":")
+        {"profiler": "torch", "torch_profiler_dir": trace_dir, "ignore_frontend": True},
+        separators=(",", ":"),
     )
     flag = f"vllm serve ... --profiler-config '{config}'"
     env = f"VLLM_TORCH_PROFILER_DIR={trace_dir} vllm serve ..."
@@ -105,6 +111,33 @@ def profiler_hint(version: str | None, trace_dir: str) -> str:
     if v < PROFILER_ENV_REMOVED_IN:
         return f"restart it with `{flag}` (or the older `{env}`)"
     return f"restart it with `{flag}` (the VLLM_TORCH_PROFILER_DIR variable is gone since 0.16)"
+
+
+def profiler_kind(server_args: str | None, info: Any = None) -> str | None:
+    """``torch`` | ``cuda`` from ``--profiler-config`` (JSON or ``--profiler-config.profiler=``)
+    or ``/server_info``'s ``vllm_config.profiler_config``; None when neither says."""
+    if isinstance(info, dict) and isinstance(info.get("vllm_config"), dict):
+        cfg = info["vllm_config"].get("profiler_config")
+        if isinstance(cfg, dict) and cfg.get("profiler"):
+            return str(cfg["profiler"])
+    if not server_args:
+        return None
+    try:
+        tokens = shlex.split(server_args)
+    except ValueError:
+        return None
+    for i, tok in enumerate(tokens):
+        key, _, val = tok.partition("=")
+        if key == "--profiler-config.profiler":
+            return val or (tokens[i + 1] if i + 1 < len(tokens) else None)
+        if key == "--profiler-config":
+            raw = val or (tokens[i + 1] if i + 1 < len(tokens) else "")
+            try:
+                cfg = json.loads(raw)
+            except ValueError:
+                return None
+            return str(cfg.get("profiler")) if isinstance(cfg, dict) and cfg.get("profiler") else None
+    return None
 
 
 _SECRET_FLAG = re.compile(r"(key|token|secret|password)$", re.IGNORECASE)

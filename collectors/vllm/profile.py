@@ -17,6 +17,7 @@ from pathlib import Path
 
 from collectors.context import Context
 from collectors.errors import InputError, MeasurementError
+from collectors.serving import orchestrate
 from collectors.vllm import client, load, traces
 from collectors.vllm import layout as layout_mod
 from store.bundle import Bundle, new_run_id
@@ -41,6 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     w = parser.add_argument_group("trace files")
     w.add_argument("--flush-timeout", type=float, default=900.0, metavar="S",
                    help="give up waiting for final trace files after S seconds (default 900)")  # fmt: skip
+    w.add_argument("--no-trace-grace", type=float, default=30.0, metavar="S",
+                   help="fail when no trace file at all appeared S seconds after a successful "
+                   "/stop_profile (a CUDA/nsys profiler writes none; default 30)")  # fmt: skip
     w.add_argument("--settle", type=float, default=10.0, metavar="S",
                    help="with an unknown world size: done when nothing changed for S seconds "
                    "(default 10)")  # fmt: skip
@@ -84,17 +88,29 @@ def _server_facts(base: str, model_arg: str | None, api_key: str | None) -> tupl
     return (str(version) if version else None), card
 
 
-def _layout(args: argparse.Namespace, base: str) -> layout_mod.Layout | None:
+def _server_info(base: str) -> dict | None:
+    try:  # only with VLLM_SERVER_DEV_MODE=1; quietly absent otherwise
+        info = client.get_json(f"{base}/server_info?config_format=json", timeout=5.0)
+    except (client.ServerUnreachable, client.HttpStatus):
+        return None
+    return info if isinstance(info, dict) else None
+
+
+def _layout(args: argparse.Namespace, info: dict | None) -> layout_mod.Layout | None:
     if args.server_args:
         try:
             return layout_mod.from_server_args(args.server_args)
         except ValueError as exc:
             raise InputError(str(exc)) from None
-    try:  # only with VLLM_SERVER_DEV_MODE=1; quietly absent otherwise
-        info = client.get_json(f"{base}/server_info?config_format=json", timeout=5.0)
-    except (client.ServerUnreachable, client.HttpStatus):
-        return None
     return layout_mod.from_server_info(info)
+
+
+# vLLM's CUDA profiler (ProfilerConfig profiler="cuda": vllm/profiler/wrapper.py
+# CudaProfilerWrapper, cudaProfilerStart/Stop for nsys) mounts the same routes but writes
+# no torch trace into any folder.
+_CUDA_WHY = ("; a server started with the CUDA (nsys) profiler (--profiler-config "
+             "'{\"profiler\":\"cuda\"}') mounts /start_profile and /stop_profile but writes no "
+             "torch trace: restart it with the torch profiler")  # fmt: skip
 
 
 def _post(base: str, path: str, timeout: float, version: str | None, trace_dir: Path) -> None:
@@ -119,7 +135,13 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     args.server_args = layout_mod.redact(args.server_args)  # stored with the run
     version, card = _server_facts(base, args.model, api_key)
     model = card["id"]
-    layout = _layout(args, base)
+    info = _server_info(base)
+    if layout_mod.profiler_kind(args.server_args, info) == "cuda":
+        raise InputError(
+            f"{base}: its profiler is the CUDA one (nsys), which writes no torch trace into "
+            f"{args.trace_dir}; {layout_mod.profiler_hint(version, str(args.trace_dir))}"
+        )
+    layout = _layout(args, info)
     log.info(f"{base}: vLLM {version}, model {model}, layout "
              f"{layout.name if layout else 'unknown (pass --server-args)'}")  # fmt: skip
     spec = load.LoadSpec(base, model, args.num_requests, args.concurrency, args.input_len,
@@ -128,51 +150,36 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         warm = load.run_load(load.LoadSpec(base, model, args.warmup, 1, args.input_len,
                                            min(args.output_len, 4), args.request_timeout,
                                            api_key))  # fmt: skip
-        _check_load(warm, base, "warm-up")
+        orchestrate.check_load(warm, base, "warm-up")
     before = traces.snapshot(args.trace_dir)
     _post(base, "/start_profile", 60.0, version, args.trace_dir)
     log.info(f"profiler started; {args.num_requests} requests at concurrency {args.concurrency}")
     t0 = time.perf_counter()
     try:
-        results = load.run_load(spec, _progress(log))
+        results = load.run_load(spec, orchestrate.progress(log))
     finally:
         stop_at = time.monotonic()
+        stopped = False
         try:
             _post(base, "/stop_profile", args.flush_timeout, version, args.trace_dir)
+            stopped = True
         except MeasurementError as exc:
             log.warning(f"stop_profile failed: {exc}")
     duration = time.perf_counter() - t0
-    _check_load(results, base, "load")
+    orchestrate.check_load(results, base, "load")
     expected = layout.world_size if layout else None
     waited = traces.wait_for_traces(
         args.trace_dir, before, expected,
         timeout_s=args.flush_timeout, settle_s=args.settle, log=log, start=stop_at,
+        # vLLM's /stop_profile returns once the workers exported: nothing at all by then
+        # (plus grace for a slow shared filesystem) means no torch trace is coming.
+        empty_grace_s=args.no_trace_grace if stopped else None, empty_why=_CUDA_WHY,
     )  # fmt: skip
     files = waited.files
     log.info(f"{len(files)} trace file(s) final after {waited.waited_s:.1f} s; ingesting")
     if layout is None:
         layout = layout_mod.from_trace_names([f.name for f in files])
     return _commit(args, ctx, base, version, card, layout, results, duration, files, waited)
-
-
-def _progress(log):
-    step = {"next": 0.0}
-
-    def report(done: int, total: int) -> None:
-        if done / total >= step["next"]:
-            log.info(f"load: {done}/{total} requests done")
-            step["next"] += 0.25
-
-    return report
-
-
-def _check_load(results: list[load.RequestResult], base: str, what: str) -> None:
-    failed = [r for r in results if not r.ok]
-    if failed:
-        raise MeasurementError(
-            f"{base}: {len(failed)} of {len(results)} {what} request(s) failed - did the server "
-            f"stop? first error: {failed[0].error}"
-        )
 
 
 def _commit(args, ctx, base, version, card, layout, results, duration, files, waited) -> int:
@@ -213,11 +220,7 @@ def _commit(args, ctx, base, version, card, layout, results, duration, files, wa
         "trace": ingest.summary,
     }  # fmt: skip
     ctx.log.info(
-        f"load: {stats['completed']} ok, median TTFT {_fmt(stats['median_ttft_ms'])} ms, "
-        f"median TPOT {_fmt(stats['median_tpot_ms'])} ms (profiler on)"
+        f"load: {stats['completed']} ok, median TTFT {orchestrate.fmt_ms(stats['median_ttft_ms'])} ms, "
+        f"median TPOT {orchestrate.fmt_ms(stats['median_tpot_ms'])} ms (profiler on)"
     )
     return ctx.submit(Bundle(record, tables), summary)
-
-
-def _fmt(v: float | None) -> str:
-    return "-" if v is None else f"{v:.1f}"

@@ -1,14 +1,20 @@
 """Wait until every rank's torch.profiler trace from one ``/stop_profile`` is final.
 
-vLLM writes one file per worker into ``torch_profiler_dir``; flushing a large trace takes
-minutes, and a file still being written carries a ``.tmp`` suffix (a crashed worker leaves
-it behind). A file is final when it has no ``.tmp`` suffix and its size stopped changing.
+vLLM (and SGLang) write one file per worker into the trace folder; flushing a large trace
+takes minutes. A file still being written may carry a ``.tmp`` suffix (a crashed worker
+leaves it behind), but a gzipped trace is not renamed: PyTorch's ``export_chrome_trace``
+(torch/profiler/profiler.py) writes the JSON to a temporary file and then gzips it straight
+into the final ``*.json.gz`` name, as SGLang's ``export_chrome_trace(...trace.json.gz)``
+does. So a file is final when it has no ``.tmp`` suffix, its size stopped changing, and its
+content is complete: a ``.gz`` whose gzip stream reaches its end marker (decompressed to the
+end, once per size), a ``.json`` that ends with ``}`` or ``]``.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +26,41 @@ TRACE_SUFFIXES = (".json", ".json.gz")
 def is_trace_name(name: str) -> bool:
     base = name[:-4] if name.endswith(".tmp") else name
     return base.endswith(TRACE_SUFFIXES)
+
+
+def complete(path: Path) -> bool:
+    """Whether a trace file's content is whole (see the module docstring)."""
+    try:
+        if path.name.endswith(".gz"):
+            return _gzip_complete(path)
+        with path.open("rb") as fh:
+            fh.seek(max(path.stat().st_size - 64, 0))
+            return fh.read().rstrip()[-1:] in (b"}", b"]")
+    except OSError:
+        return False
+
+
+def _gzip_complete(path: Path, chunk: int = 1 << 20) -> bool:
+    """Decompress to the end, discarding output: True only if the last member's trailer is read.
+
+    A stream cut short (still being written) ends without its end-of-stream marker and
+    8-byte CRC/size trailer; zlib then reports ``eof`` False.
+    """
+    d = zlib.decompressobj(wbits=31)
+    with path.open("rb") as fh:
+        while data := fh.read(chunk):
+            try:
+                d.decompress(data, 1 << 16)  # bounded output: a 5 GB trace stays cheap in memory
+                while d.unconsumed_tail or (d.eof and d.unused_data):
+                    if d.eof:  # another gzip member follows (concatenated streams)
+                        rest = d.unused_data
+                        d = zlib.decompressobj(wbits=31)
+                        d.decompress(rest, 1 << 16)
+                    else:
+                        d.decompress(d.unconsumed_tail, 1 << 16)
+            except zlib.error:
+                return False
+    return d.eof
 
 
 def snapshot(trace_dir: Path) -> set[str]:
@@ -43,14 +84,19 @@ def wait_for_traces(
     poll_s: float = 0.5,
     progress_every_s: float = 5.0,
     start: float | None = None,
+    empty_grace_s: float | None = None,
+    empty_why: str = "",
 ) -> WaitResult:
     """Return the new final trace files once complete; MeasurementError on timeout.
 
     Complete: ``expected`` final files (when the world size is known), else at least one
-    final file and nothing new, growing or ``.tmp`` for ``settle_s`` seconds.
+    final file and nothing new, growing or ``.tmp`` for ``settle_s`` seconds. With
+    ``empty_grace_s``, a folder where no file at all appeared by then fails at once
+    (``empty_why`` says why that means no trace will come).
     """
     start = time.monotonic() if start is None else start  # e.g. when /stop_profile was sent
     sizes: dict[str, int] = {}
+    checked: dict[str, tuple[int, bool]] = {}  # name -> (size, complete) already decided
     stable_since: float | None = None
     last_report = start
     while True:
@@ -66,11 +112,18 @@ def wait_for_traces(
         sizes = current
         stable_since = (stable_since or now) if unchanged else None
         stable_for = 0.0 if stable_since is None else now - stable_since
-        if final and not tmp and stable_for >= max(poll_s, 0.0):
+        whole = stable_for >= max(poll_s, 0.0) and all(
+            _complete_cached(trace_dir / n, sizes[n], checked) for n in final)
+        if final and not tmp and whole:
             if expected is not None and len(final) >= expected:
                 return WaitResult([trace_dir / n for n in final], now - start)
             if expected is None and stable_for >= settle_s:
                 return WaitResult([trace_dir / n for n in final], now - start)
+        if empty_grace_s is not None and not current and now - start > empty_grace_s:
+            raise MeasurementError(
+                f"{trace_dir}: no trace file appeared within {empty_grace_s:g} s of a "
+                f"successful /stop_profile{empty_why}"
+            )
         if now - start > timeout_s:
             raise MeasurementError(_timeout_message(trace_dir, final, tmp, expected, timeout_s))
         if now - last_report >= progress_every_s:
@@ -81,6 +134,12 @@ def wait_for_traces(
                      f"{len(tmp)} still .tmp, {mb:.1f} MB, {now - start:.0f} s of "
                      f"{timeout_s:.0f} s")  # fmt: skip
         time.sleep(poll_s)
+
+
+def _complete_cached(path: Path, size: int, checked: dict[str, tuple[int, bool]]) -> bool:
+    if checked.get(path.name, (None, False))[0] != size:
+        checked[path.name] = (size, complete(path))
+    return checked[path.name][1]
 
 
 def _list(trace_dir: Path) -> list[Path]:
