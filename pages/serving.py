@@ -41,7 +41,8 @@ def pick_runs(runs: pd.DataFrame) -> list[str]:
         st.session_state["bench_runs"] = [r for r in wanted if r in ids] or ids
     elif any(r not in ids for r in current):  # another model or host: keep what still fits
         st.session_state["bench_runs"] = [r for r in current if r in ids] or ids
-    facts = {r.run_id: f"{r.host} · {r.layouts} · c={r.min_concurrency}-{r.max_concurrency}"
+    facts = {r.run_id: f"{r.engines} · {r.host} · {r.layouts} · "
+                       f"c={r.min_concurrency}-{r.max_concurrency}"
              for r in runs.itertuples()}  # fmt: skip
     chosen = st.multiselect("Benchmark runs", ids, key="bench_runs",
                             format_func=lambda rid: f"{rid} ({facts.get(rid, '?')})")  # fmt: skip
@@ -146,7 +147,9 @@ def bench_section(loc, host: str | None) -> None:
     models = qs.bench_models(loc, host)
     if not models:
         ui.empty_state(BENCH, "No serving benchmarks yet. Import `vllm bench serve "
-                       "--save-result` files (or run a sweep with --url):")  # fmt: skip
+                       "--save-result` files or logs with its printed results (or run a sweep "
+                       "with --url); SGLang's go through `python -m collectors sglang-bench "
+                       "--results RESULTS.jsonl --server-args \"--tp 8\"`:")  # fmt: skip
         return
     model = st.selectbox("Model", models, key="model", bind="query-params")
     runs = qs.bench_runs(loc, host, model)
@@ -165,7 +168,7 @@ def bench_section(loc, host: str | None) -> None:
         return
     pred, reasons = predictions(loc, bench, model, hw_choice)
     col = f"{stat}_tpot_ms"
-    data = bench[["run_id", "host", "layout_label", "layout_kind", "concurrency", col,
+    data = bench[["run_id", "host", "engine_label", "layout_label", "layout_kind", "concurrency", col,
                   "output_throughput", "request_throughput", f"{stat}_ttft_ms",
                   f"{stat}_itl_ms", "completed", "failed"]].copy()  # fmt: skip
     if not pred.empty:
@@ -186,16 +189,31 @@ def bench_section(loc, host: str | None) -> None:
     thr = versus(data, "output_throughput", "predicted_tokens_per_s",
                  f"Output throughput vs concurrency ({model})", "tokens/s")  # fmt: skip
     ui.chart(thr, data, "serving-throughput")
+    engines_side_by_side(data, col, stat)
+
+
+def engines_side_by_side(data: pd.DataFrame, col: str, stat: str) -> None:
+    """When several engines ran the model: their TPOT and throughput per layout and concurrency."""
+    if data["engine_label"].nunique() < 2:
+        return
+    st.markdown(f"**Engines side by side** ({stat} TPOT in ms, output tokens/s):")
+    table = data.pivot_table(index=["layout_label", "concurrency"], columns="engine_label",
+                             values=[col, "output_throughput"], aggfunc="first")  # fmt: skip
+    table.columns = [f"{eng} {'TPOT' if v == col else 'tok/s'}" for v, eng in table.columns]
+    table = table.reset_index().rename(columns={"layout_label": "layout"})
+    st.dataframe(table, hide_index=True, width="stretch")
+    ui.csv_download(table, "serving-engines")
 
 
 def versus(data: pd.DataFrame, y: str, predicted: str, title: str, y_title: str) -> go.Figure:
     """Measured (solid, markers) and the planner's prediction (dashed), one colour per line."""
     fig = go.Figure()
-    groups = data.groupby(["layout_label", "run_id"], sort=False)
-    for i, ((layout, run_id), part) in enumerate(groups):
+    groups = data.groupby(["engine_label", "layout_label", "run_id"], sort=False)
+    for i, ((engine, layout, run_id), part) in enumerate(groups):
         color = PALETTE[i % len(PALETTE)]
         fig.add_scatter(x=part["concurrency"], y=part[y], mode="lines+markers",
-                        name=f"{layout} measured ({run_id[-8:]})", line={"color": color})  # fmt: skip
+                        name=f"{engine} {layout} measured ({run_id[-8:]})",
+                        line={"color": color})  # fmt: skip
         if predicted in part and part[predicted].notna().any():
             errors = part.get("tpot_error_pct", pd.Series(dtype=float))
             fig.add_scatter(x=part["concurrency"], y=part[predicted], mode="lines",
@@ -216,10 +234,11 @@ def _hw_presets() -> list[str]:
 
 def _sentences(data: pd.DataFrame, col: str, stat: str) -> list[str]:
     lines = []
-    for (layout, run_id), part in data.groupby(["layout_label", "run_id"], sort=False):
+    groups = data.groupby(["engine_label", "layout_label", "run_id"], sort=False)
+    for (engine, layout, run_id), part in groups:
         best = part.loc[part["output_throughput"].idxmax()]
         low = part.loc[part["concurrency"].idxmin()]
-        text = (f"**{layout}** (run `{run_id}`): {stat} TPOT {low[col]:.1f} ms at concurrency "
+        text = (f"**{engine} · {layout}** (run `{run_id}`): {stat} TPOT {_ms(low[col])} at concurrency "
                 f"{int(low['concurrency'])}; peak {best['output_throughput']:,.0f} tok/s at "
                 f"concurrency {int(best['concurrency'])}")  # fmt: skip
         if "predicted_tpot_ms" in part and pd.notna(low.get("predicted_tpot_ms")):
