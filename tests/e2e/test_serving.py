@@ -150,3 +150,16 @@ def test_empty_store_shows_the_commands(tmp_path, page) -> None:
             assert cmd in text
     finally:
         stop_dashboard(d)
+
+
+def test_tradeoff_sglang_only_layout_names_its_measure_command(serving, page) -> None:
+    """The Tradeoff page's SGLang-only layout (TP attention + EP MoE at DP=1) says how to
+    launch and measure it (planner/engine_commands.py)."""
+    dash, _ = serving
+    _open(page, dash, "tradeoff")
+    main = _main(page)
+    expect(main.get_by_text("runs on SGLang only").first).to_be_visible()
+    text = main.inner_text()
+    assert "python -m sglang.launch_server --model-path MODEL --tp 8 --ep 8 --moe-a2a-backend " \
+        "deepep --deepep-dispatcher-output-dtype bf16" in text
+    assert "python -m collectors sglang-bench --url http://HOST:30000 --concurrency" in text
