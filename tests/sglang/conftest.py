@@ -11,9 +11,20 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import ROOT
-from tests.vllm.conftest import ServerProc, rank_traces  # noqa: F401  (fixture re-used)
+from tests.vllm.conftest import ServerProc
 
 MODEL = "Qwen/Qwen3-30B-A3B"
+
+
+@pytest.fixture(scope="session")
+def sglang_traces(tmp_path_factory) -> list[Path]:
+    """Two real CPU torch.profiler traces with SGLang step ranges (tests/sglang/make_traces.py)."""
+    out = tmp_path_factory.mktemp("sglang-traces")
+    subprocess.run([sys.executable, "-m", "tests.sglang.make_traces", str(out), "2"], cwd=ROOT,
+                   check=True, timeout=300)  # fmt: skip
+    found = sorted(out.glob("*.trace.json.gz"))
+    assert len(found) == 2, found
+    return found
 
 
 @pytest.fixture

@@ -40,10 +40,10 @@ def test_metrics_off_is_one_line(sglang_server, store_path) -> None:
     assert "Traceback" not in res.stderr and not store_path.exists()
 
 
-def test_profile_waits_for_every_tp_rank_and_ingests(sglang_server, rank_traces, store_path):
+def test_profile_waits_for_every_tp_rank_and_ingests(sglang_server, sglang_traces, store_path):
     pytest.importorskip("collectors.trace.ingest", reason="trace ingest not in tree")
     # tp=2 from /get_server_info; gzip streams written straight into the final names.
-    server = sglang_server(traces=rank_traces, flush_delay_s=1.5)
+    server = sglang_server(traces=sglang_traces, flush_delay_s=1.5)
     res = run_cli(store_path, "sglang-profile", "--url", server.url, "--trace-dir",
                   str(server.trace_dir), *FAST, "--json")  # fmt: skip
     assert res.code == 0, res.stderr
@@ -53,13 +53,15 @@ def test_profile_waits_for_every_tp_rank_and_ingests(sglang_server, rank_traces,
     row = query(store_path, "SELECT model_id, tp, layout_kind, layout_source, trace_files, "
                 "sglang_version FROM v_sglang_servers")  # fmt: skip
     assert row == [(MODEL, 2, "tp", "server_info", 2, "0.5.4")]
-    assert query(store_path, "SELECT count(*) FROM trace_ranks") == [(2,)]
+    # SGLang's step ranges found by the trace ingest (collectors/trace/steps.py).
+    assert query(store_path, "SELECT count(*), min(steps), any_value(step_source) "
+                 "FROM trace_ranks") == [(2, 3, "sglang")]  # fmt: skip
     assert query(store_path, "SELECT count(*), count(error) FROM vllm_load") == [(6, 0)]
 
 
-def test_profile_with_num_steps_stops_by_itself(sglang_server, rank_traces, store_path):
+def test_profile_with_num_steps_stops_by_itself(sglang_server, sglang_traces, store_path):
     pytest.importorskip("collectors.trace.ingest", reason="trace ingest not in tree")
-    server = sglang_server(traces=rank_traces)
+    server = sglang_server(traces=sglang_traces)
     res = run_cli(store_path, "sglang-profile", "--url", server.url, "--trace-dir",
                   str(server.trace_dir), *FAST, "--num-steps", "5", "--server-args",
                   "--tp 2", "--json")  # fmt: skip
