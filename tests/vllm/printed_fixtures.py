@@ -79,11 +79,13 @@ def v06(c: dict) -> str:
     return "\n".join([*pre, *lines, "=" * 50])
 
 
-def v10(c: dict, spec: bool = True) -> str:
+def v10(c: dict, spec: bool = True, rate: float | None = None) -> str:
     lines = [HEADER, _line("Successful requests:", c["completed"]),
              _line("Failed requests:", c.get("failed", 0)),
-             _line("Maximum request concurrency:", c["concurrency"]),
-             _line("Benchmark duration (s):", c["duration"]),
+             _line("Maximum request concurrency:", c["concurrency"])]  # fmt: skip
+    if rate is not None:  # printed only when the rate is finite
+        lines.append(_line("Request rate configured (RPS):", rate))
+    lines += [_line("Benchmark duration (s):", c["duration"]),
              _line("Total input tokens:", c["input_tokens"]),
              _line("Total generated tokens:", c["output_tokens"]),
              _line("Request throughput (req/s):", c["req_s"]),

@@ -132,3 +132,13 @@ def test_namespace_values_are_typed():
     assert args["model"] == "a/b, c" and args["max_concurrency"] == 8
     assert args["request_rate"] == float("inf") and args["random_input_len"] == 1024
     assert args["served_model_name"] is None and args["save_result"] is False
+
+
+def test_vllm_bench_serve_finite_rate_and_failures(tmp_path, store_path):
+    c = dict(pf.case(32), failed=3)
+    log = tmp_path / "rate4.txt"
+    log.write_text(pf.v10(c, spec=False, rate=4.0))
+    res = run_cli(store_path, "vllm-bench", "--results", str(log), "--json")
+    assert res.code == 0, res.stderr
+    assert query(store_path, "SELECT request_rate, max_concurrency, concurrency, failed, "
+                 "model_id FROM serving_bench") == [(4.0, 32, 32, 3, None)]  # fmt: skip
