@@ -37,11 +37,14 @@ def read_rows(files: list[Path], layout: Layout | None, version: str | None, eng
 
 
 def import_files(ctx: Context, engine: Engine, files: list[Path], layout: Layout | None,
-                 version: str | None, rows: list[dict] | None = None,
-                 salt: str | None = None) -> int:  # fmt: skip
-    """Commit ``rows`` (default: read from ``files``) as one content-addressed run."""
-    found = rows if rows is not None else read_rows(files, layout, version, engine)
-    digest = hashlib.sha256((salt or "").encode())
+                 version: str | None, model: str | None = None) -> int:  # fmt: skip
+    """Commit the results in ``files`` as one content-addressed run; ``model`` names the
+    model of results that do not (SGLang's older JSONL, logs without a ``Namespace`` line)."""
+    found = read_rows(files, layout, version, engine)
+    for r in found:
+        r["model_id"] = r["model_id"] or model
+    # The model given is part of what was imported: same files + another model = another run.
+    digest = hashlib.sha256((model or "").encode())
     for f in sorted(files, key=lambda p: p.name):
         digest.update(f.read_bytes())
     if layout:
@@ -59,8 +62,11 @@ def submit(ctx: Context, engine: Engine, run_id: str, found: list[dict], what: s
     if version:
         env[engine.env_key] = version
     unknown = sum(1 for r in found if r["layout"] is None)
-    message = (f"{unknown} result(s) without a known layout; pass --server-args"
-               if unknown else None)  # fmt: skip
+    no_model = sum(1 for r in found if not r["model_id"])
+    problems = [f"{unknown} result(s) without a known layout; pass --server-args"] if unknown else []
+    if no_model:  # the Serving page groups by model: these would not show
+        problems.append(f"{no_model} result(s) name no model; pass --model")
+    message = "; ".join(problems) or None
     record = ctx.run_record(run_id, env=env, message=message)
     conc = sorted({r["concurrency"] for r in found if r["concurrency"] is not None})
     models = sorted({r["model_id"] for r in found if r["model_id"]})

@@ -66,7 +66,8 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     args.server_args = redact(args.server_args)  # stored with the run
     if args.results:
         files = results.result_files(args.results)
-        return _import(ctx, files, layout, args.sglang_version, args.model)
+        return bench_import.import_files(ctx, ENGINE, files, layout, args.sglang_version,
+                                         args.model)  # fmt: skip
     try:
         with measurement_lock("sglang-bench", args.wait, args.wait_timeout):
             return _sweep(args, ctx, layout)
@@ -82,17 +83,6 @@ def _cli_layout(args: argparse.Namespace) -> Layout | None:
         return sgl_layout.from_server_args(args.server_args)
     except ValueError as exc:
         raise InputError(str(exc)) from None
-
-
-def _import(ctx: Context, files: list[Path], layout: Layout | None, version: str | None,
-            model: str | None) -> int:  # fmt: skip
-    if not model:
-        return bench_import.import_files(ctx, ENGINE, files, layout, version)
-    rows = bench_import.read_rows(files, layout, version, ENGINE)
-    for r in rows:
-        r["model_id"] = r["model_id"] or model
-    # The model given is part of what was imported: same files + another model = another run.
-    return bench_import.import_files(ctx, ENGINE, files, layout, version, rows=rows, salt=model)
 
 
 def build_command(args: argparse.Namespace, base: str, model: str, concurrency: int,

@@ -40,7 +40,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="requests per concurrency (default max(4 x c, 16))")  # fmt: skip
     run.add_argument("--input-len", type=int, default=1024, help="prompt tokens (default 1024)")
     run.add_argument("--output-len", type=int, default=256, help="output tokens (default 256)")
-    run.add_argument("--model", help="served model name (default: the server's first model)")
+    run.add_argument("--model", help="served model name (default: the server's first model); "
+                     "with --results: the model of results that name none")  # fmt: skip
     run.add_argument("--api-key", default=os.environ.get("VLLM_API_KEY"),
                      help="the server's --api-key (default: $VLLM_API_KEY)")  # fmt: skip
     run.add_argument("--vllm-bin", default="vllm", help="the vllm executable (default: vllm)")
@@ -63,7 +64,8 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     args.server_args = layout_mod.redact(args.server_args)  # stored with the run
     if args.results:
         files = results.result_files(args.results)
-        return bench_import.import_files(ctx, ENGINE, files, server_layout, args.vllm_version)
+        return bench_import.import_files(ctx, ENGINE, files, server_layout, args.vllm_version,
+                                         args.model)  # fmt: skip
     try:
         with measurement_lock("vllm-bench", args.wait, args.wait_timeout):
             return _sweep(args, ctx, server_layout)

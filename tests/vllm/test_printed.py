@@ -142,3 +142,13 @@ def test_vllm_bench_serve_finite_rate_and_failures(tmp_path, store_path):
     assert res.code == 0, res.stderr
     assert query(store_path, "SELECT request_rate, max_concurrency, concurrency, failed, "
                  "model_id FROM serving_bench") == [(4.0, 32, 32, 3, None)]  # fmt: skip
+
+
+def test_block_without_args_line_takes_the_model_from_the_command(tmp_path, store_path):
+    log = tmp_path / "scrollback.txt"
+    log.write_text(pf.v10(pf.case(2), spec=False))
+    res = run_cli(store_path, "vllm-bench", "--results", str(log))
+    assert res.code == 0 and "1 result(s) name no model; pass --model" in res.stderr
+    res = run_cli(store_path, "vllm-bench", "--results", str(log), "--model", MODEL, "--json")
+    assert res.code == 0 and res.json["models"] == [MODEL]  # another run: the model is new
+    assert query(store_path, "SELECT count(DISTINCT run_id) FROM serving_bench") == [(2,)]
