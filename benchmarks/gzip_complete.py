@@ -1,7 +1,7 @@
 """Cost of deciding that a gzipped rank trace is whole (vllm-profile / sglang-profile wait).
 
 PyTorch and SGLang gzip a trace straight into its final ``*.json.gz`` name, so the waiter
-decompresses a stable file to its end once (collectors/vllm/traces.py ``complete``). This
+decompresses a stable file to its end once (collectors/serving/traces.py ``complete``). This
 times that check against what a user would run by hand, ``gzip -t FILE``, on generated
 vLLM-shaped traces (benchmarks/trace_gen.py), gzipped at level 6 as torch's ``gzip.open``.
 Run: ``python -m benchmarks.gzip_complete --sizes 64,256 --repeat 3``.
@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from benchmarks.trace_gen import generate
-from collectors.vllm.traces import complete
+from collectors.serving.traces import complete
 
 OUT = Path(__file__).with_name("out")
 

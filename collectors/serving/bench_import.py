@@ -12,7 +12,7 @@ from pathlib import Path
 
 from collectors.context import Context
 from collectors.serving import results
-from collectors.vllm.layout import Layout
+from collectors.serving.layout import Layout
 from store.bundle import Bundle, content_run_id
 
 

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 
 from collectors.context import Context
 from collectors.errors import InputError, MeasurementError
-from collectors.vllm import client, prom
+from collectors.serving import client, prom
 from store.bundle import Bundle, new_run_id
 
 

@@ -6,7 +6,7 @@ import logging
 from collections.abc import Callable
 
 from collectors.errors import MeasurementError
-from collectors.vllm import load
+from collectors.serving import load
 
 
 def progress(log: logging.Logger) -> Callable[[int, int], None]:

@@ -28,7 +28,7 @@ from typing import Any
 
 from collectors.errors import InputError
 from collectors.serving import printed
-from collectors.vllm.layout import Layout
+from collectors.serving.layout import Layout
 
 METRICS = ("ttft", "tpot", "itl", "e2el")
 _STATS = ("mean", "median", "std", "p90", "p99")

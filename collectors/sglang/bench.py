@@ -20,11 +20,10 @@ from pathlib import Path
 from collectors.context import Context
 from collectors.errors import EXIT_OK, InputError, MeasurementError
 from collectors.lock import LockHeld, measurement_lock
-from collectors.serving import bench_import, results
+from collectors.serving import bench_import, client, results
+from collectors.serving.layout import Layout, redact
 from collectors.sglang import layout as sgl_layout
 from collectors.sglang import server
-from collectors.vllm import client
-from collectors.vllm.layout import Layout, redact
 from store.bundle import new_run_id
 
 ENGINE = bench_import.Engine("sglang", "sglang-bench", "sglang")

@@ -17,7 +17,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from collectors.vllm.layout import Layout
+from collectors.serving.layout import Layout
 
 _SIZES = {
     "tp": ("--tp-size", "--tp", "--tensor-parallel-size"),

@@ -15,9 +15,9 @@ from __future__ import annotations
 import argparse
 
 from collectors.context import Context
+from collectors.serving import client
 from collectors.serving import metrics as serving_metrics
 from collectors.sglang import server
-from collectors.vllm import client
 
 
 def _version(base: str, timeout: float) -> str | None:

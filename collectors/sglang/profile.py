@@ -7,7 +7,7 @@ Routes (python/sglang/srt/entrypoints/http_server.py, sgl-project/sglang): ``POS
 scheduler exports ``{profile_id}-TP-{rank}.trace.json.gz`` into ``output_dir``
 (python/sglang/srt/managers/scheduler_profiler_mixin.py; newer releases add
 ``-DP-/-PP-/-EP-`` parts), gzipped straight into the final name (no ``.tmp``), so a file is
-taken only once its gzip stream is complete (collectors/vllm/traces.py). With
+taken only once its gzip stream is complete (collectors/serving/traces.py). With
 ``--num-steps`` the server stops by itself after that many forward steps.
 The load, the wait and the ingest are the same as vllm-profile's.
 """
@@ -20,11 +20,10 @@ from pathlib import Path
 
 from collectors.context import Context
 from collectors.errors import InputError, MeasurementError
-from collectors.serving import orchestrate
+from collectors.serving import client, load, orchestrate, traces
+from collectors.serving.layout import Layout, redact
 from collectors.sglang import layout as sgl_layout
 from collectors.sglang import server
-from collectors.vllm import client, load, traces
-from collectors.vllm.layout import Layout, redact
 from store.bundle import Bundle, new_run_id
 
 ACTIVITIES = ("CPU", "GPU", "MEM", "CUDA_PROFILER", "RPD")

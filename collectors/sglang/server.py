@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from collectors.errors import MeasurementError
+from collectors.serving import client
+from collectors.serving.layout import Layout
 from collectors.sglang import layout as sgl_layout
-from collectors.vllm import client
-from collectors.vllm.layout import Layout
 
 
 @dataclass

@@ -20,8 +20,7 @@ from pathlib import Path
 from collectors.context import Context
 from collectors.errors import EXIT_OK, InputError, MeasurementError
 from collectors.lock import LockHeld, measurement_lock
-from collectors.serving import bench_import, results
-from collectors.vllm import client
+from collectors.serving import bench_import, client, results
 from collectors.vllm import layout as layout_mod
 from store.bundle import new_run_id
 

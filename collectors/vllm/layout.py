@@ -3,7 +3,7 @@
 Sources, in order of trust: ``--server-args`` (the ``vllm serve`` command line), the
 server's ``/server_info`` (vLLM exposes it only with ``VLLM_SERVER_DEV_MODE=1``), and the
 rank indices in the trace file names (``dp{d}_pp{p}_tp{t}_dcp{c}_ep{e}_rank{r}...``).
-Layout kinds use the planner's names: ``tp``, ``tp_ep_dp1``, ``dp_attn_ep``, ``tp_dp``.
+The ``Layout`` itself is shared by every engine (collectors/serving/layout.py).
 """
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from dataclasses import asdict, dataclass
 from typing import Any
+
+from collectors.serving.layout import Layout, redact  # noqa: F401  (shared; re-exported)
 
 # vLLM >= 0.13 takes --profiler-config; the VLLM_TORCH_PROFILER_DIR env var works up to 0.15
 # and is gone in 0.16 (REFERENCE.md section 6; vllm/entrypoints/serve/profile/api_router.py).
@@ -25,61 +26,6 @@ _FLAGS = {
     "dp": ("-dp", "--data-parallel-size"),
 }
 _FILE_RANKS = re.compile(r"dp(\d+)_pp(\d+)_tp(\d+)_dcp(\d+)_ep(\d+)_rank(\d+)")
-
-
-@dataclass
-class Layout:
-    tp: int | None = None
-    pp: int | None = None
-    dp: int | None = None
-    ep: bool | None = None
-    all2all_backend: str | None = None
-    kv_cache_dtype: str | None = None
-    quantization: str | None = None
-    model: str | None = None
-    source: str = "unknown"  # server-args | server_info | trace-files | flags | unknown
-
-    @property
-    def known(self) -> bool:
-        return self.tp is not None
-
-    @property
-    def world_size(self) -> int | None:
-        if self.tp is None:
-            return None
-        return self.tp * (self.pp or 1) * (self.dp or 1)
-
-    @property
-    def kind(self) -> str | None:
-        """The planner's layout kind for this vLLM layout."""
-        if self.tp is None:
-            return None
-        tp, dp = self.tp, self.dp or 1
-        if dp > 1:
-            return "dp_attn_ep" if (self.ep and tp == 1) else "tp_dp"
-        return "tp_ep_dp1" if self.ep else "tp"
-
-    @property
-    def name(self) -> str | None:
-        """Short label, e.g. ``TP8``, ``TP8+EP``, ``TP1xDP8+EP``."""
-        if self.tp is None:
-            return None
-        name = f"TP{self.tp}"
-        if (self.dp or 1) > 1:
-            name += f"xDP{self.dp}"
-        if (self.pp or 1) > 1:
-            name += f"xPP{self.pp}"
-        return name + ("+EP" if self.ep else "")
-
-    def row(self) -> dict[str, Any]:
-        """The layout columns every serving table carries."""
-        return {
-            "tp": self.tp, "pp": self.pp, "dp": self.dp, "ep": self.ep,
-            "layout": self.name, "layout_kind": self.kind, "layout_source": self.source,
-        }  # fmt: skip
-
-    def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "name": self.name, "kind": self.kind}
 
 
 def parse_version(text: str | None) -> tuple[int, int] | None:
@@ -138,29 +84,6 @@ def profiler_kind(server_args: str | None, info: Any = None) -> str | None:
                 return None
             return str(cfg.get("profiler")) if isinstance(cfg, dict) and cfg.get("profiler") else None
     return None
-
-
-_SECRET_FLAG = re.compile(r"(key|token|secret|password)$", re.IGNORECASE)
-
-
-def redact(text: str | None) -> str | None:
-    """The command line with values of ``--api-key``-like flags replaced (it gets stored)."""
-    if not text:
-        return text
-    try:
-        tokens = shlex.split(text)
-    except ValueError:
-        return "(unparseable command line, not stored)"
-    out, hide = [], False
-    for tok in tokens:
-        if hide and not tok.startswith("-"):
-            out.append("REDACTED")
-        elif tok.startswith("-") and "=" in tok and _SECRET_FLAG.search(tok.split("=", 1)[0]):
-            out.append(tok.split("=", 1)[0] + "=REDACTED")
-        else:
-            out.append(tok)
-        hide = tok.startswith("-") and "=" not in tok and bool(_SECRET_FLAG.search(tok))
-    return shlex.join(out)
 
 
 def from_server_args(text: str) -> Layout:

@@ -13,8 +13,8 @@ from __future__ import annotations
 import argparse
 
 from collectors.context import Context
+from collectors.serving import client
 from collectors.serving import metrics as serving_metrics
-from collectors.vllm import client
 
 PREFIX = "vllm:"
 

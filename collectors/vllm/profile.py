@@ -17,8 +17,7 @@ from pathlib import Path
 
 from collectors.context import Context
 from collectors.errors import InputError, MeasurementError
-from collectors.serving import orchestrate
-from collectors.vllm import client, load, traces
+from collectors.serving import client, load, orchestrate, traces
 from collectors.vllm import layout as layout_mod
 from store.bundle import Bundle, new_run_id
 
