@@ -31,6 +31,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+HEADER_TEXT = b"Serving Benchmark Result"
 _HEADER = re.compile(r"^(?P<prefix>.*?)=+ ?Serving Benchmark Result ?=+\s*$")
 _RULE = re.compile(r"^=+\s*$")
 _SECTION = re.compile(r"^-{3,}.*-{3,}\s*$|^-+$")

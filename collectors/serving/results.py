@@ -66,20 +66,30 @@ class Result:
 
 
 def result_files(paths: list[Path]) -> list[Path]:
-    """Expand folders to their results and logs, skipping the ``*.pytorch.json`` twins."""
+    """Expand folders to their results and logs, skipping the ``*.pytorch.json`` twins and
+    text files in a folder that hold no printed block (other logs lying beside them)."""
     out: list[Path] = []
     for p in paths:
         if p.is_dir():
             found = {q for g in FOLDER_GLOBS for q in p.glob(g) if q.is_file()}
-            out.extend(sorted(q for q in found if not q.name.endswith(".pytorch.json")))
+            out.extend(sorted(q for q in found if not q.name.endswith(".pytorch.json")
+                              and (q.suffix in (".json", ".jsonl") or _has_block(q))))  # fmt: skip
         elif p.is_file():
             out.append(p)
         else:
             raise InputError(f"{p}: no such file or folder")
     if not out:
         raise InputError(f"{', '.join(map(str, paths))}: no benchmark result (*.json, *.jsonl) "
-                         "or log (*.log, *.out, *.txt) found")  # fmt: skip
+                         "or log with a printed result block (*.log, *.out, *.txt) found")  # fmt: skip
     return out
+
+
+def _has_block(path: Path) -> bool:
+    try:
+        with path.open("rb") as fh:
+            return any(printed.HEADER_TEXT in line for line in fh)
+    except OSError:
+        return True  # let the import say what is wrong with it
 
 
 def load_results(path: Path) -> list[Result]:

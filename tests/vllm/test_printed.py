@@ -106,6 +106,7 @@ def test_folder_mixes_json_results_and_logs(tmp_path, store_path):
 
     bench_fixtures.write_sweep(tmp_path / "res", levels=(1, 2))
     (tmp_path / "res" / "c32.log").write_text(pf.namespace(MODEL, 32) + "\n" + pf.v10(pf.case(32)))
+    (tmp_path / "res" / "server.log").write_text(pf.SERVER_NOISE)  # no block: not a result
     res = run_cli(store_path, "vllm-bench", "--results", str(tmp_path / "res"), "--json")
     assert res.code == 0, res.stderr
     assert res.json["formats"] == ["json", "printed"] and res.json["concurrency"] == [1, 2, 32]
