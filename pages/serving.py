@@ -25,7 +25,6 @@ PROFILE = next(a for a in ui.AREAS if a.verb == "vllm-profile")
 STATS = ("median", "mean", "p90", "p99")
 NO_HW = "(no prediction)"
 MEASURED = "measured gpu run of the benchmark's host"
-TPOT_HIST = "vllm:request_time_per_output_token_seconds"
 PALETTE = ("#4C78A8", "#E45756", "#54A24B", "#F58518", "#B279A2", "#72B7B2", "#9D755D")
 
 
@@ -253,20 +252,26 @@ def metrics_section(loc, host: str | None) -> None:
     servers = qs.metric_servers(loc, host)
     if servers.empty:
         ui.empty_state(METRICS, "No metric scrapes yet. Scrape a vLLM server (cron: every "
-                       "minute):")  # fmt: skip
+                       "minute; an SGLang one with `python -m collectors sglang-metrics --url "
+                       "http://127.0.0.1:30000`):")  # fmt: skip
         return
-    keys = [f"{r.host} · {r.url} · {r.model_name}" for r in servers.itertuples()]
+    names = {"vllm": "vLLM", "sglang": "SGLang"}
+    keys = [f"{names.get(r.engine, r.engine)} · {r.host} · {r.url} · {r.model_name}"
+            for r in servers.itertuples()]  # fmt: skip
     c1, c2 = st.columns([3, 1])
     choice = c1.selectbox("Server", keys, key="server", bind="query-params")
     hours = c2.number_input("Last hours", min_value=1, max_value=24 * 90, value=24, key="hours",
                             bind="query-params")  # fmt: skip
     row = servers.iloc[keys.index(choice)]
     since = datetime.now(UTC) - timedelta(hours=int(hours))
-    timeline = qs.metrics_timeline(loc, row["host"], row["url"], row["model_name"], since)
+    engine = row["engine"]
+    timeline = qs.metrics_timeline(loc, row["host"], row["url"], row["model_name"], since, engine)
     if timeline.empty:
         st.info(f"No scrape of this server in the last {int(hours)} h (relative to now).")
         return
-    quant = qs.interval_quantiles(loc, row["host"], row["url"], row["model_name"], TPOT_HIST,
+    hist = qs.ENGINE_METRICS[engine][2]  # vLLM: per-request TPOT; SGLang: inter-token latency
+    per_token = "TPOT" if engine == "vllm" else "ITL"
+    quant = qs.interval_quantiles(loc, row["host"], row["url"], row["model_name"], hist,
                                   since)  # fmt: skip
     data = timeline.merge(quant.drop(columns="run_id"), on="scraped_at", how="left")
     last = data.iloc[-1]
@@ -286,11 +291,11 @@ def metrics_section(loc, host: str | None) -> None:
                       yaxis2={"title": "KV cache %", "overlaying": "y", "side": "right"})  # fmt: skip
     ui.chart(fig, data, "serving-load")
     lat = go.Figure()
-    for name, label in (("mean_tpot_ms", "mean TPOT"), ("p50_ms", "p50 TPOT"),
-                        ("p99_ms", "p99 TPOT"), ("mean_itl_ms", "mean ITL")):  # fmt: skip
+    for name, label in (("mean_tpot_ms", "mean TPOT"), ("p50_ms", f"p50 {per_token}"),
+                        ("p99_ms", f"p99 {per_token}"), ("mean_itl_ms", "mean ITL")):  # fmt: skip
         if name in data and data[name].notna().any():
             lat.add_scatter(x=data["scraped_at"], y=data[name], name=label, mode="lines+markers")
-    lat.update_layout(title="TPOT between scrapes (histogram deltas)", yaxis_title="ms",
+    lat.update_layout(title=f"{per_token} between scrapes (histogram deltas)", yaxis_title="ms",
                       height=380)  # fmt: skip
     ui.chart(lat, data, "serving-tpot-over-time")
 

@@ -79,23 +79,36 @@ def profile_runs(loc: StoreLocation, host: str | None = None) -> pd.DataFrame:
     )
 
 
+# Per engine: its scrape view, its interval view, and the histogram of per-token latency.
+ENGINE_METRICS = {
+    "vllm": ("v_vllm_scrapes", "v_vllm_metrics_deltas",
+             "vllm:request_time_per_output_token_seconds"),
+    "sglang": ("v_sglang_scrapes", "v_sglang_metrics_deltas", "sglang:inter_token_latency_seconds"),
+}  # fmt: skip
+
+
 def metric_servers(loc: StoreLocation, host: str | None = None) -> pd.DataFrame:
-    """Each scraped server (host, url, model) with its scrape count and time range."""
+    """Each scraped server (engine, host, url, model) with its scrape count and time range."""
+    union = " UNION ALL ".join(
+        f"SELECT '{engine}' AS engine, host, url, model_name, scraped_at FROM {views[0]}"
+        for engine, views in ENGINE_METRICS.items()
+    )
     return query_df(
         loc,
-        "SELECT host, url, model_name, count(*) AS scrapes, min(scraped_at) AS first_at, "
-        f"max(scraped_at) AS last_at FROM v_vllm_scrapes WHERE {_HOST} "
-        "GROUP BY host, url, model_name ORDER BY last_at DESC",
+        "SELECT engine, host, url, model_name, count(*) AS scrapes, min(scraped_at) AS first_at, "
+        f"max(scraped_at) AS last_at FROM ({union}) WHERE {_HOST} "
+        "GROUP BY engine, host, url, model_name ORDER BY last_at DESC",
         [host, host],
     )
 
 
 def metrics_timeline(loc: StoreLocation, host: str, url: str, model: str | None,
-                     since: object) -> pd.DataFrame:  # fmt: skip
+                     since: object, engine: str = "vllm") -> pd.DataFrame:  # fmt: skip
     """Per scrape: gauges and the interval rates/latencies since the previous scrape."""
+    view = ENGINE_METRICS[engine][1]  # a fixed name, never user text
     return query_df(
         loc,
-        "SELECT * FROM v_vllm_metrics_deltas WHERE host = ? AND url = ? "
+        f"SELECT * FROM {view} WHERE host = ? AND url = ? "
         "AND model_name IS NOT DISTINCT FROM ? AND scraped_at >= ? ORDER BY scraped_at",
         [host, url, model, since],
     )

@@ -9,6 +9,7 @@ import json
 import re
 import subprocess
 import sys
+from urllib.parse import quote
 
 import pytest
 from playwright.sync_api import expect
@@ -46,6 +47,21 @@ def serving(tmp_path_factory) -> tuple[Dashboard, dict[str, str]]:
                   "--json")  # fmt: skip
     assert res.code == 0, res.stderr
     runs["sglang"] = res.json["run_id"]
+    # An SGLang server's sglang:* metrics, scraped before the vLLM ones (which stay the default).
+    sgl_cfg = tmp / "sglang.json"
+    sgl_cfg.write_text(json.dumps({"model": MODEL, "version": "0.5.4", "trace_dir": str(tmp)}))
+    sgl = subprocess.Popen([sys.executable, "-m", "tests.sglang.server", str(sgl_cfg)], cwd=ROOT,
+                           stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        runs["sglang_url"] = f"http://127.0.0.1:{sgl.stdout.readline().split()[1]}"
+        for _ in range(2):
+            assert run_cli(store, "sglang-metrics", "--url", runs["sglang_url"], "--host",
+                           HOST).code == 0  # fmt: skip
+            run_load(LoadSpec(runs["sglang_url"], MODEL, num_requests=4, concurrency=2,
+                              input_len=8, output_len=20))  # fmt: skip
+    finally:
+        sgl.terminate()
+        sgl.wait(10)
     # Real CPU torch.profiler traces with vLLM-named steps (tests/vllm/make_traces.py: cheaper
     # than the profile collector's two gloo ranks, which tests/vllm uses).
     subprocess.run([sys.executable, "-m", "tests.vllm.make_traces", str(tmp / "made"), "2"],
@@ -144,6 +160,8 @@ def test_empty_store_shows_the_commands(tmp_path, page) -> None:
     try:
         assert run_cli(tmp_path / "empty.duckdb", "host").code == 0
         _open(page, d, "serving")
+        # The last section's command: the page has rendered all three when it shows.
+        expect(_main(page).get_by_text("python -m collectors vllm-profile --url")).to_be_visible()
         text = _main(page).inner_text()
         for cmd in ("python -m collectors vllm-bench --results", "python -m collectors "
                     "vllm-metrics --url", "python -m collectors vllm-profile --url"):  # fmt: skip
@@ -163,3 +181,13 @@ def test_tradeoff_sglang_only_layout_names_its_measure_command(serving, page) ->
     assert "python -m sglang.launch_server --model-path MODEL --tp 8 --ep 8 --moe-a2a-backend " \
         "deepep --deepep-dispatcher-output-dtype bf16" in text
     assert "python -m collectors sglang-bench --url http://HOST:30000 --concurrency" in text
+
+
+def test_sglang_metrics_open_from_a_link(serving, page) -> None:
+    dash, runs = serving
+    key = quote(f"SGLang · {HOST} · {runs['sglang_url']} · {MODEL}")
+    _open(page, dash, f"serving?server={key}")
+    main = _main(page)
+    expect(main.get_by_text("ITL between scrapes").first).to_be_visible()
+    text = main.inner_text()
+    assert "2 scrape(s) in the last 24 h" in text and "mean ITL" in text

@@ -31,6 +31,22 @@ def test_two_scrapes_fill_the_sglang_view(sglang_server, store_path) -> None:
     assert labels == [('{"engine_type": "unified", "pp_rank": "0", "tp_rank": "0"}',)]
     assert query(store_path, "SELECT DISTINCT json_extract_string(env, '$.sglang') "
                  "FROM runs") == [("0.5.4",)]  # fmt: skip
+    # What the Serving page reads: the server listed as SGLang, interval rates and latencies.
+    from store import queries_serving as qs
+    from store.location import resolve
+
+    loc = resolve(str(store_path))
+    servers = qs.metric_servers(loc)
+    assert servers[["engine", "url", "model_name", "scrapes"]].values.tolist() == [
+        ["sglang", server.url, MODEL, 2]]  # fmt: skip
+    host = servers["host"].iloc[0]
+    timeline = qs.metrics_timeline(loc, host, server.url, MODEL, "2000-01-01", "sglang")
+    assert timeline["generation_tokens_per_s"].iloc[1] > 0
+    assert timeline["mean_itl_ms"].iloc[1] > 0 and timeline["mean_tpot_ms"].isna().all()
+    quant = qs.interval_quantiles(loc, host, server.url, MODEL,
+                                  "sglang:inter_token_latency_seconds", "2000-01-01")  # fmt: skip
+    assert quant["observations"].tolist() == [36.0]
+    assert query(store_path, "SELECT count(*) FROM v_vllm_scrapes") == [(0,)]  # not vLLM's
 
 
 def test_metrics_off_is_one_line(sglang_server, store_path) -> None:
