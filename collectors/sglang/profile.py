@@ -5,10 +5,12 @@ Routes (python/sglang/srt/entrypoints/http_server.py, sgl-project/sglang): ``POS
 ``activities`` such as ``["CPU", "GPU"]``; 200 ``Start profiling.``), ``POST
 /stop_profile`` (200 ``Stop profiling. This will take some time.``). Every TP rank's
 scheduler exports ``{profile_id}-TP-{rank}.trace.json.gz`` into ``output_dir``
-(python/sglang/srt/managers/scheduler_profiler_mixin.py; newer releases add
-``-DP-/-PP-/-EP-`` parts), gzipped straight into the final name (no ``.tmp``), so a file is
-taken only once its gzip stream is complete (collectors/serving/traces.py). With
-``--num-steps`` the server stops by itself after that many forward steps.
+(python/sglang/srt/managers/scheduler_profiler_mixin.py at sgl-project/sglang 034c23fa:
+``torch_profiler.export_chrome_trace(...)``; newer releases add ``-DP-/-PP-/-EP-`` parts),
+gzipped straight into the final name (no ``.tmp``), so a file is taken only once its gzip
+stream is complete (collectors/serving/traces.py). With ``--num-steps`` the scheduler
+stops by itself after that many forward steps, and a later ``/stop_profile`` would only
+answer "Profiling is not in progress", so none is sent.
 The load, the wait and the ingest are the same as vllm-profile's.
 """
 

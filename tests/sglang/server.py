@@ -17,8 +17,10 @@ Target: SGLang as stored in the search corpus (sgl-project/sglang; bench_serving
   ``num_steps``, ``activities``) -> 200 ``Start profiling.\\n``; ``POST /stop_profile`` ->
   200 ``Stop profiling. This will take some time.\\n``; then each TP rank writes
   ``{profile_id}-TP-{rank}.trace.json.gz`` into ``output_dir``, gzipped straight into the
-  final name in pieces (scheduler_profiler_mixin.py ``export_chrome_trace``). With
-  ``num_steps`` the ranks stop by themselves after that many generated tokens (steps).
+  final name in pieces (scheduler_profiler_mixin.py at 034c23fa, ``stop_profile``:
+  ``export_chrome_trace(profile_id + f"-TP-{tp_rank}" + ".trace.json.gz")``, one
+  ``profile_id`` for every rank). With ``num_steps`` the ranks stop by themselves after
+  that many forward steps (``profiler_target_forward_ct``).
 - ``GET /metrics`` -> prometheus_client text of ``sglang:*`` families with labels
   ``engine_type``, ``model_name``, ``pp_rank``, ``tp_rank`` (python/sglang/srt/metrics/
   collector.py: ``sglang:num_running_reqs``, ``sglang:num_queue_reqs``,
