@@ -4,6 +4,8 @@ routes, scheduler_profiler_mixin.py ``{profile_id}-TP-{rank}.trace.json.gz`` fil
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from collectors.vllm.load import LoadSpec, run_load
@@ -93,3 +95,22 @@ def test_profile_bad_inputs(sglang_server, store_path, tmp_path) -> None:
     res = run_cli(store_path, "sglang-profile", "--url", server.url, "--trace-dir",
                   str(tmp_path / "nope"))  # fmt: skip
     assert res.code == 1 and "no such folder" in res.stderr and "Traceback" not in res.stderr
+
+
+FIXTURE = Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures" / "traces" / \
+    "tracelens" / "sglang_qwen3_8b_decode.json.gz"
+
+
+@pytest.mark.skipif(not FIXTURE.exists(), reason="../shared/fixtures (real SGLang trace) absent")
+def test_profile_ingests_a_real_sglang_trace(sglang_server, store_path):
+    """A real SGLang decode trace (Qwen3-8B, world 1, ``step[DECODE bs=32]``; TraceLens test
+    data) exported by the test server as its one TP rank's file."""
+    pytest.importorskip("collectors.trace.ingest", reason="trace ingest not in tree")
+    server = sglang_server(traces=[FIXTURE], tp=1)
+    res = run_cli(store_path, "sglang-profile", "--url", server.url, "--trace-dir",
+                  str(server.trace_dir), *FAST, "--json")  # fmt: skip
+    assert res.code == 0, res.stderr
+    assert res.json["layout"] == "TP1" and len(res.json["trace_files"]) == 1
+    ranks = query(store_path, "SELECT count(*), min(steps) FROM trace_ranks")
+    assert ranks[0][0] == 1 and ranks[0][1] >= 1
+    assert query(store_path, "SELECT status FROM runs") == [("ok",)]
