@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from collectors.vllm.load import LoadSpec, run_load
+from collectors.serving.load import LoadSpec, run_load
 from tests.helpers import query, run_cli
 from tests.sglang.conftest import MODEL
 
