@@ -17,16 +17,14 @@ The load, the wait and the ingest are the same as vllm-profile's.
 from __future__ import annotations
 
 import argparse
-import time
 from pathlib import Path
 
 from collectors.context import Context
 from collectors.errors import InputError, MeasurementError
-from collectors.serving import client, load, orchestrate, traces
+from collectors.serving import client, load, orchestrate
 from collectors.serving.layout import Layout, redact
 from collectors.sglang import layout as sgl_layout
 from collectors.sglang import server
-from store.bundle import Bundle, new_run_id
 
 ACTIVITIES = ("CPU", "GPU", "MEM", "CUDA_PROFILER", "RPD")
 
@@ -106,66 +104,26 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
              f"{layout.name if layout else 'unknown (pass --server-args)'}")  # fmt: skip
     spec = load.LoadSpec(base, model, args.num_requests, args.concurrency, args.input_len,
                          args.output_len, args.request_timeout)  # fmt: skip
-    if args.warmup > 0:
-        warm = load.run_load(load.LoadSpec(base, model, args.warmup, 1, args.input_len,
-                                           min(args.output_len, 4), args.request_timeout))  # fmt: skip
-        orchestrate.check_load(warm, base, "warm-up")
-    before = traces.snapshot(args.trace_dir)
     body: dict = {"output_dir": args.output_dir or str(args.trace_dir), "activities": activities}
     if args.num_steps:
         body["num_steps"] = args.num_steps
-    _post(base, "/start_profile", body, 60.0)
-    log.info(f"profiler started; {args.num_requests} requests at concurrency {args.concurrency}")
-    t0 = time.perf_counter()
-    try:
-        results = load.run_load(spec, orchestrate.progress(log))
-    finally:
-        stop_at = time.monotonic()
-        if not args.num_steps:
-            try:
-                _post(base, "/stop_profile", None, args.flush_timeout)
-            except MeasurementError as exc:
-                log.warning(f"stop_profile failed: {exc}")
-    duration = time.perf_counter() - t0
-    orchestrate.check_load(results, base, "load")
-    waited = traces.wait_for_traces(
-        args.trace_dir, before, layout.world_size if layout else None,
-        timeout_s=args.flush_timeout, settle_s=args.settle, log=log, start=stop_at,
+    plan = orchestrate.ProfilePlan(
+        spec=spec, warmup=args.warmup, trace_dir=args.trace_dir,
+        expected=layout.world_size if layout else None, flush_timeout_s=args.flush_timeout,
+        settle_s=args.settle, start=lambda: _post(base, "/start_profile", body, 60.0),
+        stop=None if args.num_steps else (
+            lambda: _post(base, "/stop_profile", None, args.flush_timeout)),
     )  # fmt: skip
-    files = waited.files
-    log.info(f"{len(files)} trace file(s) final after {waited.waited_s:.1f} s; ingesting")
-    return _commit(args, ctx, base, facts, model, layout, results, duration, files, waited)
-
-
-def _commit(args, ctx: Context, base: str, facts: server.ServerFacts, model: str,
-            layout: Layout | None, results, duration, files, waited) -> int:  # fmt: skip
-    from collectors import env as env_mod
-    from collectors.trace.ingest import ingest_traces
-
-    try:
-        ingest = ingest_traces(files, log=ctx.log)
-    except InputError as exc:
-        raise MeasurementError(f"the server's trace files are unusable: {exc}") from None
+    out = orchestrate.run_profile(plan, log)
     lay = layout or Layout()
-    prefix = files[0].name.split("-TP-")[0] if files and "-TP-" in files[0].name else None
+    prefix = out.files[0].name.split("-TP-")[0] if out.files and "-TP-" in out.files[0].name else None
     row = {
         "url": base, "model_id": model, "sglang_version": facts.version, **lay.row(),
         "server_args": args.server_args, "profile_id": prefix, "trace_dir": str(args.trace_dir),
-        "trace_files": len(files), "flush_wait_s": waited.waited_s,
+        "trace_files": len(out.files), "flush_wait_s": out.waited.waited_s,
         "num_requests": args.num_requests, "concurrency": args.concurrency,
         "input_len": args.input_len, "output_len": args.output_len,
     }  # fmt: skip
-    env = env_mod.snapshot()
-    if facts.version:
-        env["sglang"] = facts.version
-    tables = dict(ingest.tables)
-    tables["sglang_server"] = [row]
-    tables["vllm_load"] = [r.row() for r in results]  # per-request client timings, any engine
-    record = ctx.run_record(new_run_id("sglang-profile"), env=env,
-                            status="partial" if ingest.partial else "ok", message=ingest.message)  # fmt: skip
-    stats = load.summarize(results, duration)
-    summary = {"url": base, "model": model, "sglang_version": facts.version, "layout": lay.name,
-               "trace_files": [str(f) for f in files], "load": stats, "trace": ingest.summary}  # fmt: skip
-    ctx.log.info(f"load: {stats['completed']} ok, median TPOT "
-                 f"{orchestrate.fmt_ms(stats['median_tpot_ms'])} ms (profiler on)")  # fmt: skip
-    return ctx.submit(Bundle(record, tables), summary)
+    summary = {"url": base, "model": model, "sglang_version": facts.version, "layout": lay.name}
+    return orchestrate.commit_profile(ctx, "sglang-profile", "sglang", facts.version,
+                                      "sglang_server", row, out, summary)  # fmt: skip

@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 from pathlib import Path
 
 from collectors.context import Context
 from collectors.errors import InputError, MeasurementError
-from collectors.serving import client, load, orchestrate, traces
+from collectors.serving import client, load, orchestrate
 from collectors.vllm import layout as layout_mod
-from store.bundle import Bundle, new_run_id
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -145,81 +143,30 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
              f"{layout.name if layout else 'unknown (pass --server-args)'}")  # fmt: skip
     spec = load.LoadSpec(base, model, args.num_requests, args.concurrency, args.input_len,
                          args.output_len, args.request_timeout, api_key)  # fmt: skip
-    if args.warmup > 0:
-        warm = load.run_load(load.LoadSpec(base, model, args.warmup, 1, args.input_len,
-                                           min(args.output_len, 4), args.request_timeout,
-                                           api_key))  # fmt: skip
-        orchestrate.check_load(warm, base, "warm-up")
-    before = traces.snapshot(args.trace_dir)
-    _post(base, "/start_profile", 60.0, version, args.trace_dir)
-    log.info(f"profiler started; {args.num_requests} requests at concurrency {args.concurrency}")
-    t0 = time.perf_counter()
-    try:
-        results = load.run_load(spec, orchestrate.progress(log))
-    finally:
-        stop_at = time.monotonic()
-        stopped = False
-        try:
-            _post(base, "/stop_profile", args.flush_timeout, version, args.trace_dir)
-            stopped = True
-        except MeasurementError as exc:
-            log.warning(f"stop_profile failed: {exc}")
-    duration = time.perf_counter() - t0
-    orchestrate.check_load(results, base, "load")
-    expected = layout.world_size if layout else None
-    waited = traces.wait_for_traces(
-        args.trace_dir, before, expected,
-        timeout_s=args.flush_timeout, settle_s=args.settle, log=log, start=stop_at,
+    plan = orchestrate.ProfilePlan(
+        spec=spec, warmup=args.warmup, trace_dir=args.trace_dir,
+        expected=layout.world_size if layout else None, flush_timeout_s=args.flush_timeout,
+        settle_s=args.settle,
+        start=lambda: _post(base, "/start_profile", 60.0, version, args.trace_dir),
+        stop=lambda: _post(base, "/stop_profile", args.flush_timeout, version, args.trace_dir),
         # vLLM's /stop_profile returns once the workers exported: nothing at all by then
         # (plus grace for a slow shared filesystem) means no torch trace is coming.
-        empty_grace_s=args.no_trace_grace if stopped else None, empty_why=_CUDA_WHY,
+        empty_grace_s=args.no_trace_grace, empty_why=_CUDA_WHY,
     )  # fmt: skip
-    files = waited.files
-    log.info(f"{len(files)} trace file(s) final after {waited.waited_s:.1f} s; ingesting")
-    if layout is None:
-        layout = layout_mod.from_trace_names([f.name for f in files])
-    return _commit(args, ctx, base, version, card, layout, results, duration, files, waited)
-
-
-def _commit(args, ctx, base, version, card, layout, results, duration, files, waited) -> int:
-    from collectors import env as env_mod
-    from collectors.trace.ingest import ingest_traces
-
-    try:
-        ingest = ingest_traces(files, log=ctx.log)
-    except InputError as exc:
-        raise MeasurementError(f"the server's trace files are unusable: {exc}") from None
+    out = orchestrate.run_profile(plan, log)
+    layout = layout or layout_mod.from_trace_names([f.name for f in out.files])
     lay = layout or layout_mod.Layout()
     server = {
         "url": base, "model_id": card.get("id"), "model_root": card.get("root"),
         "max_model_len": card.get("max_model_len"), "vllm_version": version, **lay.row(),
         "all2all_backend": lay.all2all_backend, "kv_cache_dtype": lay.kv_cache_dtype,
         "quantization": lay.quantization, "server_args": args.server_args,
-        "trace_dir": str(args.trace_dir), "trace_files": len(files),
-        "flush_wait_s": waited.waited_s, "num_requests": args.num_requests,
+        "trace_dir": str(args.trace_dir), "trace_files": len(out.files),
+        "flush_wait_s": out.waited.waited_s, "num_requests": args.num_requests,
         "concurrency": args.concurrency, "input_len": args.input_len,
         "output_len": args.output_len,
     }  # fmt: skip
-    env = env_mod.snapshot()
-    if version:
-        env["vllm"] = version  # the server's version is what the traces describe
-    tables = dict(ingest.tables)
-    tables["vllm_server"] = [server]
-    tables["vllm_load"] = [r.row() for r in results]
-    record = ctx.run_record(
-        new_run_id("vllm-profile"), env=env,
-        status="partial" if ingest.partial else "ok", message=ingest.message,
-    )  # fmt: skip
-    stats = load.summarize(results, duration)
-    for w in getattr(ingest, "warnings", []) or []:
-        ctx.log.warning(str(w))
-    summary = {
-        "url": base, "model": card.get("id"), "vllm_version": version, "layout": lay.name,
-        "trace_files": [str(f) for f in files], "load": stats,
-        "trace": ingest.summary,
-    }  # fmt: skip
-    ctx.log.info(
-        f"load: {stats['completed']} ok, median TTFT {orchestrate.fmt_ms(stats['median_ttft_ms'])} ms, "
-        f"median TPOT {orchestrate.fmt_ms(stats['median_tpot_ms'])} ms (profiler on)"
-    )
-    return ctx.submit(Bundle(record, tables), summary)
+    summary = {"url": base, "model": card.get("id"), "vllm_version": version,
+               "layout": lay.name}  # fmt: skip
+    return orchestrate.commit_profile(ctx, "vllm-profile", "vllm", version, "vllm_server",
+                                      server, out, summary)  # fmt: skip
