@@ -7,13 +7,17 @@ results twice is a no-op; ``--server-args`` beats per-result ``--metadata`` layo
 from __future__ import annotations
 
 import hashlib
+import shlex
+import subprocess
+import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from collectors.context import Context
 from collectors.serving import results
 from collectors.serving.layout import Layout
-from store.bundle import Bundle, content_run_id
+from store.bundle import Bundle, content_run_id, new_run_id
 
 
 @dataclass(frozen=True)
@@ -77,3 +81,44 @@ def submit(ctx: Context, engine: Engine, run_id: str, found: list[dict], what: s
                "layouts": sorted({r["layout"] for r in found if r["layout"]}),
                "formats": sorted({r["result_format"] for r in found}), "engine": engine.name}  # fmt: skip
     return ctx.submit(Bundle(record, {"serving_bench": found}), summary)
+
+
+def parse_sweep(url: str, concurrency: str) -> tuple[str, list[int]]:
+    """(base URL, sorted concurrency levels) of a sweep's flags; InputError when unusable."""
+    from collectors.errors import InputError
+    from collectors.serving import client
+
+    try:
+        base = client.normalize_base(url)
+        levels = sorted({int(x) for x in concurrency.split(",") if x.strip()})
+    except ValueError as exc:
+        raise InputError(f"--url/--concurrency: {exc}") from None
+    if not levels or min(levels) < 1:
+        raise InputError("--concurrency: give positive integers, e.g. 1,4,16")
+    return base, levels
+
+
+def run_sweep(ctx: Context, engine: Engine, tool: str, levels: list[int],
+              command: Callable[[int, Path], list[str]], out_name: str, env: dict[str, str],
+              layout: Layout | None, version: str | None, model: str | None = None) -> int:  # fmt: skip
+    """Run the engine's benchmark tool once per concurrency (``command(c, out_path)``), read
+    what each run saved, and commit them as one run."""
+    from collectors.errors import MeasurementError
+
+    with tempfile.TemporaryDirectory(prefix=f"stepscope-{engine.verb}-") as tmp:
+        files = []
+        for c in levels:
+            out = Path(tmp) / out_name.format(c=c)
+            cmd = command(c, out)
+            ctx.log.info(f"concurrency {c}: {shlex.join(cmd)}")
+            proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+            if proc.returncode != 0 or not out.exists():
+                tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+                raise MeasurementError(f"`{tool}` failed at concurrency {c} (exit "
+                                       f"{proc.returncode}): {tail[0][:200]}")  # fmt: skip
+            files.append(out)
+        found = read_rows(files, layout, version, engine, source="sweep")
+    for r in found:
+        r["model_id"] = r["model_id"] or model
+    return submit(ctx, engine, new_run_id(engine.verb), found,
+                  f"ran {len(levels)} concurrency level(s)", version)  # fmt: skip

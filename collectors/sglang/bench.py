@@ -14,17 +14,15 @@ import os
 import shlex
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 from collectors.context import Context
 from collectors.errors import EXIT_OK, InputError, MeasurementError
 from collectors.lock import LockHeld, measurement_lock
-from collectors.serving import bench_import, client, results
+from collectors.serving import bench_import, results
 from collectors.serving.layout import Layout, redact
 from collectors.sglang import layout as sgl_layout
 from collectors.sglang import server
-from store.bundle import new_run_id
 
 ENGINE = bench_import.Engine("sglang", "sglang-bench", "sglang")
 
@@ -106,13 +104,7 @@ def has_sglang(python: str) -> bool:
 
 
 def _sweep(args: argparse.Namespace, ctx: Context, layout: Layout | None) -> int:
-    try:
-        base = client.normalize_base(args.url)
-        levels = sorted({int(x) for x in args.concurrency.split(",") if x.strip()})
-    except ValueError as exc:
-        raise InputError(f"--url/--concurrency: {exc}") from None
-    if not levels or min(levels) < 1:
-        raise InputError("--concurrency: give positive integers, e.g. 1,4,16")
+    base, levels = bench_import.parse_sweep(args.url, args.concurrency)
     if not has_sglang(args.python):
         raise InputError(
             f"{args.python}: has no sglang, so `python -m sglang.bench_serving` cannot run here; "
@@ -120,28 +112,12 @@ def _sweep(args: argparse.Namespace, ctx: Context, layout: Layout | None) -> int
             "--results FILE..."
         )
     facts = server.facts(base)
-    layout = layout or facts.layout
     version = args.sglang_version or facts.version
     model = args.model or facts.model
     if not model:
         raise MeasurementError(f"{base}: /get_model_info and /v1/models name no model")
-    env = dict(os.environ)
-    with tempfile.TemporaryDirectory(prefix="stepscope-sglang-bench-") as tmp:
-        files = []
-        for c in levels:
-            out = Path(tmp) / f"c{c}.jsonl"
-            cmd = build_command(args, base, model, c, out)
-            ctx.log.info(f"concurrency {c}: {shlex.join(cmd)}")
-            proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-            if proc.returncode != 0 or not out.exists():
-                tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
-                raise MeasurementError(
-                    f"`sglang.bench_serving` failed at concurrency {c} (exit {proc.returncode}): "
-                    f"{tail[0][:200]}"
-                )
-            files.append(out)
-        rows = bench_import.read_rows(files, layout, version, ENGINE, source="sweep")
-    for r in rows:
-        r["model_id"] = r["model_id"] or model
-    return bench_import.submit(ctx, ENGINE, new_run_id("sglang-bench"), rows,
-                               f"ran {len(levels)} concurrency level(s)", version)  # fmt: skip
+    return bench_import.run_sweep(
+        ctx, ENGINE, "sglang.bench_serving", levels,
+        lambda c, out: build_command(args, base, model, c, out), "c{c}.jsonl", dict(os.environ),
+        layout or facts.layout, version, model,
+    )  # fmt: skip

@@ -13,8 +13,6 @@ import argparse
 import os
 import shlex
 import shutil
-import subprocess
-import tempfile
 from pathlib import Path
 
 from collectors.context import Context
@@ -22,7 +20,6 @@ from collectors.errors import EXIT_OK, InputError, MeasurementError
 from collectors.lock import LockHeld, measurement_lock
 from collectors.serving import bench_import, client, results
 from collectors.vllm import layout as layout_mod
-from store.bundle import new_run_id
 
 ENGINE = bench_import.Engine("vllm", "vllm-bench", "vllm")
 
@@ -107,13 +104,7 @@ def build_command(args: argparse.Namespace, base: str, card: dict, concurrency: 
 
 
 def _sweep(args: argparse.Namespace, ctx: Context, layout: layout_mod.Layout | None) -> int:
-    try:
-        base = client.normalize_base(args.url)
-        levels = sorted({int(x) for x in args.concurrency.split(",") if x.strip()})
-    except ValueError as exc:
-        raise InputError(f"--url/--concurrency: {exc}") from None
-    if not levels or min(levels) < 1:
-        raise InputError("--concurrency: give positive integers, e.g. 1,4,16")
+    base, levels = bench_import.parse_sweep(args.url, args.concurrency)
     if shutil.which(args.vllm_bin) is None:
         raise InputError(
             f"{args.vllm_bin}: not found, so `vllm bench serve` cannot run here; install vLLM "
@@ -130,20 +121,9 @@ def _sweep(args: argparse.Namespace, ctx: Context, layout: layout_mod.Layout | N
     if not card:
         raise MeasurementError(f"{base}/v1/models lists no model")
     env = dict(os.environ, **({"OPENAI_API_KEY": api_key} if api_key else {}))
-    with tempfile.TemporaryDirectory(prefix="stepscope-bench-") as tmp:
-        files = []
-        for c in levels:
-            cmd = build_command(args, base, card, c, Path(tmp), layout)
-            ctx.log.info(f"concurrency {c}: {shlex.join(cmd)}")
-            proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-            out = Path(tmp) / f"c{c}.json"
-            if proc.returncode != 0 or not out.exists():
-                tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
-                raise MeasurementError(
-                    f"`vllm bench serve` failed at concurrency {c} (exit {proc.returncode}): "
-                    f"{tail[0][:200]}"
-                )
-            files.append(out)
-        rows = bench_import.read_rows(files, layout, version, ENGINE, source="sweep")
-    return bench_import.submit(ctx, ENGINE, new_run_id("vllm-bench"), rows,
-                               f"ran {len(levels)} concurrency level(s)", version)  # fmt: skip
+    # --result-dir/--result-filename: the saved file lands at <dir>/c{c}.json.
+    return bench_import.run_sweep(
+        ctx, ENGINE, "vllm bench serve", levels,
+        lambda c, out: build_command(args, base, card, c, out.parent, layout), "c{c}.json", env,
+        layout, version,
+    )  # fmt: skip
