@@ -104,10 +104,13 @@ def _layout(args: argparse.Namespace, info: dict | None) -> layout_mod.Layout | 
 
 # vLLM's CUDA profiler (ProfilerConfig profiler="cuda": vllm/profiler/wrapper.py
 # CudaProfilerWrapper, cudaProfilerStart/Stop for nsys) mounts the same routes but writes
-# no torch trace into any folder.
+# no torch trace into any folder. The torch one (TorchProfilerWrapper) exports inside
+# stop(), before /stop_profile answers; it writes nothing when it never ran, i.e. when
+# the load ended before its delay_iterations.
 _CUDA_WHY = ("; a server started with the CUDA (nsys) profiler (--profiler-config "
              "'{\"profiler\":\"cuda\"}') mounts /start_profile and /stop_profile but writes no "
-             "torch trace: restart it with the torch profiler")  # fmt: skip
+             "torch trace: restart it with the torch profiler (or, with delay_iterations in "
+             "its profiler config, send more requests than that delay)")  # fmt: skip
 
 
 def _post(base: str, path: str, timeout: float, version: str | None, trace_dir: Path) -> None:
