@@ -79,13 +79,6 @@ LABELS = {
 # Printed before the block by benchmark_serving.py v0.6.4-v0.8 (and kept if repeated inside).
 _TRAFFIC_LINE = re.compile(r"(?P<label>Traffic request rate|Maximum request concurrency|"
                            r"Burstiness factor):\s*(?P<value>.*?)\s*$")  # fmt: skip
-# Namespace keys that say what was sent: model, lengths, traffic.
-ARG_KEYS = ("model", "served_model_name", "tokenizer", "backend", "dataset_name", "num_prompts",
-            "request_rate", "max_concurrency", "burstiness", "random_input_len",
-            "random_output_len", "input_len", "output_len", "sonnet_input_len",
-            "sonnet_output_len", "sharegpt_output_len", "goodput", "label")  # fmt: skip
-
-
 @dataclass
 class Block:
     """One printed result: its values keyed like the JSON results, and the args seen before."""
