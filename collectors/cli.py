@@ -44,10 +44,16 @@ VERBS: tuple[Verb, ...] = (
          "tokens per GPU or bytes", measures=True),  # fmt: skip
     Verb("vllm-profile", "collectors.vllm.profile", "profile a running vLLM server under a "
          "short streaming load and import its per-rank traces", measures=True),  # fmt: skip
-    Verb("vllm-bench", "collectors.vllm.bench", "import `vllm bench serve` results, or run a "
-         "concurrency sweep (lock only while running)"),  # fmt: skip
+    Verb("vllm-bench", "collectors.vllm.bench", "import `vllm bench serve` results (JSON or "
+         "printed logs), or run a concurrency sweep (lock only while running)"),  # fmt: skip
     Verb("vllm-metrics", "collectors.vllm.metrics", "one scrape of a vLLM server's Prometheus "
          "/metrics (cheap; for cron)"),  # fmt: skip
+    Verb("sglang-profile", "collectors.sglang.profile", "profile a running SGLang server under "
+         "a short streaming load and import every TP rank's trace", measures=True),  # fmt: skip
+    Verb("sglang-bench", "collectors.sglang.bench", "import sglang.bench_serving results "
+         "(JSONL or printed logs), or run a concurrency sweep"),  # fmt: skip
+    Verb("sglang-metrics", "collectors.sglang.metrics", "one scrape of an SGLang server's "
+         "sglang:* Prometheus /metrics (cheap; for cron)"),  # fmt: skip
     # Import what was measured elsewhere
     Verb("trace", "collectors.trace", "import PyTorch-profiler (Kineto) traces: per-rank, "
          "per-step kernel breakdown"),  # fmt: skip

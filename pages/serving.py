@@ -9,23 +9,22 @@ Numbers come from store.queries_serving and planner/; this page only formats the
 from __future__ import annotations
 
 import contextlib
-from datetime import UTC, datetime, timedelta
 
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
 from pages import ui
+from pages.serving_metrics import METRICS_AREA, metrics_section
+from pages.serving_metrics import ms as _ms
 from store import queries_serving as qs
 from store.errors import StoreError, StoreMissing
 
 BENCH = next(a for a in ui.AREAS if a.verb == "vllm-bench")
-METRICS = next(a for a in ui.AREAS if a.verb == "vllm-metrics")
 PROFILE = next(a for a in ui.AREAS if a.verb == "vllm-profile")
 STATS = ("median", "mean", "p90", "p99")
 NO_HW = "(no prediction)"
 MEASURED = "measured gpu run of the benchmark's host"
-TPOT_HIST = "vllm:request_time_per_output_token_seconds"
 PALETTE = ("#4C78A8", "#E45756", "#54A24B", "#F58518", "#B279A2", "#72B7B2", "#9D755D")
 
 
@@ -41,7 +40,8 @@ def pick_runs(runs: pd.DataFrame) -> list[str]:
         st.session_state["bench_runs"] = [r for r in wanted if r in ids] or ids
     elif any(r not in ids for r in current):  # another model or host: keep what still fits
         st.session_state["bench_runs"] = [r for r in current if r in ids] or ids
-    facts = {r.run_id: f"{r.host} · {r.layouts} · c={r.min_concurrency}-{r.max_concurrency}"
+    facts = {r.run_id: f"{r.engines} · {r.host} · {r.layouts} · "
+                       f"c={r.min_concurrency}-{r.max_concurrency}"
              for r in runs.itertuples()}  # fmt: skip
     chosen = st.multiselect("Benchmark runs", ids, key="bench_runs",
                             format_func=lambda rid: f"{rid} ({facts.get(rid, '?')})")  # fmt: skip
@@ -116,7 +116,9 @@ def bench_section(loc, host: str | None) -> None:
     models = qs.bench_models(loc, host)
     if not models:
         ui.empty_state(BENCH, "No serving benchmarks yet. Import `vllm bench serve "
-                       "--save-result` files (or run a sweep with --url):")  # fmt: skip
+                       "--save-result` files or logs with its printed results (or run a sweep "
+                       "with --url); SGLang's go through `python -m collectors sglang-bench "
+                       "--results RESULTS.jsonl --server-args \"--tp 8\"`:")  # fmt: skip
         return
     model = st.selectbox("Model", models, key="model", bind="query-params")
     runs = qs.bench_runs(loc, host, model)
@@ -135,7 +137,7 @@ def bench_section(loc, host: str | None) -> None:
         return
     pred, reasons = predictions(loc, bench, model, hw_choice)
     col = f"{stat}_tpot_ms"
-    data = bench[["run_id", "host", "layout_label", "layout_kind", "concurrency", col,
+    data = bench[["run_id", "host", "engine_label", "layout_label", "layout_kind", "concurrency", col,
                   "output_throughput", "request_throughput", f"{stat}_ttft_ms",
                   f"{stat}_itl_ms", "completed", "failed"]].copy()  # fmt: skip
     if not pred.empty:
@@ -156,16 +158,31 @@ def bench_section(loc, host: str | None) -> None:
     thr = versus(data, "output_throughput", "predicted_tokens_per_s",
                  f"Output throughput vs concurrency ({model})", "tokens/s")  # fmt: skip
     ui.chart(thr, data, "serving-throughput")
+    engines_side_by_side(data, col, stat)
+
+
+def engines_side_by_side(data: pd.DataFrame, col: str, stat: str) -> None:
+    """When several engines ran the model: their TPOT and throughput per layout and concurrency."""
+    if data["engine_label"].nunique() < 2:
+        return
+    st.markdown(f"**Engines side by side** ({stat} TPOT in ms, output tokens/s):")
+    table = data.pivot_table(index=["layout_label", "concurrency"], columns="engine_label",
+                             values=[col, "output_throughput"], aggfunc="first")  # fmt: skip
+    table.columns = [f"{eng} {'TPOT' if v == col else 'tok/s'}" for v, eng in table.columns]
+    table = table.reset_index().rename(columns={"layout_label": "layout"})
+    st.dataframe(table, hide_index=True, width="stretch")
+    ui.csv_download(table, "serving-engines")
 
 
 def versus(data: pd.DataFrame, y: str, predicted: str, title: str, y_title: str) -> go.Figure:
     """Measured (solid, markers) and the planner's prediction (dashed), one colour per line."""
     fig = go.Figure()
-    groups = data.groupby(["layout_label", "run_id"], sort=False)
-    for i, ((layout, run_id), part) in enumerate(groups):
+    groups = data.groupby(["engine_label", "layout_label", "run_id"], sort=False)
+    for i, ((engine, layout, run_id), part) in enumerate(groups):
         color = PALETTE[i % len(PALETTE)]
         fig.add_scatter(x=part["concurrency"], y=part[y], mode="lines+markers",
-                        name=f"{layout} measured ({run_id[-8:]})", line={"color": color})  # fmt: skip
+                        name=f"{engine} {layout} measured ({run_id[-8:]})",
+                        line={"color": color})  # fmt: skip
         if predicted in part and part[predicted].notna().any():
             errors = part.get("tpot_error_pct", pd.Series(dtype=float))
             fig.add_scatter(x=part["concurrency"], y=part[predicted], mode="lines",
@@ -186,10 +203,11 @@ def _hw_presets() -> list[str]:
 
 def _sentences(data: pd.DataFrame, col: str, stat: str) -> list[str]:
     lines = []
-    for (layout, run_id), part in data.groupby(["layout_label", "run_id"], sort=False):
+    groups = data.groupby(["engine_label", "layout_label", "run_id"], sort=False)
+    for (engine, layout, run_id), part in groups:
         best = part.loc[part["output_throughput"].idxmax()]
         low = part.loc[part["concurrency"].idxmin()]
-        text = (f"**{layout}** (run `{run_id}`): {stat} TPOT {low[col]:.1f} ms at concurrency "
+        text = (f"**{engine} · {layout}** (run `{run_id}`): {stat} TPOT {_ms(low[col])} at concurrency "
                 f"{int(low['concurrency'])}; peak {best['output_throughput']:,.0f} tok/s at "
                 f"concurrency {int(best['concurrency'])}")  # fmt: skip
         if "predicted_tpot_ms" in part and pd.notna(low.get("predicted_tpot_ms")):
@@ -197,65 +215,6 @@ def _sentences(data: pd.DataFrame, col: str, stat: str) -> list[str]:
                      f"{int(low['concurrency'])} (error {low['tpot_error_pct']:+.0f}%)")  # fmt: skip
         lines.append(text + ".")
     return lines
-
-
-def metrics_section(loc, host: str | None) -> None:
-    st.subheader("Server metrics over time")
-    servers = qs.metric_servers(loc, host)
-    if servers.empty:
-        ui.empty_state(METRICS, "No metric scrapes yet. Scrape a vLLM server (cron: every "
-                       "minute):")  # fmt: skip
-        return
-    keys = [f"{r.host} · {r.url} · {r.model_name}" for r in servers.itertuples()]
-    c1, c2 = st.columns([3, 1])
-    choice = c1.selectbox("Server", keys, key="server", bind="query-params")
-    hours = c2.number_input("Last hours", min_value=1, max_value=24 * 90, value=24, key="hours",
-                            bind="query-params")  # fmt: skip
-    row = servers.iloc[keys.index(choice)]
-    since = datetime.now(UTC) - timedelta(hours=int(hours))
-    timeline = qs.metrics_timeline(loc, row["host"], row["url"], row["model_name"], since)
-    if timeline.empty:
-        st.info(f"No scrape of this server in the last {int(hours)} h (relative to now).")
-        return
-    quant = qs.interval_quantiles(loc, row["host"], row["url"], row["model_name"], TPOT_HIST,
-                                  since)  # fmt: skip
-    data = timeline.merge(quant.drop(columns="run_id"), on="scraped_at", how="left")
-    last = data.iloc[-1]
-    st.markdown(
-        f"{len(data)} scrape(s) in the last {int(hours)} h; newest `{last['run_id']}`: "
-        f"{_n(last['running'])} running, {_n(last['waiting'])} waiting, KV cache "
-        f"{_pct(last['kv_cache_usage'])}; since the scrape before: mean TPOT "
-        f"{_ms(last['mean_tpot_ms'])}, mean ITL {_ms(last['mean_itl_ms'])}, "
-        f"{_n(last['generation_tokens_per_s'])} generated tok/s."
-    )
-    fig = go.Figure()
-    fig.add_scatter(x=data["scraped_at"], y=data["running"], name="running", mode="lines+markers")
-    fig.add_scatter(x=data["scraped_at"], y=data["waiting"], name="waiting", mode="lines+markers")
-    fig.add_scatter(x=data["scraped_at"], y=100 * data["kv_cache_usage"], name="KV cache %",
-                    mode="lines", yaxis="y2")  # fmt: skip
-    fig.update_layout(title="Requests and KV-cache usage", yaxis_title="requests", height=380,
-                      yaxis2={"title": "KV cache %", "overlaying": "y", "side": "right"})  # fmt: skip
-    ui.chart(fig, data, "serving-load")
-    lat = go.Figure()
-    for name, label in (("mean_tpot_ms", "mean TPOT"), ("p50_ms", "p50 TPOT"),
-                        ("p99_ms", "p99 TPOT"), ("mean_itl_ms", "mean ITL")):  # fmt: skip
-        if name in data and data[name].notna().any():
-            lat.add_scatter(x=data["scraped_at"], y=data[name], name=label, mode="lines+markers")
-    lat.update_layout(title="TPOT between scrapes (histogram deltas)", yaxis_title="ms",
-                      height=380)  # fmt: skip
-    ui.chart(lat, data, "serving-tpot-over-time")
-
-
-def _n(v) -> str:
-    return "-" if v is None or pd.isna(v) else f"{float(v):,.0f}"
-
-
-def _pct(v) -> str:
-    return "-" if v is None or pd.isna(v) else f"{100 * float(v):.0f}%"
-
-
-def _ms(v) -> str:
-    return "-" if v is None or pd.isna(v) else f"{float(v):.1f} ms"
 
 
 def profile_section(loc, host: str | None) -> None:
@@ -288,7 +247,7 @@ try:
     metrics_section(loc, host)
     profile_section(loc, host)
 except StoreMissing:
-    for area in (BENCH, METRICS, PROFILE):
+    for area in (BENCH, METRICS_AREA, PROFILE):
         ui.empty_state(area)
 except StoreError as exc:
     ui.store_problem(exc)

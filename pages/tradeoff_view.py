@@ -93,6 +93,10 @@ def render(res: PlanResult, notes: list[str]) -> None:
             f"(TPOT {x.tpot_ms_start:.2f}-{x.tpot_ms_end:.2f} ms)" for x in ranges))  # fmt: skip
     else:
         st.warning("No compliant layout fits in GPU memory at these concurrencies.")
+    from planner.engine_commands import sglang_only_lines  # issue 11: how to measure those
+
+    for line in sglang_only_lines(res.layouts):
+        st.caption(line)
     for finding in res.findings:
         st.info(finding)
     if res.model.name == reference.MODEL and any(

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from planner.lint_parse import Command, Parsed, Setting
+from planner.lint_sglang import sglang_quant
 from planner.policy import (
     UNCHANGED,
     Policy,
@@ -36,7 +37,8 @@ ENV_VARS = (
 )  # fmt: skip
 FLAGS = (
     "--kv-cache-dtype", "--quantization", "--dtype", "--moe-a2a-backend", "--enable-deepep-moe",
-    "--deepep-dispatcher-output-dtype", "--enable-expert-parallel",
+    "--deepep-dispatcher-output-dtype", "--enable-expert-parallel", "--torchao-config",
+    "--modelopt-quant", "--flashinfer-mxfp4-moe-precision",
 )  # fmt: skip
 # --quantization values that quantize a higher-precision checkpoint at load time, and those
 # that only name the checkpoint's own format (no re-quantization).
@@ -178,6 +180,7 @@ def check_command(d: Detect, cmd: Command, env: dict[str, Setting]) -> None:
         elif arg.flag == "--dtype" and low not in ("", "auto"):
             _dtype(d, arg.line, arg.text, low)
     _deepep(d, cmd, env)
+    sglang_quant(d, cmd)
     ep = cmd.get("--enable-expert-parallel")
     dp = cmd.get("--data-parallel-size")
     if cmd.engine == "vllm" and ep and (dp is None or (dp.value or "1").strip() == "1"):

@@ -15,15 +15,21 @@ from store.location import StoreLocation
 from store.reader import query_df
 
 _HOST = "(?::VARCHAR IS NULL OR host = ?)"
+# "vLLM 0.11.0" / "SGLang 0.5.4": which engine (and version) produced a result.
+_ENGINE = ("CASE coalesce(engine, 'vllm') WHEN 'sglang' THEN 'SGLang' WHEN 'vllm' THEN 'vLLM' "
+           "ELSE engine END || coalesce(' ' || engine_version, '')")  # fmt: skip
 
 
 def bench_runs(
     loc: StoreLocation, host: str | None = None, model: str | None = None
 ) -> pd.DataFrame:
-    """One row per vllm-bench run: id, label, host, when, models, layouts, concurrencies."""
+    """One row per bench run (any engine): id, label, host, when, engines ("vllm 0.11.0"),
+    models, layouts, concurrencies."""
     return query_df(
         loc,
         "SELECT run_id, any_value(label) AS label, any_value(host) AS host, "
+        "string_agg(DISTINCT coalesce(engine, 'vllm') || coalesce(' ' || engine_version, ''), "
+        "', ') AS engines, "
         "max(finished_at) AS finished_at, string_agg(DISTINCT model_id, ', ') AS models, "
         "string_agg(DISTINCT coalesce(layout, '?'), ', ') AS layouts, "
         "count(*) AS results, min(concurrency) AS min_concurrency, "
@@ -45,12 +51,14 @@ def bench_models(loc: StoreLocation, host: str | None = None) -> list[str]:
 
 
 def bench_results(loc: StoreLocation, run_ids: list[str], model: str | None = None) -> pd.DataFrame:
-    """Benchmark rows of the given runs (one per concurrency x result), ordered for plotting."""
+    """Benchmark rows of the given runs (one per concurrency x result), ordered for plotting;
+    ``engine_label`` names the engine and version ("SGLang 0.5.4")."""
     if not run_ids:
         return query_df(loc, "SELECT * FROM v_serving_bench WHERE false")
     return query_df(
         loc,
-        "SELECT *, coalesce(layout, 'layout unknown') AS layout_label FROM v_serving_bench "
+        f"SELECT *, coalesce(layout, 'layout unknown') AS layout_label, {_ENGINE} AS engine_label "
+        "FROM v_serving_bench "
         "WHERE list_contains(string_split(?, ','), run_id) AND (?::VARCHAR IS NULL OR model_id = ?) "
         "ORDER BY layout_label, run_id, concurrency",
         [",".join(run_ids), model, model],  # a string: cache keys must be hashable
@@ -71,23 +79,36 @@ def profile_runs(loc: StoreLocation, host: str | None = None) -> pd.DataFrame:
     )
 
 
+# Per engine: its scrape view, its interval view, and the histogram of per-token latency.
+ENGINE_METRICS = {
+    "vllm": ("v_vllm_scrapes", "v_vllm_metrics_deltas",
+             "vllm:request_time_per_output_token_seconds"),
+    "sglang": ("v_sglang_scrapes", "v_sglang_metrics_deltas", "sglang:inter_token_latency_seconds"),
+}  # fmt: skip
+
+
 def metric_servers(loc: StoreLocation, host: str | None = None) -> pd.DataFrame:
-    """Each scraped server (host, url, model) with its scrape count and time range."""
+    """Each scraped server (engine, host, url, model) with its scrape count and time range."""
+    union = " UNION ALL ".join(
+        f"SELECT '{engine}' AS engine, host, url, model_name, scraped_at FROM {views[0]}"
+        for engine, views in ENGINE_METRICS.items()
+    )
     return query_df(
         loc,
-        "SELECT host, url, model_name, count(*) AS scrapes, min(scraped_at) AS first_at, "
-        f"max(scraped_at) AS last_at FROM v_vllm_scrapes WHERE {_HOST} "
-        "GROUP BY host, url, model_name ORDER BY last_at DESC",
+        "SELECT engine, host, url, model_name, count(*) AS scrapes, min(scraped_at) AS first_at, "
+        f"max(scraped_at) AS last_at FROM ({union}) WHERE {_HOST} "
+        "GROUP BY engine, host, url, model_name ORDER BY last_at DESC",
         [host, host],
     )
 
 
 def metrics_timeline(loc: StoreLocation, host: str, url: str, model: str | None,
-                     since: object) -> pd.DataFrame:  # fmt: skip
+                     since: object, engine: str = "vllm") -> pd.DataFrame:  # fmt: skip
     """Per scrape: gauges and the interval rates/latencies since the previous scrape."""
+    view = ENGINE_METRICS[engine][1]  # a fixed name, never user text
     return query_df(
         loc,
-        "SELECT * FROM v_vllm_metrics_deltas WHERE host = ? AND url = ? "
+        f"SELECT * FROM {view} WHERE host = ? AND url = ? "
         "AND model_name IS NOT DISTINCT FROM ? AND scraped_at >= ? ORDER BY scraped_at",
         [host, url, model, since],
     )

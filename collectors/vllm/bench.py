@@ -1,7 +1,8 @@
 """``vllm-bench``: serving benchmarks per concurrency, with the layout they ran under.
 
 Two modes: ``--results FILE|DIR ...`` imports existing ``vllm bench serve --save-result``
-JSON (no measurement lock: it only reads files); ``--url URL --concurrency 1,4,16`` runs
+JSON, or text logs holding the printed result blocks of any vLLM era (no measurement lock:
+it only reads files); ``--url URL --concurrency 1,4,16`` runs
 ``vllm bench serve`` once per concurrency (vLLM must be installed here) under the host-wide
 measurement lock, then imports what it saved.
 """
@@ -9,26 +10,24 @@ measurement lock, then imports what it saved.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import shlex
 import shutil
-import subprocess
-import tempfile
 from pathlib import Path
 
 from collectors.context import Context
 from collectors.errors import EXIT_OK, InputError, MeasurementError
 from collectors.lock import LockHeld, measurement_lock
-from collectors.vllm import bench_result, client
+from collectors.serving import bench_import, client, results
 from collectors.vllm import layout as layout_mod
-from store.bundle import Bundle, content_run_id, new_run_id
+
+ENGINE = bench_import.Engine("vllm", "vllm-bench", "vllm")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     src = parser.add_argument_group("what to store (one of)")
     src.add_argument("--results", nargs="+", type=Path, metavar="PATH",
-                     help="import saved result JSON files or folders of them")  # fmt: skip
+                     help="import saved result JSON files, logs with printed result blocks, or folders of them")  # fmt: skip
     src.add_argument("--url", help="run `vllm bench serve` against this server")
     run = parser.add_argument_group("sweep (with --url)")
     run.add_argument("--concurrency", default="1,2,4,8,16,32",
@@ -37,7 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="requests per concurrency (default max(4 x c, 16))")  # fmt: skip
     run.add_argument("--input-len", type=int, default=1024, help="prompt tokens (default 1024)")
     run.add_argument("--output-len", type=int, default=256, help="output tokens (default 256)")
-    run.add_argument("--model", help="served model name (default: the server's first model)")
+    run.add_argument("--model", help="served model name (default: the server's first model); "
+                     "with --results: the model of results that name none")  # fmt: skip
     run.add_argument("--api-key", default=os.environ.get("VLLM_API_KEY"),
                      help="the server's --api-key (default: $VLLM_API_KEY)")  # fmt: skip
     run.add_argument("--vllm-bin", default="vllm", help="the vllm executable (default: vllm)")
@@ -59,7 +59,9 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     server_layout = _cli_layout(args)
     args.server_args = layout_mod.redact(args.server_args)  # stored with the run
     if args.results:
-        return _import(args, ctx, bench_result.result_files(args.results), server_layout)
+        files = results.result_files(args.results)
+        return bench_import.import_files(ctx, ENGINE, files, server_layout, args.vllm_version,
+                                         args.model)  # fmt: skip
     try:
         with measurement_lock("vllm-bench", args.wait, args.wait_timeout):
             return _sweep(args, ctx, server_layout)
@@ -75,49 +77,6 @@ def _cli_layout(args: argparse.Namespace) -> layout_mod.Layout | None:
         return layout_mod.from_server_args(args.server_args)
     except ValueError as exc:
         raise InputError(str(exc)) from None
-
-
-def _rows(files: list[Path], layout: layout_mod.Layout | None, version: str | None,
-          source: str | None = None) -> list[dict]:  # fmt: skip
-    rows = []
-    for f in files:
-        for obj in bench_result.load_results(f):
-            lay = layout or bench_result.layout_from_metadata(obj)
-            rows.append(bench_result.to_row(obj, source or f.name, lay, version))
-    return rows
-
-
-def _import(args: argparse.Namespace, ctx: Context, files: list[Path],
-            layout: layout_mod.Layout | None) -> int:  # fmt: skip
-    rows = _rows(files, layout, args.vllm_version)
-    digest = hashlib.sha256()
-    for f in sorted(files, key=lambda p: p.name):
-        digest.update(f.read_bytes())
-    if layout:
-        digest.update(repr(sorted(layout.as_dict().items())).encode())
-    run_id = content_run_id("vllm-bench", digest.digest())
-    return _submit(ctx, run_id, rows, f"imported {len(rows)} result(s) from {len(files)} file(s)",
-                   args.vllm_version)  # fmt: skip
-
-
-def _submit(ctx: Context, run_id: str, rows: list[dict], what: str, version: str | None) -> int:
-    from collectors import env as env_mod
-
-    env = env_mod.snapshot()
-    if version:
-        env["vllm"] = version
-    unknown = sum(1 for r in rows if r["layout"] is None)
-    message = (f"{unknown} result(s) without a known layout; pass --server-args"
-               if unknown else None)  # fmt: skip
-    record = ctx.run_record(run_id, env=env, message=message)
-    conc = sorted({r["concurrency"] for r in rows if r["concurrency"] is not None})
-    models = sorted({r["model_id"] for r in rows if r["model_id"]})
-    ctx.log.info(f"{what}: concurrency {conc}, models {models}")
-    if unknown:
-        ctx.log.warning(message)
-    summary = {"results": len(rows), "concurrency": conc, "models": models,
-               "layouts": sorted({r["layout"] for r in rows if r["layout"]})}  # fmt: skip
-    return ctx.submit(Bundle(record, {"serving_bench": rows}), summary)
 
 
 def build_command(args: argparse.Namespace, base: str, card: dict, concurrency: int,
@@ -145,13 +104,7 @@ def build_command(args: argparse.Namespace, base: str, card: dict, concurrency: 
 
 
 def _sweep(args: argparse.Namespace, ctx: Context, layout: layout_mod.Layout | None) -> int:
-    try:
-        base = client.normalize_base(args.url)
-        levels = sorted({int(x) for x in args.concurrency.split(",") if x.strip()})
-    except ValueError as exc:
-        raise InputError(f"--url/--concurrency: {exc}") from None
-    if not levels or min(levels) < 1:
-        raise InputError("--concurrency: give positive integers, e.g. 1,4,16")
+    base, levels = bench_import.parse_sweep(args.url, args.concurrency)
     if shutil.which(args.vllm_bin) is None:
         raise InputError(
             f"{args.vllm_bin}: not found, so `vllm bench serve` cannot run here; install vLLM "
@@ -168,20 +121,9 @@ def _sweep(args: argparse.Namespace, ctx: Context, layout: layout_mod.Layout | N
     if not card:
         raise MeasurementError(f"{base}/v1/models lists no model")
     env = dict(os.environ, **({"OPENAI_API_KEY": api_key} if api_key else {}))
-    with tempfile.TemporaryDirectory(prefix="stepscope-bench-") as tmp:
-        files = []
-        for c in levels:
-            cmd = build_command(args, base, card, c, Path(tmp), layout)
-            ctx.log.info(f"concurrency {c}: {shlex.join(cmd)}")
-            proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-            out = Path(tmp) / f"c{c}.json"
-            if proc.returncode != 0 or not out.exists():
-                tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
-                raise MeasurementError(
-                    f"`vllm bench serve` failed at concurrency {c} (exit {proc.returncode}): "
-                    f"{tail[0][:200]}"
-                )
-            files.append(out)
-        rows = _rows(files, layout, version, source="sweep")
-    return _submit(ctx, new_run_id("vllm-bench"), rows, f"ran {len(levels)} concurrency level(s)",
-                   version)  # fmt: skip
+    # --result-dir/--result-filename: the saved file lands at <dir>/c{c}.json.
+    return bench_import.run_sweep(
+        ctx, ENGINE, "vllm bench serve", levels,
+        lambda c, out: build_command(args, base, card, c, out.parent, layout), "c{c}.json", env,
+        layout, version,
+    )  # fmt: skip

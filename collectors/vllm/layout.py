@@ -3,7 +3,7 @@
 Sources, in order of trust: ``--server-args`` (the ``vllm serve`` command line), the
 server's ``/server_info`` (vLLM exposes it only with ``VLLM_SERVER_DEV_MODE=1``), and the
 rank indices in the trace file names (``dp{d}_pp{p}_tp{t}_dcp{c}_ep{e}_rank{r}...``).
-Layout kinds use the planner's names: ``tp``, ``tp_ep_dp1``, ``dp_attn_ep``, ``tp_dp``.
+The ``Layout`` itself is shared by every engine (collectors/serving/layout.py).
 """
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from dataclasses import asdict, dataclass
 from typing import Any
+
+from collectors.serving.layout import Layout, redact  # noqa: F401  (shared; re-exported)
 
 # vLLM >= 0.13 takes --profiler-config; the VLLM_TORCH_PROFILER_DIR env var works up to 0.15
 # and is gone in 0.16 (REFERENCE.md section 6; vllm/entrypoints/serve/profile/api_router.py).
@@ -27,61 +28,6 @@ _FLAGS = {
 _FILE_RANKS = re.compile(r"dp(\d+)_pp(\d+)_tp(\d+)_dcp(\d+)_ep(\d+)_rank(\d+)")
 
 
-@dataclass
-class Layout:
-    tp: int | None = None
-    pp: int | None = None
-    dp: int | None = None
-    ep: bool | None = None
-    all2all_backend: str | None = None
-    kv_cache_dtype: str | None = None
-    quantization: str | None = None
-    model: str | None = None
-    source: str = "unknown"  # server-args | server_info | trace-files | flags | unknown
-
-    @property
-    def known(self) -> bool:
-        return self.tp is not None
-
-    @property
-    def world_size(self) -> int | None:
-        if self.tp is None:
-            return None
-        return self.tp * (self.pp or 1) * (self.dp or 1)
-
-    @property
-    def kind(self) -> str | None:
-        """The planner's layout kind for this vLLM layout."""
-        if self.tp is None:
-            return None
-        tp, dp = self.tp, self.dp or 1
-        if dp > 1:
-            return "dp_attn_ep" if (self.ep and tp == 1) else "tp_dp"
-        return "tp_ep_dp1" if self.ep else "tp"
-
-    @property
-    def name(self) -> str | None:
-        """Short label, e.g. ``TP8``, ``TP8+EP``, ``TP1xDP8+EP``."""
-        if self.tp is None:
-            return None
-        name = f"TP{self.tp}"
-        if (self.dp or 1) > 1:
-            name += f"xDP{self.dp}"
-        if (self.pp or 1) > 1:
-            name += f"xPP{self.pp}"
-        return name + ("+EP" if self.ep else "")
-
-    def row(self) -> dict[str, Any]:
-        """The layout columns every serving table carries."""
-        return {
-            "tp": self.tp, "pp": self.pp, "dp": self.dp, "ep": self.ep,
-            "layout": self.name, "layout_kind": self.kind, "layout_source": self.source,
-        }  # fmt: skip
-
-    def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "name": self.name, "kind": self.kind}
-
-
 def parse_version(text: str | None) -> tuple[int, int] | None:
     """``0.13.1rc2.dev5+g...`` -> (0, 13); None when unknown."""
     if not text:
@@ -91,9 +37,15 @@ def parse_version(text: str | None) -> tuple[int, int] | None:
 
 
 def profiler_hint(version: str | None, trace_dir: str) -> str:
-    """How to enable the torch profiler on a server of this vLLM version."""
+    """How to enable the torch profiler on a server of this vLLM version.
+
+    ``ignore_frontend`` (ProfilerConfig, vllm/config/profiler.py, since the config's first
+    release 0.13; it folded in the AsyncLLM opt-out of vllm-project/vllm#28987) keeps the
+    API server's CPU-only ``*.async_llm.*`` trace out of the folder: it is not a rank.
+    """
     config = json.dumps(
-        {"profiler": "torch", "torch_profiler_dir": trace_dir}, separators=(",", ":")
+        {"profiler": "torch", "torch_profiler_dir": trace_dir, "ignore_frontend": True},
+        separators=(",", ":"),
     )
     flag = f"vllm serve ... --profiler-config '{config}'"
     env = f"VLLM_TORCH_PROFILER_DIR={trace_dir} vllm serve ..."
@@ -107,27 +59,31 @@ def profiler_hint(version: str | None, trace_dir: str) -> str:
     return f"restart it with `{flag}` (the VLLM_TORCH_PROFILER_DIR variable is gone since 0.16)"
 
 
-_SECRET_FLAG = re.compile(r"(key|token|secret|password)$", re.IGNORECASE)
-
-
-def redact(text: str | None) -> str | None:
-    """The command line with values of ``--api-key``-like flags replaced (it gets stored)."""
-    if not text:
-        return text
+def profiler_kind(server_args: str | None, info: Any = None) -> str | None:
+    """``torch`` | ``cuda`` from ``--profiler-config`` (JSON or ``--profiler-config.profiler=``)
+    or ``/server_info``'s ``vllm_config.profiler_config``; None when neither says."""
+    if isinstance(info, dict) and isinstance(info.get("vllm_config"), dict):
+        cfg = info["vllm_config"].get("profiler_config")
+        if isinstance(cfg, dict) and cfg.get("profiler"):
+            return str(cfg["profiler"])
+    if not server_args:
+        return None
     try:
-        tokens = shlex.split(text)
+        tokens = shlex.split(server_args)
     except ValueError:
-        return "(unparseable command line, not stored)"
-    out, hide = [], False
-    for tok in tokens:
-        if hide and not tok.startswith("-"):
-            out.append("REDACTED")
-        elif tok.startswith("-") and "=" in tok and _SECRET_FLAG.search(tok.split("=", 1)[0]):
-            out.append(tok.split("=", 1)[0] + "=REDACTED")
-        else:
-            out.append(tok)
-        hide = tok.startswith("-") and "=" not in tok and bool(_SECRET_FLAG.search(tok))
-    return shlex.join(out)
+        return None
+    for i, tok in enumerate(tokens):
+        key, _, val = tok.partition("=")
+        if key == "--profiler-config.profiler":
+            return val or (tokens[i + 1] if i + 1 < len(tokens) else None)
+        if key == "--profiler-config":
+            raw = val or (tokens[i + 1] if i + 1 < len(tokens) else "")
+            try:
+                cfg = json.loads(raw)
+            except ValueError:
+                return None
+            return str(cfg.get("profiler")) if isinstance(cfg, dict) and cfg.get("profiler") else None
+    return None
 
 
 def from_server_args(text: str) -> Layout:

@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
 from pathlib import Path
 
 from collectors.context import Context
 from collectors.errors import InputError, MeasurementError
-from collectors.vllm import client, load, traces
+from collectors.serving import client, load, orchestrate
 from collectors.vllm import layout as layout_mod
-from store.bundle import Bundle, new_run_id
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -41,6 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     w = parser.add_argument_group("trace files")
     w.add_argument("--flush-timeout", type=float, default=900.0, metavar="S",
                    help="give up waiting for final trace files after S seconds (default 900)")  # fmt: skip
+    w.add_argument("--no-trace-grace", type=float, default=30.0, metavar="S",
+                   help="fail when no trace file at all appeared S seconds after a successful "
+                   "/stop_profile (a CUDA/nsys profiler writes none; default 30)")  # fmt: skip
     w.add_argument("--settle", type=float, default=10.0, metavar="S",
                    help="with an unknown world size: done when nothing changed for S seconds "
                    "(default 10)")  # fmt: skip
@@ -84,17 +85,32 @@ def _server_facts(base: str, model_arg: str | None, api_key: str | None) -> tupl
     return (str(version) if version else None), card
 
 
-def _layout(args: argparse.Namespace, base: str) -> layout_mod.Layout | None:
+def _server_info(base: str) -> dict | None:
+    try:  # only with VLLM_SERVER_DEV_MODE=1; quietly absent otherwise
+        info = client.get_json(f"{base}/server_info?config_format=json", timeout=5.0)
+    except (client.ServerUnreachable, client.HttpStatus):
+        return None
+    return info if isinstance(info, dict) else None
+
+
+def _layout(args: argparse.Namespace, info: dict | None) -> layout_mod.Layout | None:
     if args.server_args:
         try:
             return layout_mod.from_server_args(args.server_args)
         except ValueError as exc:
             raise InputError(str(exc)) from None
-    try:  # only with VLLM_SERVER_DEV_MODE=1; quietly absent otherwise
-        info = client.get_json(f"{base}/server_info?config_format=json", timeout=5.0)
-    except (client.ServerUnreachable, client.HttpStatus):
-        return None
     return layout_mod.from_server_info(info)
+
+
+# vLLM's CUDA profiler (ProfilerConfig profiler="cuda": vllm/profiler/wrapper.py
+# CudaProfilerWrapper, cudaProfilerStart/Stop for nsys) mounts the same routes but writes
+# no torch trace into any folder. The torch one (TorchProfilerWrapper) exports inside
+# stop(), before /stop_profile answers; it writes nothing when it never ran, i.e. when
+# the load ended before its delay_iterations.
+_CUDA_WHY = ("; a server started with the CUDA (nsys) profiler (--profiler-config "
+             "'{\"profiler\":\"cuda\"}') mounts /start_profile and /stop_profile but writes no "
+             "torch trace: restart it with the torch profiler (or, with delay_iterations in "
+             "its profiler config, send more requests than that delay)")  # fmt: skip
 
 
 def _post(base: str, path: str, timeout: float, version: str | None, trace_dir: Path) -> None:
@@ -119,105 +135,41 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     args.server_args = layout_mod.redact(args.server_args)  # stored with the run
     version, card = _server_facts(base, args.model, api_key)
     model = card["id"]
-    layout = _layout(args, base)
+    info = _server_info(base)
+    if layout_mod.profiler_kind(args.server_args, info) == "cuda":
+        raise InputError(
+            f"{base}: its profiler is the CUDA one (nsys), which writes no torch trace into "
+            f"{args.trace_dir}; {layout_mod.profiler_hint(version, str(args.trace_dir))}"
+        )
+    layout = _layout(args, info)
     log.info(f"{base}: vLLM {version}, model {model}, layout "
              f"{layout.name if layout else 'unknown (pass --server-args)'}")  # fmt: skip
     spec = load.LoadSpec(base, model, args.num_requests, args.concurrency, args.input_len,
                          args.output_len, args.request_timeout, api_key)  # fmt: skip
-    if args.warmup > 0:
-        warm = load.run_load(load.LoadSpec(base, model, args.warmup, 1, args.input_len,
-                                           min(args.output_len, 4), args.request_timeout,
-                                           api_key))  # fmt: skip
-        _check_load(warm, base, "warm-up")
-    before = traces.snapshot(args.trace_dir)
-    _post(base, "/start_profile", 60.0, version, args.trace_dir)
-    log.info(f"profiler started; {args.num_requests} requests at concurrency {args.concurrency}")
-    t0 = time.perf_counter()
-    try:
-        results = load.run_load(spec, _progress(log))
-    finally:
-        stop_at = time.monotonic()
-        try:
-            _post(base, "/stop_profile", args.flush_timeout, version, args.trace_dir)
-        except MeasurementError as exc:
-            log.warning(f"stop_profile failed: {exc}")
-    duration = time.perf_counter() - t0
-    _check_load(results, base, "load")
-    expected = layout.world_size if layout else None
-    waited = traces.wait_for_traces(
-        args.trace_dir, before, expected,
-        timeout_s=args.flush_timeout, settle_s=args.settle, log=log, start=stop_at,
+    plan = orchestrate.ProfilePlan(
+        spec=spec, warmup=args.warmup, trace_dir=args.trace_dir,
+        expected=layout.world_size if layout else None, flush_timeout_s=args.flush_timeout,
+        settle_s=args.settle,
+        start=lambda: _post(base, "/start_profile", 60.0, version, args.trace_dir),
+        stop=lambda: _post(base, "/stop_profile", args.flush_timeout, version, args.trace_dir),
+        # vLLM's /stop_profile returns once the workers exported: nothing at all by then
+        # (plus grace for a slow shared filesystem) means no torch trace is coming.
+        empty_grace_s=args.no_trace_grace, empty_why=_CUDA_WHY,
     )  # fmt: skip
-    files = waited.files
-    log.info(f"{len(files)} trace file(s) final after {waited.waited_s:.1f} s; ingesting")
-    if layout is None:
-        layout = layout_mod.from_trace_names([f.name for f in files])
-    return _commit(args, ctx, base, version, card, layout, results, duration, files, waited)
-
-
-def _progress(log):
-    step = {"next": 0.0}
-
-    def report(done: int, total: int) -> None:
-        if done / total >= step["next"]:
-            log.info(f"load: {done}/{total} requests done")
-            step["next"] += 0.25
-
-    return report
-
-
-def _check_load(results: list[load.RequestResult], base: str, what: str) -> None:
-    failed = [r for r in results if not r.ok]
-    if failed:
-        raise MeasurementError(
-            f"{base}: {len(failed)} of {len(results)} {what} request(s) failed - did the server "
-            f"stop? first error: {failed[0].error}"
-        )
-
-
-def _commit(args, ctx, base, version, card, layout, results, duration, files, waited) -> int:
-    from collectors import env as env_mod
-    from collectors.trace.ingest import ingest_traces
-
-    try:
-        ingest = ingest_traces(files, log=ctx.log)
-    except InputError as exc:
-        raise MeasurementError(f"the server's trace files are unusable: {exc}") from None
+    out = orchestrate.run_profile(plan, log)
+    layout = layout or layout_mod.from_trace_names([f.name for f in out.files])
     lay = layout or layout_mod.Layout()
     server = {
         "url": base, "model_id": card.get("id"), "model_root": card.get("root"),
         "max_model_len": card.get("max_model_len"), "vllm_version": version, **lay.row(),
         "all2all_backend": lay.all2all_backend, "kv_cache_dtype": lay.kv_cache_dtype,
         "quantization": lay.quantization, "server_args": args.server_args,
-        "trace_dir": str(args.trace_dir), "trace_files": len(files),
-        "flush_wait_s": waited.waited_s, "num_requests": args.num_requests,
+        "trace_dir": str(args.trace_dir), "trace_files": len(out.files),
+        "flush_wait_s": out.waited.waited_s, "num_requests": args.num_requests,
         "concurrency": args.concurrency, "input_len": args.input_len,
         "output_len": args.output_len,
     }  # fmt: skip
-    env = env_mod.snapshot()
-    if version:
-        env["vllm"] = version  # the server's version is what the traces describe
-    tables = dict(ingest.tables)
-    tables["vllm_server"] = [server]
-    tables["vllm_load"] = [r.row() for r in results]
-    record = ctx.run_record(
-        new_run_id("vllm-profile"), env=env,
-        status="partial" if ingest.partial else "ok", message=ingest.message,
-    )  # fmt: skip
-    stats = load.summarize(results, duration)
-    for w in getattr(ingest, "warnings", []) or []:
-        ctx.log.warning(str(w))
-    summary = {
-        "url": base, "model": card.get("id"), "vllm_version": version, "layout": lay.name,
-        "trace_files": [str(f) for f in files], "load": stats,
-        "trace": ingest.summary,
-    }  # fmt: skip
-    ctx.log.info(
-        f"load: {stats['completed']} ok, median TTFT {_fmt(stats['median_ttft_ms'])} ms, "
-        f"median TPOT {_fmt(stats['median_tpot_ms'])} ms (profiler on)"
-    )
-    return ctx.submit(Bundle(record, tables), summary)
-
-
-def _fmt(v: float | None) -> str:
-    return "-" if v is None else f"{v:.1f}"
+    summary = {"url": base, "model": card.get("id"), "vllm_version": version,
+               "layout": lay.name}  # fmt: skip
+    return orchestrate.commit_profile(ctx, "vllm-profile", "vllm", version, "vllm_server",
+                                      server, out, summary)  # fmt: skip

@@ -1,4 +1,5 @@
-"""Serving page in a real browser: benchmarks imported by the real `vllm-bench` CLI, metric
+"""Serving page in a real browser: benchmarks imported by the real `vllm-bench` and
+`sglang-bench` CLIs (vLLM and SGLang results of the same model side by side), metric
 scrapes of the real test server (tests/vllm/server.py) by the real `vllm-metrics` CLI, and a
 `gpu` run (NVML stand-in for an 8x RTX PRO 6000 PCIe host) for the planner's prediction."""
 
@@ -8,6 +9,7 @@ import json
 import re
 import subprocess
 import sys
+from urllib.parse import quote
 
 import pytest
 from playwright.sync_api import expect
@@ -16,6 +18,7 @@ from collectors.vllm.load import LoadSpec, run_load
 from tests.e2e.conftest import Dashboard, open_app, start_dashboard, stop_dashboard, wait_app
 from tests.gpu.conftest import PCIE, fake_env
 from tests.helpers import ROOT, run_cli
+from tests.sglang import fixtures as sglang_fixtures
 from tests.vllm import bench_fixtures
 
 pytestmark = pytest.mark.e2e
@@ -37,6 +40,28 @@ def serving(tmp_path_factory) -> tuple[Dashboard, dict[str, str]]:
                       *extra)  # fmt: skip
         assert res.code == 0, res.stderr
         runs[name] = res.json["run_id"]
+    # SGLang bench_serving JSONL of the same model and layout (tests/sglang/fixtures.py).
+    sglang_fixtures.write_jsonl(tmp / "sglang.jsonl", levels=(1, 4, 16, 64), tpot=7.5)
+    res = run_cli(store, "sglang-bench", "--results", str(tmp / "sglang.jsonl"), "--model", MODEL,
+                  "--server-args", "--tp 8", "--sglang-version", "0.5.4", "--host", HOST,
+                  "--json")  # fmt: skip
+    assert res.code == 0, res.stderr
+    runs["sglang"] = res.json["run_id"]
+    # An SGLang server's sglang:* metrics, scraped before the vLLM ones (which stay the default).
+    sgl_cfg = tmp / "sglang.json"
+    sgl_cfg.write_text(json.dumps({"model": MODEL, "version": "0.5.4", "trace_dir": str(tmp)}))
+    sgl = subprocess.Popen([sys.executable, "-m", "tests.sglang.server", str(sgl_cfg)], cwd=ROOT,
+                           stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        runs["sglang_url"] = f"http://127.0.0.1:{sgl.stdout.readline().split()[1]}"
+        for _ in range(2):
+            assert run_cli(store, "sglang-metrics", "--url", runs["sglang_url"], "--host",
+                           HOST).code == 0  # fmt: skip
+            run_load(LoadSpec(runs["sglang_url"], MODEL, num_requests=4, concurrency=2,
+                              input_len=8, output_len=20))  # fmt: skip
+    finally:
+        sgl.terminate()
+        sgl.wait(10)
     # Real CPU torch.profiler traces with vLLM-named steps (tests/vllm/make_traces.py: cheaper
     # than the profile collector's two gloo ranks, which tests/vllm uses).
     subprocess.run([sys.executable, "-m", "tests.vllm.make_traces", str(tmp / "made"), "2"],
@@ -82,9 +107,10 @@ def test_measured_tpot_with_planner_prediction_and_metrics(serving, page) -> Non
     main = _main(page)
     expect(main.get_by_text("planner predicts").first).to_be_visible()
     text = main.inner_text()
-    assert f"TP8 (run {runs['tp8']}): median TPOT" in text
-    assert f"TP1xDP8+EP (run {runs['dp8']}): median TPOT" in text
-    assert text.count("(error ") == 2  # both layouts overlaid with the planner's error
+    assert f"vLLM · TP8 (run {runs['tp8']}): median TPOT" in text
+    assert f"vLLM · TP1xDP8+EP (run {runs['dp8']}): median TPOT" in text
+    assert f"SGLang 0.5.4 · TP8 (run {runs['sglang']}): median TPOT 7.3 ms" in text
+    assert text.count("(error ") == 3  # every engine x layout overlaid with the planner's error
     assert (
         f"Planner prediction (dashed) for the same model and layout on: {HOST} (measured gpu "
         "run" in text
@@ -92,6 +118,13 @@ def test_measured_tpot_with_planner_prediction_and_metrics(serving, page) -> Non
     assert "3 scrape(s) in the last 24 h" in text and "generated tok/s" in text
     assert f"Newest {runs['profile']}: {MODEL} on vLLM 0.16.0, TP2, 2 rank trace(s)" in text
     expect(main.get_by_test_id("stPlotlyChart")).to_have_count(4)
+    # The engines' runs of the same model and layout side by side, in the charts and a table.
+    expect(main.get_by_text("Engines side by side")).to_be_visible()
+    legend = main.get_by_test_id("stPlotlyChart").first.inner_text()
+    assert "SGLang 0.5.4 TP8 measured" in legend and "vLLM TP8 measured" in legend
+    grid = main.get_by_test_id("stDataFrame").first
+    expect(grid).to_contain_text("SGLang 0.5.4 TPOT")
+    expect(grid).to_contain_text("vLLM TPOT")
     for name in ("CSV", "HTML"):
         expect(main.get_by_role("button", name=name).first).to_be_visible()
     page.wait_for_url(f"**runs=*{runs['tp8']}*")  # absolute run ids in the URL
@@ -108,7 +141,7 @@ def test_copied_link_reopens_the_same_view(serving, page, browser) -> None:
     wait_app(page)
     page.wait_for_url("**stat=p99**")
     link = page.url
-    assert f"runs={runs['tp8']}" in link and runs["dp8"] not in link
+    assert runs["tp8"] in link and runs["sglang"] in link and runs["dp8"] not in link
     fresh = browser.new_context()
     other = fresh.new_page()
     try:
@@ -117,6 +150,7 @@ def test_copied_link_reopens_the_same_view(serving, page, browser) -> None:
         expect(m.get_by_text("p99 TPOT").first).to_be_visible()
         text = m.inner_text()
         assert f"TP8 (run {runs['tp8']}): p99 TPOT" in text and "TP1xDP8+EP" not in text
+        assert f"SGLang 0.5.4 · TP8 (run {runs['sglang']}): p99 TPOT" in text
     finally:
         fresh.close()
 
@@ -126,9 +160,34 @@ def test_empty_store_shows_the_commands(tmp_path, page) -> None:
     try:
         assert run_cli(tmp_path / "empty.duckdb", "host").code == 0
         _open(page, d, "serving")
+        # The last section's command: the page has rendered all three when it shows.
+        expect(_main(page).get_by_text("python -m collectors vllm-profile --url")).to_be_visible()
         text = _main(page).inner_text()
         for cmd in ("python -m collectors vllm-bench --results", "python -m collectors "
                     "vllm-metrics --url", "python -m collectors vllm-profile --url"):  # fmt: skip
             assert cmd in text
     finally:
         stop_dashboard(d)
+
+
+def test_tradeoff_sglang_only_layout_names_its_measure_command(serving, page) -> None:
+    """The Tradeoff page's SGLang-only layout (TP attention + EP MoE at DP=1) says how to
+    launch and measure it (planner/engine_commands.py)."""
+    dash, _ = serving
+    _open(page, dash, "tradeoff")
+    main = _main(page)
+    expect(main.get_by_text("runs on SGLang only").first).to_be_visible()
+    text = main.inner_text()
+    assert "python -m sglang.launch_server --model-path MODEL --tp 8 --ep 8 --moe-a2a-backend " \
+        "deepep --deepep-dispatcher-output-dtype bf16" in text
+    assert "python -m collectors sglang-bench --url http://HOST:30000 --concurrency" in text
+
+
+def test_sglang_metrics_open_from_a_link(serving, page) -> None:
+    dash, runs = serving
+    key = quote(f"SGLang · {HOST} · {runs['sglang_url']} · {MODEL}")
+    _open(page, dash, f"serving?server={key}")
+    main = _main(page)
+    expect(main.get_by_text("ITL between scrapes").first).to_be_visible()
+    text = main.inner_text()
+    assert "2 scrape(s) in the last 24 h" in text and "mean ITL" in text

@@ -299,3 +299,23 @@ def test_linter_follows_the_policy_file(tmp_path: Path) -> None:
     cmd.write_text("VLLM_ROCM_QUICK_REDUCE_QUANTIZATION=INT8\n")
     proc = run_lint(str(cmd), "--policy", str(relaxed))
     assert proc.returncode == 1 and f"{cmd}:1: violation comm " in proc.stdout
+
+
+def test_sglang_load_time_quantization_flags() -> None:
+    """SGLang server_args.py (sgl-project/sglang): --torchao-config int8dq|int8wo|int4wo-<g>|
+    fp8wo|fp8dq-per_*, --modelopt-quant fp8|int4_awq|w4a8_awq|nvfp4|nvfp4_awq, and the
+    flashinfer_mxfp4 MoE runner's --flashinfer-mxfp4-moe-precision (default quantizes inputs)."""
+    launch = "python -m sglang.launch_server --model-path Qwen/Qwen3-8B --tp 2 "
+    assert violations(launch + "--torchao-config int4wo-128", "bf16") == [("weights-native", 1)]
+    assert sorted(violations(launch + "--torchao-config fp8dq-per_row", "bf16")) == [
+        ("activations-native", 1), ("weights-native", 1)]  # fmt: skip
+    assert sorted(violations(launch + "--modelopt-quant w4a8_awq", "bf16")) == [
+        ("activations-native", 1), ("weights-native", 1)]  # fmt: skip
+    # An FP8 checkpoint keeps its FP8 weights: only the weights rule is decided by native.
+    assert ("weights-native", 1) not in violations(launch + "--modelopt-quant fp8", "fp8-block")
+    assert levels(launch + "--torchao-config int3wo")["review"] == 1
+    mxfp4 = launch + "--moe-runner-backend flashinfer_mxfp4"
+    assert violations(mxfp4, "bf16") == [("activations-native", 1)]
+    assert violations(mxfp4 + " --flashinfer-mxfp4-moe-precision bf16", "bf16") == []
+    commented = "# --torchao-config int8wo\n" + launch
+    assert levels(commented, "bf16") == {"violation": 0, "review": 0, "note": 1}

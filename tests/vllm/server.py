@@ -25,7 +25,10 @@ their source files:
 
 On ``/stop_profile`` it writes one trace file per rank into its trace dir, named like
 vLLM's (``dp0_pp0_tp{r}_dcp0_ep0_rank{r}.<ns>.pt.trace.json.gz``), first as ``<name>.tmp``
-written in pieces, renamed after ``flush_delay_s`` (never, with ``stay_tmp``). The trace
+written in pieces, renamed after ``flush_delay_s`` (never, with ``stay_tmp``). With
+``gz_direct`` it writes the gzip stream straight into the final name in pieces instead, as
+PyTorch's ``export_chrome_trace`` does for a ``.gz`` path (torch/profiler/profiler.py: the
+JSON goes to a temporary file, then ``gzip.open(path, "wb")`` on the final name). The trace
 contents are real torch.profiler traces given as ``trace_sources``.
 
 Run: ``python -m tests.vllm.server CONFIG_JSON``; prints ``PORT <n>`` when listening.
@@ -146,7 +149,7 @@ class State:
         names = []
         for rank, src in enumerate(cfg.get("trace_sources", [])):
             name = f"dp0_pp0_tp{rank}_dcp0_ep0_rank{rank}.{ns}.pt.trace.json.gz"
-            tmp = out_dir / (name + ".tmp")
+            tmp = out_dir / (name if cfg.get("gz_direct") else name + ".tmp")
             data = Path(src).read_bytes()
             with tmp.open("wb") as f:
                 half = len(data) // 2
@@ -156,7 +159,7 @@ class State:
                 f.write(data[half:])
             names.append((tmp, out_dir / name))
         time.sleep(cfg.get("flush_delay_s", 0.5) / 2)
-        if not cfg.get("stay_tmp"):
+        if not cfg.get("stay_tmp") and not cfg.get("gz_direct"):
             for tmp, final in names:
                 os.rename(tmp, final)
 

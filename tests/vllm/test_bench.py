@@ -66,7 +66,7 @@ def test_unknown_layout_is_stored_and_said(tmp_path: Path, store_path: Path) -> 
 
 @pytest.mark.parametrize(("content", "expect"), [
     ("{not json", "not JSON"),
-    (json.dumps({"date": "x", "model_id": "m"}), "not a `vllm bench serve --save-result` file"),
+    (json.dumps({"date": "x", "model_id": "m"}), "not a serving benchmark result"),
 ])  # fmt: skip
 def test_bad_files_are_one_line(tmp_path, store_path, content, expect) -> None:
     path = tmp_path / "bad.json"

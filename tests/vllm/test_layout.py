@@ -53,7 +53,7 @@ def test_server_info_and_trace_names() -> None:
 ])  # fmt: skip
 def test_profiler_hint_per_version(version, has_config, has_env) -> None:
     hint = layout.profiler_hint(version, "/var/traces")
-    assert ("--profiler-config '{\"profiler\":\"torch\",\"torch_profiler_dir\":\"/var/traces\"}'"
+    assert ("--profiler-config '{\"profiler\":\"torch\",\"torch_profiler_dir\":\"/var/traces\",\"ignore_frontend\":true}'"
             in hint) == has_config  # fmt: skip
     assert ("VLLM_TORCH_PROFILER_DIR=/var/traces vllm serve" in hint) == has_env
 

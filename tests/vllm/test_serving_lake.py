@@ -37,3 +37,13 @@ def test_bench_and_metric_deltas_on_the_lake(lake: Lake, vllm_server, tmp_path: 
     quant = qs.interval_quantiles(loc, host, server.url, MODEL,
                                   "vllm:e2e_request_latency_seconds", "2000-01-01")  # fmt: skip
     assert quant["observations"].tolist() == [2.0]
+    # SGLang results (0007 columns) on the same lake, side by side with the vLLM run.
+    from tests.sglang import fixtures as sgl
+
+    sgl.write_jsonl(tmp_path / "sgl.jsonl", levels=(1, 16))
+    res2 = run_cli(lake.url, "sglang-bench", "--results", str(tmp_path / "sgl.jsonl"), "--model",
+                   MODEL, "--server-args", "--tp 8", "--sglang-version", "0.5.4", "--json",
+                   **lake.env())  # fmt: skip
+    assert res2.code == 0, res2.stderr
+    both = qs.bench_results(loc, [res.json["run_id"], res2.json["run_id"]], MODEL)
+    assert sorted(set(both["engine_label"])) == ["SGLang 0.5.4", "vLLM"]

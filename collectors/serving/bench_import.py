@@ -1,0 +1,124 @@
+"""Import benchmark results for any engine: files -> serving_bench rows -> one run.
+
+The run id is the content of the files (plus the layout given), so importing the same
+results twice is a no-op; ``--server-args`` beats per-result ``--metadata`` layouts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shlex
+import subprocess
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from collectors.context import Context
+from collectors.serving import results
+from collectors.serving.layout import Layout
+from store.bundle import Bundle, content_run_id, new_run_id
+
+
+@dataclass(frozen=True)
+class Engine:
+    """What differs per engine for bench import: its name, verb and version key."""
+
+    name: str  # vllm | sglang (serving_bench.engine)
+    verb: str  # vllm-bench | sglang-bench
+    env_key: str  # the run's env entry that holds the server's version
+
+
+def read_rows(files: list[Path], layout: Layout | None, version: str | None, engine: Engine,
+              source: str | None = None) -> list[dict]:  # fmt: skip
+    out = []
+    for f in files:
+        for r in results.load_results(f):
+            lay = layout or results.layout_from_metadata(r.obj)
+            name = source or (f.name if r.part is None else f"{f.name}#{r.part + 1}")
+            out.append(results.to_row(r.obj, name, lay, version, engine.name, r.fmt))
+    return out
+
+
+def import_files(ctx: Context, engine: Engine, files: list[Path], layout: Layout | None,
+                 version: str | None, model: str | None = None) -> int:  # fmt: skip
+    """Commit the results in ``files`` as one content-addressed run; ``model`` names the
+    model of results that do not (SGLang's older JSONL, logs without a ``Namespace`` line)."""
+    found = read_rows(files, layout, version, engine)
+    for r in found:
+        r["model_id"] = r["model_id"] or model
+    # The model given is part of what was imported: same files + another model = another run.
+    digest = hashlib.sha256((model or "").encode())
+    for f in sorted(files, key=lambda p: p.name):
+        digest.update(f.read_bytes())
+    if layout:
+        digest.update(repr(sorted(layout.as_dict().items())).encode())
+    run_id = content_run_id(engine.verb, digest.digest())
+    what = f"imported {len(found)} result(s) from {len(files)} file(s)"
+    return submit(ctx, engine, run_id, found, what, version)
+
+
+def submit(ctx: Context, engine: Engine, run_id: str, found: list[dict], what: str,
+           version: str | None) -> int:  # fmt: skip
+    from collectors import env as env_mod
+
+    env = env_mod.snapshot()
+    if version:
+        env[engine.env_key] = version
+    unknown = sum(1 for r in found if r["layout"] is None)
+    no_model = sum(1 for r in found if not r["model_id"])
+    problems = [f"{unknown} result(s) without a known layout; pass --server-args"] if unknown else []
+    if no_model:  # the Serving page groups by model: these would not show
+        problems.append(f"{no_model} result(s) name no model; pass --model")
+    message = "; ".join(problems) or None
+    record = ctx.run_record(run_id, env=env, message=message)
+    conc = sorted({r["concurrency"] for r in found if r["concurrency"] is not None})
+    models = sorted({r["model_id"] for r in found if r["model_id"]})
+    ctx.log.info(f"{what}: concurrency {conc}, models {models}")
+    if unknown:
+        ctx.log.warning(message)
+    summary = {"results": len(found), "concurrency": conc, "models": models,
+               "layouts": sorted({r["layout"] for r in found if r["layout"]}),
+               "formats": sorted({r["result_format"] for r in found}), "engine": engine.name}  # fmt: skip
+    return ctx.submit(Bundle(record, {"serving_bench": found}), summary)
+
+
+def parse_sweep(url: str, concurrency: str) -> tuple[str, list[int]]:
+    """(base URL, sorted concurrency levels) of a sweep's flags; InputError when unusable."""
+    from collectors.errors import InputError
+    from collectors.serving import client
+
+    try:
+        base = client.normalize_base(url)
+        levels = sorted({int(x) for x in concurrency.split(",") if x.strip()})
+    except ValueError as exc:
+        raise InputError(f"--url/--concurrency: {exc}") from None
+    if not levels or min(levels) < 1:
+        raise InputError("--concurrency: give positive integers, e.g. 1,4,16")
+    return base, levels
+
+
+def run_sweep(ctx: Context, engine: Engine, tool: str, levels: list[int],
+              command: Callable[[int, Path], list[str]], out_name: str, env: dict[str, str],
+              layout: Layout | None, version: str | None, model: str | None = None) -> int:  # fmt: skip
+    """Run the engine's benchmark tool once per concurrency (``command(c, out_path)``), read
+    what each run saved, and commit them as one run."""
+    from collectors.errors import MeasurementError
+
+    with tempfile.TemporaryDirectory(prefix=f"stepscope-{engine.verb}-") as tmp:
+        files = []
+        for c in levels:
+            out = Path(tmp) / out_name.format(c=c)
+            cmd = command(c, out)
+            ctx.log.info(f"concurrency {c}: {shlex.join(cmd)}")
+            proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+            if proc.returncode != 0 or not out.exists():
+                tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
+                raise MeasurementError(f"`{tool}` failed at concurrency {c} (exit "
+                                       f"{proc.returncode}): {tail[0][:200]}")  # fmt: skip
+            files.append(out)
+        found = read_rows(files, layout, version, engine, source="sweep")
+    for r in found:
+        r["model_id"] = r["model_id"] or model
+    return submit(ctx, engine, new_run_id(engine.verb), found,
+                  f"ran {len(levels)} concurrency level(s)", version)  # fmt: skip

@@ -1,0 +1,91 @@
+"""A server's parallel layout in the planner's terms, whatever engine runs it.
+
+Layout kinds use the planner's names: ``tp``, ``tp_ep_dp1``, ``dp_attn_ep``, ``tp_dp``.
+Engines parse their own launch flags into it (collectors/vllm/layout.py,
+collectors/sglang/layout.py).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import asdict, dataclass
+from typing import Any
+
+
+@dataclass
+class Layout:
+    tp: int | None = None
+    pp: int | None = None
+    dp: int | None = None
+    ep: bool | None = None
+    all2all_backend: str | None = None
+    kv_cache_dtype: str | None = None
+    quantization: str | None = None
+    model: str | None = None
+    source: str = "unknown"  # server-args | server_info | trace-files | flags | unknown
+
+    @property
+    def known(self) -> bool:
+        return self.tp is not None
+
+    @property
+    def world_size(self) -> int | None:
+        if self.tp is None:
+            return None
+        return self.tp * (self.pp or 1) * (self.dp or 1)
+
+    @property
+    def kind(self) -> str | None:
+        """The planner's layout kind for this vLLM layout."""
+        if self.tp is None:
+            return None
+        tp, dp = self.tp, self.dp or 1
+        if dp > 1:
+            return "dp_attn_ep" if (self.ep and tp == 1) else "tp_dp"
+        return "tp_ep_dp1" if self.ep else "tp"
+
+    @property
+    def name(self) -> str | None:
+        """Short label, e.g. ``TP8``, ``TP8+EP``, ``TP1xDP8+EP``."""
+        if self.tp is None:
+            return None
+        name = f"TP{self.tp}"
+        if (self.dp or 1) > 1:
+            name += f"xDP{self.dp}"
+        if (self.pp or 1) > 1:
+            name += f"xPP{self.pp}"
+        return name + ("+EP" if self.ep else "")
+
+    def row(self) -> dict[str, Any]:
+        """The layout columns every serving table carries."""
+        return {
+            "tp": self.tp, "pp": self.pp, "dp": self.dp, "ep": self.ep,
+            "layout": self.name, "layout_kind": self.kind, "layout_source": self.source,
+        }  # fmt: skip
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "name": self.name, "kind": self.kind}
+
+
+_SECRET_FLAG = re.compile(r"(key|token|secret|password)$", re.IGNORECASE)
+
+
+def redact(text: str | None) -> str | None:
+    """The command line with values of ``--api-key``-like flags replaced (it gets stored)."""
+    if not text:
+        return text
+    try:
+        tokens = shlex.split(text)
+    except ValueError:
+        return "(unparseable command line, not stored)"
+    out, hide = [], False
+    for tok in tokens:
+        if hide and not tok.startswith("-"):
+            out.append("REDACTED")
+        elif tok.startswith("-") and "=" in tok and _SECRET_FLAG.search(tok.split("=", 1)[0]):
+            out.append(tok.split("=", 1)[0] + "=REDACTED")
+        else:
+            out.append(tok)
+        hide = tok.startswith("-") and "=" not in tok and bool(_SECRET_FLAG.search(tok))
+    return shlex.join(out)

@@ -1,0 +1,103 @@
+"""One scrape of a serving engine's Prometheus ``/metrics`` per run (any engine).
+
+Cheap enough for cron every minute: stdlib HTTP and parsing, no pandas/torch, no lock.
+Every sample of the engine's families (``vllm:*``, ``sglang:*``) is stored as is in
+``vllm_metrics_samples`` (the metric name carries the engine's prefix); the store's views
+compute the deltas between consecutive scrapes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from collectors.context import Context
+from collectors.errors import InputError, MeasurementError
+from collectors.serving import client, prom
+from store.bundle import Bundle, new_run_id
+
+
+@dataclass(frozen=True)
+class MetricsAdapter:
+    engine: str  # vllm | sglang: names the server in messages and the env key
+    verb: str
+    prefix: str  # metric family prefix, e.g. "vllm:"
+    running: str  # gauge of running requests
+    waiting: str  # gauge of queued requests
+    empty_hint: str  # why a server might expose none of them
+    version: Callable[[str, float], str | None]
+
+
+def add_arguments(parser: argparse.ArgumentParser, example: str) -> None:
+    parser.add_argument("--url", required=True, help=f"the server, e.g. {example}")
+    parser.add_argument("--timeout", type=float, default=10.0, metavar="S",
+                        help="HTTP timeout in seconds (default 10)")  # fmt: skip
+
+
+def scrape_rows(text: str, url: str, scraped_at: str, prefix: str) -> dict[str, list]:
+    """The vllm_metrics_samples columns for one scrape's exposition text."""
+    cols: dict[str, list] = {k: [] for k in (
+        "scraped_at", "url", "metric", "kind", "sample", "model_name", "engine", "labels",
+        "le", "value")}  # fmt: skip
+    for s in prom.parse(text, prefix=prefix):
+        labels = dict(s.labels)
+        model = labels.pop("model_name", None)
+        engine = labels.pop("engine", None)
+        le = labels.pop("le", None) if s.name.endswith("_bucket") else None
+        cols["scraped_at"].append(scraped_at)
+        cols["url"].append(url)
+        cols["metric"].append(s.family)
+        cols["kind"].append(s.kind)
+        cols["sample"].append(s.name)
+        cols["model_name"].append(model)
+        cols["engine"].append(engine)
+        cols["labels"].append(json.dumps(labels, sort_keys=True))
+        cols["le"].append(None if le is None else float(le.replace("+Inf", "inf")))
+        cols["value"].append(s.value if not math.isnan(s.value) else None)
+    return cols
+
+
+def scrape(args: argparse.Namespace, ctx: Context, a: MetricsAdapter) -> int:
+    try:
+        base = client.normalize_base(args.url)
+    except ValueError as exc:
+        raise InputError(f"--url: {exc}") from None
+    scraped_at = datetime.now(UTC).isoformat(timespec="microseconds")
+    name = {"vllm": "vLLM", "sglang": "SGLang"}.get(a.engine, a.engine)
+    try:
+        _, raw = client.request(f"{base}/metrics", timeout=args.timeout)
+    except client.ServerUnreachable as exc:
+        raise MeasurementError(f"{name} server down? {exc}") from None
+    except client.HttpStatus as exc:
+        raise MeasurementError(f"{exc}; is {base} a {name} server?") from None
+    try:
+        cols = scrape_rows(raw.decode("utf-8", errors="replace"), base, scraped_at, a.prefix)
+    except prom.ExpositionError as exc:
+        raise MeasurementError(f"{base}/metrics is not Prometheus text: {exc}") from None
+    if not cols["metric"]:
+        raise MeasurementError(f"{base}/metrics has no {a.prefix}* metrics: {a.empty_hint}")
+    keep = [i for i, v in enumerate(cols["value"]) if v is not None]
+    cols = {k: [vals[i] for i in keep] for k, vals in cols.items()}
+    version = a.version(base, args.timeout)
+    from collectors import env as env_mod
+
+    env = env_mod.snapshot()
+    if version:
+        env[a.engine] = version  # the server's version is what the samples describe
+    record = ctx.run_record(new_run_id(a.verb), env=env, started_at=scraped_at)
+    models = sorted({m for m in cols["model_name"] if m})
+    gauges = {"running": _total(cols, a.running), "waiting": _total(cols, a.waiting)}
+    summary = {"url": base, "samples": len(cols["metric"]), "models": models,
+               f"{a.engine}_version": version, **gauges}  # fmt: skip
+    ctx.log.info(f"scraped {len(cols['metric'])} samples from {base}/metrics "
+                 f"(running {gauges['running']}, waiting {gauges['waiting']})")  # fmt: skip
+    return ctx.submit(Bundle(record, {"vllm_metrics_samples": cols}), summary)
+
+
+def _total(cols: dict[str, list], name: str) -> float | None:
+    vals = [v for s, v in zip(cols["sample"], cols["value"], strict=True) if s == name]
+    return sum(vals) if vals else None

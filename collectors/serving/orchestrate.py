@@ -1,0 +1,130 @@
+"""Profile orchestration every engine shares: warm-up, start, load, stop, wait, ingest.
+
+An engine adapter (collectors/vllm/profile.py, collectors/sglang/profile.py) supplies its
+``/start_profile`` and ``/stop_profile`` calls, how many rank files to expect, and the row
+describing the server; everything else happens here, the same way for each engine.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from collectors.context import Context
+from collectors.errors import InputError, MeasurementError
+from collectors.serving import load, traces
+from store.bundle import Bundle, new_run_id
+
+
+@dataclass
+class ProfilePlan:
+    spec: load.LoadSpec  # the profiled load
+    warmup: int  # requests sent before the profiler starts
+    trace_dir: Path
+    expected: int | None  # rank files to wait for (None: until nothing changes for settle_s)
+    flush_timeout_s: float
+    settle_s: float
+    start: Callable[[], None]  # POST /start_profile (raises InputError/MeasurementError)
+    stop: Callable[[], None] | None  # POST /stop_profile; None: the server stops by itself
+    empty_grace_s: float | None = None  # after a successful stop: nothing by then = no trace
+    empty_why: str = ""
+
+
+@dataclass
+class ProfileOutcome:
+    results: list[load.RequestResult]
+    duration_s: float
+    files: list[Path]
+    waited: traces.WaitResult
+
+
+def run_profile(plan: ProfilePlan, log: logging.Logger) -> ProfileOutcome:
+    """Warm up, profile the load, stop, and wait until every rank's trace file is whole."""
+    base = plan.spec.base_url
+    if plan.warmup > 0:
+        warm = dataclasses.replace(plan.spec, num_requests=plan.warmup, concurrency=1,
+                                   output_len=min(plan.spec.output_len, 4))  # fmt: skip
+        check_load(load.run_load(warm), base, "warm-up")
+    before = traces.snapshot(plan.trace_dir)
+    plan.start()
+    log.info(f"profiler started; {plan.spec.num_requests} requests at concurrency "
+             f"{plan.spec.concurrency}")  # fmt: skip
+    t0 = time.perf_counter()
+    stopped = False
+    try:
+        results = load.run_load(plan.spec, progress(log))
+    finally:
+        stop_at = time.monotonic()
+        if plan.stop is not None:
+            try:
+                plan.stop()
+                stopped = True
+            except MeasurementError as exc:
+                log.warning(f"stop_profile failed: {exc}")
+    duration = time.perf_counter() - t0
+    check_load(results, base, "load")
+    waited = traces.wait_for_traces(
+        plan.trace_dir, before, plan.expected, timeout_s=plan.flush_timeout_s,
+        settle_s=plan.settle_s, log=log, start=stop_at,
+        empty_grace_s=plan.empty_grace_s if stopped else None, empty_why=plan.empty_why,
+    )  # fmt: skip
+    log.info(f"{len(waited.files)} trace file(s) final after {waited.waited_s:.1f} s; ingesting")
+    return ProfileOutcome(results, duration, waited.files, waited)
+
+
+def commit_profile(ctx: Context, verb: str, engine: str, version: str | None,
+                   server_table: str, server_row: dict, out: ProfileOutcome,
+                   summary: dict) -> int:  # fmt: skip
+    """Ingest the rank traces and commit them with the server row and the load, as one run."""
+    from collectors import env as env_mod
+    from collectors.trace.ingest import ingest_traces
+
+    try:
+        ingest = ingest_traces(out.files, log=ctx.log)
+    except InputError as exc:
+        raise MeasurementError(f"the server's trace files are unusable: {exc}") from None
+    env = env_mod.snapshot()
+    if version:
+        env[engine] = version  # the server's version is what the traces describe
+    tables = dict(ingest.tables)
+    tables[server_table] = [server_row]
+    tables["vllm_load"] = [r.row() for r in out.results]  # per-request timings, any engine
+    record = ctx.run_record(new_run_id(verb), env=env,
+                            status="partial" if ingest.partial else "ok", message=ingest.message)  # fmt: skip
+    stats = load.summarize(out.results, out.duration_s)
+    for w in getattr(ingest, "warnings", []) or []:
+        ctx.log.warning(str(w))
+    ctx.log.info(f"load: {stats['completed']} ok, median TTFT {fmt_ms(stats['median_ttft_ms'])} "
+                 f"ms, median TPOT {fmt_ms(stats['median_tpot_ms'])} ms (profiler on)")  # fmt: skip
+    full = {**summary, "trace_files": [str(f) for f in out.files], "load": stats,
+            "trace": ingest.summary}  # fmt: skip
+    return ctx.submit(Bundle(record, tables), full)
+
+
+def progress(log: logging.Logger) -> Callable[[int, int], None]:
+    """Log the load's progress at each quarter."""
+    step = {"next": 0.0}
+
+    def report(done: int, total: int) -> None:
+        if done / total >= step["next"]:
+            log.info(f"load: {done}/{total} requests done")
+            step["next"] += 0.25
+
+    return report
+
+
+def check_load(results: list[load.RequestResult], base: str, what: str) -> None:
+    failed = [r for r in results if not r.ok]
+    if failed:
+        raise MeasurementError(
+            f"{base}: {len(failed)} of {len(results)} {what} request(s) failed - did the server "
+            f"stop? first error: {failed[0].error}"
+        )
+
+
+def fmt_ms(v: float | None) -> str:
+    return "-" if v is None else f"{v:.1f}"

@@ -1,0 +1,118 @@
+"""Parse the Prometheus text exposition format (what vLLM's ``GET /metrics`` returns).
+
+Standard library only, so a cron scrape every minute stays cheap. Handles ``# TYPE`` lines,
+label sets with escaped quotes, ``+Inf``/``NaN`` values, optional timestamps, and the
+``_created`` samples ``prometheus_client`` adds (dropped: they are not measurements).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+from store.histogram import histogram_quantile  # noqa: F401  (re-exported)
+
+_SUFFIXES = {
+    "counter": ("_total",),
+    "histogram": ("_bucket", "_sum", "_count"),
+    "summary": ("_sum", "_count"),
+}
+_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
+_LABEL = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*,?')
+
+
+@dataclass(frozen=True)
+class Sample:
+    family: str  # metric family, e.g. vllm:inter_token_latency_seconds
+    kind: str  # gauge | counter | histogram | summary | untyped
+    name: str  # sample name, e.g. vllm:inter_token_latency_seconds_bucket
+    labels: dict[str, str] = field(hash=False)
+    value: float
+
+
+class ExpositionError(ValueError):
+    """The text is not in the Prometheus exposition format."""
+
+
+def _unescape(value: str) -> str:
+    return value.replace("\\n", "\n").replace('\\"', '"').replace("\\\\", "\\")
+
+
+def _value(text: str) -> float:
+    token = text.strip().split()[0]
+    lowered = token.lower()
+    if lowered in ("+inf", "inf"):
+        return math.inf
+    if lowered == "-inf":
+        return -math.inf
+    return float(token)  # "NaN" parses too
+
+
+def _family_of(name: str, types: dict[str, str]) -> tuple[str, str]:
+    if name in types:
+        return name, types[name]
+    for kind, suffixes in _SUFFIXES.items():
+        for suffix in suffixes:
+            base = name[: -len(suffix)]
+            if name.endswith(suffix) and types.get(base) == kind:
+                return base, kind
+    return name, "untyped"
+
+
+def parse(text: str, prefix: str | None = None) -> list[Sample]:
+    """Every sample in ``text`` (optionally only families starting with ``prefix``)."""
+    types: dict[str, str] = {}
+    samples: list[Sample] = []
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line:
+            continue
+        if line.startswith("#"):
+            parts = line.split(None, 3)
+            if len(parts) >= 4 and parts[1] == "TYPE":
+                types[parts[2]] = parts[3].strip()
+            continue
+        match = _NAME.match(line)
+        if not match:
+            raise ExpositionError(f"line {lineno}: no metric name in {raw[:80]!r}")
+        name, rest = match.group(0), line[match.end() :]
+        labels: dict[str, str] = {}
+        if rest.startswith("{"):
+            end = _label_end(rest)
+            if end < 0:
+                raise ExpositionError(f"line {lineno}: unterminated label set")
+            body, rest = rest[1:end], rest[end + 1 :]
+            pos = 0
+            while pos < len(body):
+                m = _LABEL.match(body, pos)
+                if not m:
+                    raise ExpositionError(f"line {lineno}: bad label set {body[:80]!r}")
+                labels[m.group(1)] = _unescape(m.group(2))
+                pos = m.end()
+        if name.endswith("_created"):
+            continue  # prometheus_client's creation timestamps, not measurements
+        if prefix and not name.startswith(prefix):
+            continue
+        try:
+            value = _value(rest)
+        except (ValueError, IndexError):
+            raise ExpositionError(f"line {lineno}: bad value in {raw[:80]!r}") from None
+        family, kind = _family_of(name, types)
+        samples.append(Sample(family, kind, name, labels, value))
+    return samples
+
+
+def _label_end(rest: str) -> int:
+    """Index of the ``}`` closing the label set, skipping quoted values."""
+    quoted = escaped = False
+    for i, ch in enumerate(rest):
+        if escaped:
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        elif ch == '"':
+            quoted = not quoted
+        elif ch == "}" and not quoted:
+            return i
+    return -1

@@ -1,0 +1,238 @@
+"""Benchmark results of any serving engine into ``serving_bench`` rows: JSON, JSONL, logs.
+
+A file is tried as one JSON object, then as JSON lines, then as a text log holding printed
+``Serving Benchmark Result`` blocks (collectors/serving/printed.py). Engines map their own
+field names onto vLLM's (``ALIASES``; SGLang's ``mean_e2e_latency_ms`` is ``mean_e2el_ms``).
+
+vLLM ``--save-result`` JSON
+
+Shape (vllm/benchmarks/serve.py, ``main_async`` + ``benchmark``): top-level ``date``,
+``endpoint_type``, ``backend``, ``label``, ``model_id``, ``tokenizer_id``, ``num_prompts``,
+any ``--metadata KEY=VALUE`` pairs, ``request_rate`` (a number or the string ``"inf"``),
+``burstiness``, ``max_concurrency``, then ``duration``, ``completed``, ``failed``,
+``total_input_tokens``, ``total_output_tokens``, ``request_throughput``,
+``output_throughput``, ``total_token_throughput``, ``max_output_tokens_per_s``,
+``max_concurrent_requests`` and ``{mean,median,std,pNN}_{ttft,tpot,itl,e2el}_ms`` (pNN from
+``--metric-percentiles``, default 99). ``--append-result`` writes one JSON object per line.
+Older releases (benchmarks/benchmark_serving.py) wrote the same keys.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from collectors.errors import InputError
+from collectors.serving import printed
+from collectors.serving.layout import Layout
+
+METRICS = ("ttft", "tpot", "itl", "e2el")
+_STATS = ("mean", "median", "std", "p90", "p99")
+_TOP = (
+    "duration", "completed", "failed", "total_input_tokens", "total_output_tokens",
+    "request_throughput", "output_throughput", "total_token_throughput",
+    "max_output_tokens_per_s", "max_concurrent_requests",
+)  # fmt: skip
+_BIG = {"input_lens", "output_lens", "ttfts", "itls", "latencies", "start_times",
+        "queue_times", "generated_texts", "errors"}  # fmt: skip
+_LAYOUT_KEYS = {"tp": ("tp", "tensor_parallel_size"), "pp": ("pp", "pipeline_parallel_size"),
+                "dp": ("dp", "data_parallel_size")}  # fmt: skip
+
+
+# Folder expansion: saved results and the usual names of captured logs.
+FOLDER_GLOBS = ("*.json", "*.jsonl", "*.log", "*.out", "*.txt")
+
+# Other engines' result keys -> vLLM's (SGLang python/sglang/bench_serving.py, 0033168f:
+# ``mean_e2e_latency_ms``, ``accept_length``, ``concurrency`` = measured mean concurrency).
+ALIASES = {
+    **{f"{s}_e2e_latency_ms": f"{s}_e2el_ms" for s in ("mean", "median", "std", "p90", "p99")},
+    "accept_length": "spec_decode_acceptance_length",
+    "concurrency": "mean_concurrency",
+    "input_throughput": "input_throughput",
+}
+
+
+@dataclass
+class Result:
+    """One benchmark result read from a file: the object, how it was stored, its place."""
+
+    obj: dict[str, Any]
+    fmt: str  # json | jsonl | printed
+    part: int | None = None  # index in a file holding several results
+
+
+def result_files(paths: list[Path]) -> list[Path]:
+    """Expand folders to their results and logs, skipping the ``*.pytorch.json`` twins and
+    text files in a folder that hold no printed block (other logs lying beside them)."""
+    out: list[Path] = []
+    for p in paths:
+        if p.is_dir():
+            found = {q for g in FOLDER_GLOBS for q in p.glob(g) if q.is_file()}
+            out.extend(sorted(q for q in found if not q.name.endswith(".pytorch.json")
+                              and (q.suffix in (".json", ".jsonl") or _has_block(q))))  # fmt: skip
+        elif p.is_file():
+            out.append(p)
+        else:
+            raise InputError(f"{p}: no such file or folder")
+    if not out:
+        raise InputError(f"{', '.join(map(str, paths))}: no benchmark result (*.json, *.jsonl) "
+                         "or log with a printed result block (*.log, *.out, *.txt) found")  # fmt: skip
+    return out
+
+
+def _has_block(path: Path) -> bool:
+    try:
+        with path.open("rb") as fh:
+            return any(printed.HEADER_TEXT in line for line in fh)
+    except OSError:
+        return True  # let the import say what is wrong with it
+
+
+def load_results(path: Path) -> list[Result]:
+    """Every result in a file: one JSON object, JSON lines, or printed blocks in a log."""
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read ({exc})") from None
+    try:
+        found = [Result(json.loads(text), "json")]
+    except ValueError as exc:
+        found = _json_lines(text)
+        if found is None:
+            blocks = printed.parse(text)
+            if not blocks:
+                raise InputError(
+                    f"{path}: not JSON ({exc}) and no printed 'Serving Benchmark Result' block "
+                    "in it (a results file or a log of the benchmark's output is needed)"
+                ) from None
+            return [Result(printed.to_result(b), "printed", b.index if len(blocks) > 1 else None)
+                    for b in blocks]  # fmt: skip
+    for r in found:
+        r.obj = normalize(r.obj) if isinstance(r.obj, dict) else r.obj
+        if (
+            not isinstance(r.obj, dict)
+            or "request_throughput" not in r.obj
+            or not any(f"mean_{m}_ms" in r.obj for m in METRICS)
+        ):
+            raise InputError(
+                f"{path}: not a serving benchmark result (no request_throughput and mean_*_ms "
+                "keys, as `vllm bench serve --save-result` or sglang.bench_serving write)"
+            )
+    if len(found) > 1:
+        for i, r in enumerate(found):
+            r.part = i
+    return found
+
+
+def _json_lines(text: str) -> list[Result] | None:
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not lines:
+        return None
+    try:
+        return [Result(json.loads(line), "jsonl") for line in lines]
+    except ValueError:
+        return None
+
+
+def normalize(obj: dict[str, Any]) -> dict[str, Any]:
+    """Other engines' key names mapped onto vLLM's; vLLM's own keys win."""
+    out = dict(obj)
+    for theirs, ours in ALIASES.items():
+        if theirs in obj and theirs != ours:
+            out.setdefault(ours, out.pop(theirs))
+    return out
+
+
+def _num(v: Any) -> float | None:
+    if isinstance(v, bool) or v is None:
+        return None
+    if isinstance(v, (int, float)):
+        return None if (isinstance(v, float) and math.isnan(v)) else float(v)
+    if isinstance(v, str):
+        try:
+            return float(v)
+        except ValueError:
+            return None
+    return None
+
+
+def _int(v: Any) -> int | None:
+    f = _num(v)
+    return None if f is None or math.isinf(f) else int(f)
+
+
+def layout_from_metadata(obj: dict[str, Any]) -> Layout | None:
+    """``--metadata tp=8 dp=1 ep=1`` pairs saved in the result (values are strings)."""
+    layout = Layout(source="metadata")
+    for attr, keys in _LAYOUT_KEYS.items():
+        for k in keys:
+            if _int(obj.get(k)) is not None:
+                setattr(layout, attr, _int(obj.get(k)))
+    if layout.tp is None:
+        return None
+    ep = obj.get("ep", obj.get("enable_expert_parallel"))
+    layout.ep = str(ep).lower() in ("1", "true", "yes", "on") if ep is not None else False
+    layout.pp, layout.dp = layout.pp or 1, layout.dp or 1
+    return layout
+
+
+_SPEC = {"spec_acceptance_rate": "spec_decode_acceptance_rate",
+         "spec_acceptance_length": "spec_decode_acceptance_length",
+         "spec_drafts": "spec_decode_num_drafts", "spec_draft_tokens": "spec_decode_draft_tokens",
+         "spec_accepted_tokens": "spec_decode_accepted_tokens"}  # fmt: skip
+
+
+def to_row(obj: dict[str, Any], source: str, layout: Layout | None, version: str | None,
+           engine: str = "vllm", fmt: str = "json") -> dict[str, Any]:  # fmt: skip
+    """One serving_bench row (without run_id); ``version`` is the server's (engine's)."""
+    rate = _num(obj.get("request_rate"))
+    rate = None if rate is None or math.isinf(rate) else rate
+    max_c = _int(obj.get("max_concurrency"))
+    num_prompts = _int(obj.get("num_prompts"))
+    completed = _int(obj.get("completed"))
+    concurrency = max_c if max_c is not None else (num_prompts if rate is None else None)
+    row: dict[str, Any] = {
+        "source": source, "result_date": obj.get("date"), "bench_label": obj.get("label"),
+        "backend": obj.get("backend") or obj.get("endpoint_type"),
+        "model_id": obj.get("model_id"), "tokenizer_id": obj.get("tokenizer_id"),
+        "num_prompts": num_prompts, "request_rate": rate, "burstiness": _num(obj.get("burstiness")),
+        "max_concurrency": max_c, "concurrency": concurrency,
+        "input_len": _mean_len(obj, "input_lens", "total_input_tokens", completed)
+        or _num(obj.get("args_input_len")),
+        "output_len": _mean_len(obj, "output_lens", "total_output_tokens", completed)
+        or _num(obj.get("args_output_len")),
+        "duration_s": _num(obj.get("duration")),
+    }  # fmt: skip
+    for key in _TOP[1:]:
+        row[key] = _int(obj.get(key)) if key in ("completed", "failed") else _num(obj.get(key))
+    for key in ("total_input_tokens", "total_output_tokens"):
+        row[key] = _int(obj.get(key))
+    for m in METRICS:
+        for s in _STATS:
+            row[f"{s}_{m}_ms"] = _num(obj.get(f"{s}_{m}_ms"))
+    lay = layout or Layout()
+    row.update(lay.row())
+    version = version or obj.get(f"{engine}_version") or obj.get("version")
+    row["engine"], row["engine_version"], row["result_format"] = engine, version, fmt
+    row["vllm_version"] = version if engine == "vllm" else None
+    row["request_goodput"] = _num(obj.get("request_goodput"))
+    for col, key in _SPEC.items():
+        row[col] = _num(obj.get(key)) if col.endswith(("rate", "length")) else _int(obj.get(key))
+    known = (set(row) | set(_SPEC.values())
+             | {"date", "label", "endpoint_type", "request_rate", "duration"})  # fmt: skip
+    extra = {k: v for k, v in obj.items() if k not in known and k not in _BIG
+             and isinstance(v, (str, int, float, bool, type(None)))}  # fmt: skip
+    row["extra"] = json.dumps(extra, sort_keys=True, default=str)
+    return row
+
+
+def _mean_len(obj: dict[str, Any], lens_key: str, total_key: str, n: int | None) -> float | None:
+    lens = obj.get(lens_key)
+    if isinstance(lens, list) and lens and all(isinstance(x, (int, float)) for x in lens):
+        return float(statistics.fmean(lens))
+    total = _num(obj.get(total_key))
+    return total / n if total is not None and n else None

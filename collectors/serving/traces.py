@@ -1,0 +1,170 @@
+"""Wait until every rank's torch.profiler trace from one ``/stop_profile`` is final.
+
+vLLM (and SGLang) write one file per worker into the trace folder; flushing a large trace
+takes minutes. A file still being written may carry a ``.tmp`` suffix (a crashed worker
+leaves it behind), but a gzipped trace is not renamed: PyTorch's ``export_chrome_trace``
+(torch/profiler/profiler.py) writes the JSON to a temporary file and then gzips it straight
+into the final ``*.json.gz`` name, as SGLang's ``export_chrome_trace(...trace.json.gz)``
+does. So a file is final when it has no ``.tmp`` suffix, its size stopped changing, and its
+content is complete: a ``.gz`` whose gzip stream reaches its end marker (decompressed to the
+end, once per size), a ``.json`` that ends with ``}`` or ``]``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from collectors.errors import MeasurementError
+
+TRACE_SUFFIXES = (".json", ".json.gz")
+
+
+def is_trace_name(name: str) -> bool:
+    base = name[:-4] if name.endswith(".tmp") else name
+    return base.endswith(TRACE_SUFFIXES)
+
+
+def complete(path: Path) -> bool:
+    """Whether a trace file's content is whole (see the module docstring)."""
+    try:
+        if path.name.endswith(".gz"):
+            return _gzip_complete(path)
+        with path.open("rb") as fh:
+            fh.seek(max(path.stat().st_size - 64, 0))
+            return fh.read().rstrip()[-1:] in (b"}", b"]")
+    except OSError:
+        return False
+
+
+def _gzip_complete(path: Path, chunk: int = 1 << 20) -> bool:
+    """Decompress to the end, discarding output: True only if the last member's trailer is read.
+
+    A stream cut short (still being written) ends without its end-of-stream marker and
+    8-byte CRC/size trailer; zlib then reports ``eof`` False.
+    """
+    d = zlib.decompressobj(wbits=31)
+    with path.open("rb") as fh:
+        while data := fh.read(chunk):
+            try:
+                d.decompress(data, 1 << 16)  # bounded output: a 5 GB trace stays cheap in memory
+                while d.unconsumed_tail or (d.eof and d.unused_data):
+                    if d.eof:  # another gzip member follows (concatenated streams)
+                        rest = d.unused_data
+                        d = zlib.decompressobj(wbits=31)
+                        d.decompress(rest, 1 << 16)
+                    else:
+                        d.decompress(d.unconsumed_tail, 1 << 16)
+            except zlib.error:
+                return False
+    return d.eof
+
+
+def snapshot(trace_dir: Path) -> set[str]:
+    """Names already in the folder (before /start_profile): never part of this run."""
+    return {p.name for p in trace_dir.iterdir() if p.is_file() and is_trace_name(p.name)}
+
+
+@dataclass
+class WaitResult:
+    files: list[Path]
+    waited_s: float
+
+
+def wait_for_traces(
+    trace_dir: Path,
+    before: set[str],
+    expected: int | None,
+    timeout_s: float,
+    settle_s: float,
+    log: logging.Logger,
+    poll_s: float = 0.5,
+    progress_every_s: float = 5.0,
+    start: float | None = None,
+    empty_grace_s: float | None = None,
+    empty_why: str = "",
+) -> WaitResult:
+    """Return the new final trace files once complete; MeasurementError on timeout.
+
+    Complete: ``expected`` final files (when the world size is known), else at least one
+    final file and nothing new, growing or ``.tmp`` for ``settle_s`` seconds. With
+    ``empty_grace_s``, a folder where no file at all appeared by then fails at once
+    (``empty_why`` says why that means no trace will come).
+    """
+    start = time.monotonic() if start is None else start  # e.g. when /stop_profile was sent
+    sizes: dict[str, int] = {}
+    checked: dict[str, tuple[int, bool]] = {}  # name -> (size, complete) already decided
+    stable_since: float | None = None
+    last_report = start
+    while True:
+        now = time.monotonic()
+        current = {
+            p.name: p.stat().st_size
+            for p in _list(trace_dir)
+            if p.name not in before and is_trace_name(p.name)
+        }
+        tmp = sorted(n for n in current if n.endswith(".tmp"))
+        final = sorted(n for n in current if not n.endswith(".tmp"))
+        unchanged = current == sizes and bool(current)
+        sizes = current
+        stable_since = (stable_since or now) if unchanged else None
+        stable_for = 0.0 if stable_since is None else now - stable_since
+        whole = stable_for >= max(poll_s, 0.0) and all(
+            _complete_cached(trace_dir / n, sizes[n], checked) for n in final)
+        if final and not tmp and whole:
+            if expected is not None and len(final) >= expected:
+                return WaitResult([trace_dir / n for n in final], now - start)
+            if expected is None and stable_for >= settle_s:
+                return WaitResult([trace_dir / n for n in final], now - start)
+        if empty_grace_s is not None and not current and now - start > empty_grace_s:
+            raise MeasurementError(
+                f"{trace_dir}: no trace file appeared within {empty_grace_s:g} s of a "
+                f"successful /stop_profile{empty_why}"
+            )
+        if now - start > timeout_s:
+            raise MeasurementError(_timeout_message(trace_dir, final, tmp, expected, timeout_s))
+        if now - last_report >= progress_every_s:
+            last_report = now
+            mb = sum(sizes.values()) / 1e6
+            want = f"/{expected}" if expected else ""
+            log.info(f"waiting for trace files in {trace_dir}: {len(final)}{want} final, "
+                     f"{len(tmp)} still .tmp, {mb:.1f} MB, {now - start:.0f} s of "
+                     f"{timeout_s:.0f} s")  # fmt: skip
+        time.sleep(poll_s)
+
+
+def _complete_cached(path: Path, size: int, checked: dict[str, tuple[int, bool]]) -> bool:
+    if checked.get(path.name, (None, False))[0] != size:
+        checked[path.name] = (size, complete(path))
+    return checked[path.name][1]
+
+
+def _list(trace_dir: Path) -> list[Path]:
+    try:
+        return [p for p in trace_dir.iterdir() if p.is_file()]
+    except OSError:
+        return []
+
+
+def _timeout_message(
+    trace_dir: Path, final: list[str], tmp: list[str], expected: int | None, timeout_s: float
+) -> str:
+    if not final and not tmp:
+        return (
+            f"{trace_dir}: no trace file appeared within {timeout_s:g} s of /stop_profile; "
+            "is this the server's torch_profiler_dir, on this machine?"
+        )
+    if tmp:
+        return (
+            f"{trace_dir}: {len(tmp)} trace file(s) still .tmp after {timeout_s:g} s "
+            f"({', '.join(tmp[:3])}): the flush has not finished or the worker crashed; "
+            "raise --flush-timeout, or ingest later with: python -m collectors trace "
+            f"{trace_dir}"
+        )
+    return (
+        f"{trace_dir}: only {len(final)} of {expected} rank trace files appeared within "
+        f"{timeout_s:g} s ({', '.join(final[:3])})"
+    )

@@ -1,0 +1,1 @@
+"""SGLang adapter: launch flags, server info, bench_serving results, metrics, profiler."""
