@@ -29,6 +29,7 @@ from collectors.errors import InputError
 from collectors.trace.columns import KEEP, NotATrace, RawTrace, Sink
 from collectors.trace.source import chunks
 from collectors.trace.taxonomy import ENCLOSING_OP_PATTERNS
+from store.trace_vocab import CAST_OPS
 
 try:
     from orjson import loads as _loads
@@ -38,17 +39,21 @@ except ImportError:  # pragma: no cover - orjson is pinned; stdlib json is ~3x s
 __all__ = ["NotATrace", "RawTrace", "read_trace"]
 
 _SEP = re.compile(rb"\}\s*,\s*\{")
-_KEPT = re.compile(rb'"cat"\s*:\s*"(' + b"|".join(sorted(KEEP)) + rb')"')
+# Python frames are skipped, except vLLM's `...gpu_model_runner.py(N): execute_model`
+# (steps of vLLM 0.10-0.11, which have no step annotation)
+_EXEC = rb'|(python_function)"\s*,\s*"name"\s*:\s*"[^"]{0,400}\): execute_model"'
+_KEPT = re.compile(rb'"cat"\s*:\s*"(?:(' + b"|".join(sorted(KEEP)) + rb')"' + _EXEC + rb")")
 # GPU traces need few CPU ops: casts (is a direct copy a cast?), c10d collectives (which
 # collective launched a SendRecv?) and the MoE/attention ops whose kernels take their
 # category (taxonomy.ENCLOSING_OP_PATTERNS). Their header lists devices, so the other CPU
 # ops are skipped unparsed; a trace that then shows no GPU activity is read again with all.
 _CPU_OPS = {b"cpu_op", b"Operator"}
 _ENCLOSING = "|".join(f"(?:{p})" for _cat, p in ENCLOSING_OP_PATTERNS).encode()
+_CASTS = "|".join(re.escape(op) for op in CAST_OPS).encode()
 _KEPT_GPU = re.compile(
     rb'"cat"\s*:\s*"(?:(' + b"|".join(sorted(KEEP - _CPU_OPS)) + rb')"|(cpu_op|Operator)"\s*,'
-    rb'\s*"name"\s*:\s*"(?:aten::(?:to|_to_copy|type_as|half|float|bfloat16|double)"|c10d::|'
-    rb"nccl:|record_param_comms|" + _ENCLOSING + rb"))"
+    rb'\s*"name"\s*:\s*"(?:(?:' + _CASTS + rb')"|c10d::|'
+    rb"nccl:|record_param_comms|" + _ENCLOSING + rb")" + _EXEC + rb")"
 )
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 # "}" "]" then another top-level key or the closing brace
@@ -165,7 +170,7 @@ class _Scanner:
         for m in self._matches(buf, stop):
             if m.start() < pos:
                 continue  # a "cat" inside the previous event's args
-            cat = m.group(1) or m.group(2)
+            cat = m.group(1) or m.group(2) or m.group(3)
             start = rfind(b"{", max(pos, m.start() - 256), m.start())
             nxt = sep(buf, m.end(), stop)
             end = nxt.start() + 1 if nxt else stop

@@ -1,4 +1,4 @@
-"""RankResults -> the five trace_* tables (pyarrow), the --json summary, run info."""
+"""RankResults -> the trace_* tables (pyarrow), the --json summary, run info."""
 
 from __future__ import annotations
 
@@ -9,8 +9,10 @@ import numpy as np
 
 from collectors.trace import taxonomy
 from collectors.trace.analyze import KINDS, RankResult, meta_value
+from store.trace_vocab import COMM_SOURCES
 
 CATS = np.array(taxonomy.CATEGORIES, dtype=object)
+SOURCES = np.array(COMM_SOURCES, dtype=object)
 
 
 @dataclass
@@ -112,6 +114,7 @@ def build(results: list[RankResult], ranks: list[tuple[int, str]]) -> Built:
     import pyarrow as pa
 
     rank_rows, step_rows, cat_rows, stat_parts, kernel_parts = [], [], [], [], []
+    outside_parts, source_parts = [], []
     for res, (rank, source) in zip(results, ranks, strict=True):
         raw, t = res.raw, res.times
         dist = raw.meta.get("distributedInfo") if isinstance(raw.meta, dict) else None
@@ -128,6 +131,10 @@ def build(results: list[RankResult], ranks: list[tuple[int, str]]) -> Built:
             "steps": len(res.steps),
             "trace_start_ns": _us_to_ns(res.trace_start_us) + _base_ns(raw.meta),
             "step_source": res.steps[0].source if res.steps else None,
+            "graph_launches": res.graph_launches, "graph_kernels": int(res.graph.sum()),
+            "graph_moe_relabelled": res.relabelled_moe,
+            "outside_calls": int((res.step < 0).sum()),
+            "outside_us": float(res.dur[res.step < 0].sum()),
         })  # fmt: skip
         t0 = res.trace_start_us
         for i, s in enumerate(res.steps):
@@ -141,12 +148,16 @@ def build(results: list[RankResult], ranks: list[tuple[int, str]]) -> Built:
                 "generation_requests": s.generation_requests,
             })  # fmt: skip
         cat_rows.append(_step_categories(res, rank))
+        outside_parts.append(_outside_categories(res, rank))
+        source_parts.append(_comm_sources(res, rank))
         stat_parts.append(_kernel_stats(res, rank))
         kernel_parts.append(_kernels(res, rank))
     tables = {
         "trace_ranks": _from_rows(rank_rows, _RANK_SCHEMA()),
         "trace_steps": _from_rows(step_rows, _STEP_SCHEMA()),
         "trace_step_categories": pa.concat_tables(cat_rows),
+        "trace_outside_categories": pa.concat_tables(outside_parts),
+        "trace_comm_sources": pa.concat_tables(source_parts),
         "trace_kernel_stats": pa.concat_tables(stat_parts),
         "trace_kernels": pa.concat_tables(kernel_parts, promote_options="permissive"),
     }
@@ -172,6 +183,42 @@ def _step_categories(res: RankResult, rank: int):
         "rank": _col(np.full(len(uniq), rank), pa.int32()),
         "step": _col(uniq // len(CATS), pa.int32()),
         "category": _strings(CATS[uniq % len(CATS)].tolist()),
+        "calls": _col(calls, pa.int64()),
+        "total_us": _col(total, pa.float64()),
+    })  # fmt: skip
+
+
+def _outside_categories(res: RankResult, rank: int):
+    """GPU events launched outside every step, per category (the page's "outside steps")."""
+    import pyarrow as pa
+
+    sel = res.step < 0
+    uniq, inverse, calls = np.unique(res.category[sel], return_inverse=True, return_counts=True)
+    total = np.bincount(inverse.reshape(-1), weights=res.dur[sel], minlength=len(uniq))
+    return pa.table({
+        "rank": _col(np.full(len(uniq), rank), pa.int32()),
+        "category": _strings(CATS[uniq].tolist()),
+        "calls": _col(calls, pa.int64()),
+        "total_us": _col(total, pa.float64()),
+    })  # fmt: skip
+
+
+def _comm_sources(res: RankResult, rank: int):
+    """Collectives per (inside steps?, category, source), totalled over the rank."""
+    import pyarrow as pa
+
+    sel = res.source >= 0
+    n_src = len(SOURCES)
+    key = ((res.step[sel] >= 0) * len(CATS) + res.category[sel]) * n_src + res.source[sel]
+    uniq, inverse, calls = np.unique(key, return_inverse=True, return_counts=True)
+    total = np.bincount(inverse.reshape(-1), weights=res.dur[sel], minlength=len(uniq))
+    in_steps, rest = np.divmod(uniq, len(CATS) * n_src)
+    cat, src = np.divmod(rest, n_src)
+    return pa.table({
+        "rank": _col(np.full(len(uniq), rank), pa.int32()),
+        "category": _strings(CATS[cat].tolist()),
+        "source": _strings(SOURCES[src].tolist()),
+        "in_steps": pa.array(in_steps.astype(bool).tolist(), type=pa.bool_()),
         "calls": _col(calls, pa.int64()),
         "total_us": _col(total, pa.float64()),
     })  # fmt: skip
@@ -236,7 +283,23 @@ def _summary(results, ranks, tables) -> dict[str, Any]:
                                cats["total_us"].to_pylist(), strict=True):  # fmt: skip
         by_cat[c]["calls"] += calls
         by_cat[c]["total_us"] += total
-    for v in by_cat.values():
+    outside = {c: {"calls": 0, "total_us": 0.0} for c in taxonomy.CATEGORIES}
+    out_t = tables["trace_outside_categories"]
+    for c, calls, total in zip(out_t["category"].to_pylist(), out_t["calls"].to_pylist(),
+                               out_t["total_us"].to_pylist(), strict=True):  # fmt: skip
+        for bucket in (by_cat, outside):  # categories count every event once, steps or not
+            bucket[c]["calls"] += calls
+            bucket[c]["total_us"] += total
+    sources: dict[str, dict[str, dict[str, float]]] = {}
+    src_t = tables["trace_comm_sources"]
+    for c, src, calls, total in zip(src_t["category"].to_pylist(), src_t["source"].to_pylist(),
+                                    src_t["calls"].to_pylist(), src_t["total_us"].to_pylist(),
+                                    strict=True):  # fmt: skip
+        slot = sources.setdefault(c, {}).setdefault(src, {"calls": 0, "total_us": 0.0})
+        slot["calls"] += calls
+        slot["total_us"] += total
+    for v in [*by_cat.values(), *outside.values(),
+              *(x for per in sources.values() for x in per.values())]:  # fmt: skip
         v["total_us"] = round(v["total_us"], 3)
     per_rank = {
         rank: {
@@ -251,6 +314,11 @@ def _summary(results, ranks, tables) -> dict[str, Any]:
         "steps": max((len(r.steps) for r in results), default=0),
         "partial": any(r.raw.partial for r in results),
         "categories": by_cat,
+        "outside_steps": {c: v for c, v in outside.items() if v["calls"]},
+        "comm_sources": sources,
+        "gpu_events": sum(len(r.raw.g_ts) for r in results),
+        "graph_mode": any(r.graph_launches > 0 and r.graph.any() for r in results),
+        "step_source": next((r.steps[0].source for r in results if r.steps), None),
         "per_rank": per_rank,
     }
 
@@ -284,6 +352,9 @@ def _RANK_SCHEMA():  # noqa: N802 - schema factories keep pyarrow out of module 
         ("span_us", pa.float64()), ("comm_us", pa.float64()),
         ("exposed_comm_us", pa.float64()), ("steps", pa.int32()),
         ("trace_start_ns", pa.int64()), ("step_source", pa.string()),
+        ("graph_launches", pa.int64()), ("graph_kernels", pa.int64()),
+        ("graph_moe_relabelled", pa.int64()), ("outside_calls", pa.int64()),
+        ("outside_us", pa.float64()),
     ])  # fmt: skip
 
 
