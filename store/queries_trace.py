@@ -180,16 +180,20 @@ def outside_steps(loc: StoreLocation, run_id: str) -> pd.DataFrame:
 
 
 def event_counts(loc: StoreLocation, run_id: str) -> pd.DataFrame:
-    """One row: GPU events of the run, those counted in steps and those outside them
-    (the two add up to the first: every event is counted once)."""
+    """One row: the run's GPU events (NULL for a CPU-only trace, whose unit is the top-level
+    CPU op), those counted in steps and those outside them; in_steps + outside = events.
+    ``accounted`` is false for runs imported before migration 0006 (no outside bucket)."""
     return query_df(
         loc,
-        "SELECT (SELECT sum(kernels) FROM trace_ranks WHERE run_id = ?) AS events, "
+        "SELECT (SELECT CASE WHEN bool_or(has_gpu) THEN sum(kernels) END FROM trace_ranks "
+        "WHERE run_id = ?) AS events, "
         "(SELECT coalesce(sum(calls), 0) FROM trace_step_categories WHERE run_id = ?) "
         "AS in_steps, "
         "(SELECT coalesce(sum(calls), 0) FROM trace_outside_categories WHERE run_id = ?) "
-        "AS outside",
-        [run_id, run_id, run_id],
+        "AS outside, "
+        "(SELECT bool_and(outside_calls IS NOT NULL) FROM trace_ranks WHERE run_id = ?) "
+        "AS accounted",
+        [run_id, run_id, run_id, run_id],
     )
 
 
