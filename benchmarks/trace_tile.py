@@ -33,9 +33,8 @@ def tile(src: Path, out: Path, copies: int) -> int:
     big = max(big, 1 + max((e["id"] for e in events if isinstance(e.get("id"), int)), default=0))
     written = 0
     # gzip level 6: zlib's default, what torch's tensorboard_trace_handler(use_gzip) writes
-    f = (gzip.open(out, "wt", encoding="utf-8", compresslevel=6) if out.name.endswith(".gz")
-         else open(out, "w", encoding="utf-8"))  # fmt: skip
-    with f:
+    with (gzip.open(out, "wt", encoding="utf-8", compresslevel=6) if out.name.endswith(".gz")
+          else open(out, "w", encoding="utf-8")) as f:  # fmt: skip
         head = json.dumps(doc)[1:-1]
         text = "{" + head + (", " if head else "") + '"traceEvents": [\n'
         f.write(text)

@@ -12,8 +12,8 @@ import queue
 import threading
 import zlib
 from collections.abc import Iterator
-from types import ModuleType
 from pathlib import Path
+from types import ModuleType
 
 from collectors.errors import InputError
 from collectors.trace.columns import RawTrace
