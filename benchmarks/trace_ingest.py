@@ -1,6 +1,10 @@
 """Trace ingest benchmark: Stepscope vs Holistic Trace Analysis's loader vs `gzip -dc`.
 
     python -m benchmarks.trace_ingest [--sizes 64,256,1024] [--hta-max-mb 256] [--repeat 3]
+    python -m benchmarks.trace_ingest --real FIXTURE.json.gz --copies 10,70 [--repeat 3]
+
+The second form tiles a real trace in time (benchmarks/trace_tile.py) and compares against
+HTA's load + kernel breakdown (``hta_breakdown``), the whole job a user would ask HTA for.
 
 Generates Kineto traces of the given sizes (MB of JSON) under benchmarks/out/, creates
 the benchmark's own venv ``.venv-bench`` with HTA (holistictraceanalysis==0.5.0 and
@@ -50,6 +54,19 @@ def ensure_traces(sizes: list[int]) -> list[tuple[int, Path]]:
     return files
 
 
+def ensure_tiled(src: Path, copies: list[int]) -> list[tuple[int, Path]]:
+    from benchmarks.trace_tile import tile
+
+    files = []
+    for n in copies:
+        out = OUT / f"{src.name.split('.')[0]}_x{n}.json.gz"
+        if not out.exists():
+            print(f"tiling {src.name} x{n} -> {out} ...", file=sys.stderr)
+            tile(src, out, n)
+        files.append((n, out))
+    return files
+
+
 def ensure_hta() -> Path:
     python = BENCH_VENV / "bin" / "python"
     if not python.exists():
@@ -90,16 +107,23 @@ def main() -> None:
     p.add_argument("--sizes", default="64,256,1024")
     p.add_argument("--hta-max-mb", type=int, default=256)
     p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--real", type=Path, help="a real trace to tile in time instead")
+    p.add_argument("--copies", default="10,70")
     args = p.parse_args()
-    sizes = [int(s) for s in args.sizes.split(",")]
-    files = ensure_traces(sizes)
+    OUT.mkdir(parents=True, exist_ok=True)
+    if args.real:
+        files = ensure_tiled(args.real, [int(c) for c in args.copies.split(",")])
+        hta_tool, args.hta_max_mb = "hta_breakdown", 1 << 30
+    else:
+        files = ensure_traces([int(s) for s in args.sizes.split(",")])
+        hta_tool = "hta"
     hta_python = ensure_hta()
     rows = []
     for mb, path in files:
         size = json_bytes(path)
         tools = [("ours", Path(sys.executable))]
         if mb <= args.hta_max_mb:
-            tools.append(("hta", hta_python))
+            tools.append((hta_tool, hta_python))
         if path.suffix == ".gz":
             tools.append(("gzip", Path(sys.executable)))
         for tool, python in tools:
@@ -116,7 +140,7 @@ def main() -> None:
                 "load_1m": load,
             })  # fmt: skip
             print(json.dumps(rows[-1]), file=sys.stderr)
-    (OUT / "trace_ingest.json").write_text(
+    (OUT / ("trace_ingest_real.json" if args.real else "trace_ingest.json")).write_text(
         json.dumps({"machine": machine(), "rows": rows}, indent=1)
     )
     print(table(rows))

@@ -1,4 +1,4 @@
-"""Named queries for the Kernel breakdown page (tables of migration 0002).
+"""Named queries for the Kernel breakdown page (tables of migrations 0002 and 0006).
 
 Every value is a bound parameter. "Per step" figures average over every (rank, step) pair
 of a run, so a category absent from a step counts as zero there; percentages are of the
@@ -11,15 +11,10 @@ import pandas as pd
 
 from store.location import StoreLocation
 from store.reader import query_df
+from store.trace_vocab import CATEGORIES, COMM, COMM_SOURCES
 
-# The taxonomy's vocabulary, in the order charts stack it (compute first, then comm).
-CATEGORIES: tuple[str, ...] = (
-    "gemm", "moe", "attention", "norm", "elementwise", "cast_quant", "sampling", "memory",
-    "other", "allreduce", "all_to_all", "allgather", "reduce_scatter", "other_comm",
-)  # fmt: skip
-COMM_CATEGORIES: tuple[str, ...] = (
-    "allreduce", "all_to_all", "allgather", "reduce_scatter", "other_comm",
-)  # fmt: skip
+__all__ = ["CATEGORIES", "COMM_CATEGORIES", "COMM_SOURCES"]
+COMM_CATEGORIES = COMM  # the taxonomy's vocabulary lives in store/trace_vocab.py
 
 _COMM_LIST = ", ".join(f"'{c}'" for c in COMM_CATEGORIES)  # constants, not user values
 
@@ -29,11 +24,13 @@ def trace_runs(loc: StoreLocation, host: str | None = None) -> pd.DataFrame:
     return query_df(
         loc,
         "SELECT r.run_id, r.verb, r.label, r.host, r.status, r.message, r.finished_at, "
-        "t.ranks, t.steps, t.world_size, t.backend, t.device_name, t.partial, t.has_gpu "
+        "t.ranks, t.steps, t.world_size, t.backend, t.device_name, t.partial, t.has_gpu, "
+        "t.graph_kernels, t.gpu_events, t.step_source "
         "FROM v_runs r JOIN (SELECT run_id, count(*) AS ranks, max(steps) AS steps, "
         "max(world_size) AS world_size, any_value(backend) AS backend, "
         "any_value(device_name) AS device_name, bool_or(partial) AS partial, "
-        "bool_or(has_gpu) AS has_gpu "
+        "bool_or(has_gpu) AS has_gpu, sum(graph_kernels) AS graph_kernels, "
+        "sum(kernels) AS gpu_events, any_value(step_source) AS step_source "
         "FROM trace_ranks GROUP BY run_id) t USING (run_id) "
         "WHERE (?::VARCHAR IS NULL OR r.host = ?) "
         "ORDER BY r.finished_at DESC, r.run_id DESC",
@@ -46,8 +43,9 @@ def ranks(loc: StoreLocation, run_id: str) -> pd.DataFrame:
     return query_df(
         loc,
         "SELECT rank, file, partial, rank_source, world_size, backend, nccl_version, "
-        "device_name, has_gpu, events_total, events_kept, kernels, steps, busy_us, idle_us, "
-        "span_us, comm_us, exposed_comm_us FROM trace_ranks WHERE run_id = ? ORDER BY rank",
+        "device_name, has_gpu, events_total, events_kept, kernels, steps, step_source, busy_us, "
+        "idle_us, span_us, comm_us, exposed_comm_us, graph_launches, graph_kernels, "
+        "outside_calls, outside_us FROM trace_ranks WHERE run_id = ? ORDER BY rank",
         [run_id],
     )
 
@@ -167,4 +165,53 @@ def compare_categories(loc: StoreLocation, run_a: str, run_b: str) -> pd.DataFra
         "FROM a FULL OUTER JOIN b USING (category) "
         "ORDER BY category = '(step wall)' DESC, greatest(a_us_per_step, b_us_per_step) DESC",
         [run_a, run_b, run_a, run_b, run_a, run_b],
+    )
+
+
+def outside_steps(loc: StoreLocation, run_id: str) -> pd.DataFrame:
+    """GPU events launched outside every step, per category, summed over ranks."""
+    return query_df(
+        loc,
+        "SELECT category, sum(calls) AS calls, sum(total_us) AS total_us "
+        "FROM trace_outside_categories WHERE run_id = ? GROUP BY category "
+        "ORDER BY total_us DESC, category",
+        [run_id],
+    )
+
+
+def event_counts(loc: StoreLocation, run_id: str) -> pd.DataFrame:
+    """One row: the run's GPU events (NULL for a CPU-only trace, whose unit is the top-level
+    CPU op), those counted in steps and those outside them; in_steps + outside = events.
+    ``accounted`` is false for runs imported before migration 0006 (no outside bucket)."""
+    return query_df(
+        loc,
+        "SELECT (SELECT CASE WHEN bool_or(has_gpu) THEN sum(kernels) END FROM trace_ranks "
+        "WHERE run_id = ?) AS events, "
+        "(SELECT coalesce(sum(calls), 0) FROM trace_step_categories WHERE run_id = ?) "
+        "AS in_steps, "
+        "(SELECT coalesce(sum(calls), 0) FROM trace_outside_categories WHERE run_id = ?) "
+        "AS outside, "
+        "(SELECT bool_and(outside_calls IS NOT NULL) FROM trace_ranks WHERE run_id = ?) "
+        "AS accounted",
+        [run_id, run_id, run_id, run_id],
+    )
+
+
+def comm_sources_per_step(loc: StoreLocation, run_id: str) -> pd.DataFrame:
+    """Step anatomy: collectives inside steps by category and issuing module (source:
+    attention | moe | mlp | embedding | logits | other), per step and rank as
+    ``category_summary`` counts them: calls_per_step, us_per_step, pct_of_step (of the mean
+    step wall), plus step_us. "MoE AllReduce: 60 calls/step, 4.68 ms (21.6% of step)" is
+    the row (allreduce, moe). Empty for runs imported before migration 0006."""
+    return query_df(
+        loc,
+        "WITH s AS (SELECT count(*) AS rank_steps, sum(wall_us) AS wall FROM trace_steps "
+        "WHERE run_id = ?), "
+        "c AS (SELECT category, source, sum(calls) AS calls, sum(total_us) AS total_us "
+        "FROM trace_comm_sources WHERE run_id = ? AND in_steps GROUP BY category, source) "
+        "SELECT c.category, c.source, c.calls / s.rank_steps AS calls_per_step, "
+        "c.total_us / s.rank_steps AS us_per_step, "
+        "100 * c.total_us / nullif(s.wall, 0) AS pct_of_step, s.wall / s.rank_steps AS step_us "
+        "FROM c CROSS JOIN s WHERE s.rank_steps > 0 ORDER BY c.total_us DESC, c.category, c.source",
+        [run_id, run_id],
     )

@@ -81,11 +81,13 @@ def create_template(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def insert_run(con: duckdb.DuckDBPyConnection, run: TraceRun) -> None:
-    """One run's events and aggregates (five INSERTs from one TEMP table)."""
+    """One run's events and aggregates (seven INSERTs from one TEMP table)."""
     n, first = run.kernels_per_step, (FIRST[2] + GAP_US) * run.scale
     con.execute(
         "CREATE OR REPLACE TEMP TABLE ev AS "
-        "SELECT r.rank::INTEGER AS rank, s.step::INTEGER AS step, "
+        # the first step's first event (an input copy) runs before the step: outside steps
+        "SELECT r.rank::INTEGER AS rank, "
+        "  CASE WHEN s.step = 0 AND p.pos = 0 THEN NULL ELSE s.step END::INTEGER AS step, "
         "  CASE WHEN t.category IN " + COMM + " AND ? = 1 THEN 39 ELSE 7 END::BIGINT AS stream, "
         "  r.rank * 0.37 + s.step * ? + CASE t.slot WHEN -1 THEN 0 "
         "    WHEN -2 THEN ? - (? + ?) * ? "
@@ -115,7 +117,23 @@ def insert_run(con: duckdb.DuckDBPyConnection, run: TraceRun) -> None:
     )
     con.execute(
         "INSERT INTO trace_step_categories (run_id, rank, step, category, calls, total_us) "
-        "SELECT ?, rank, step, category, count(*), sum(dur_us) FROM ev GROUP BY ALL",
+        "SELECT ?, rank, step, category, count(*), sum(dur_us) FROM ev WHERE step IS NOT NULL "
+        "GROUP BY ALL",
+        rid,
+    )
+    con.execute(
+        "INSERT INTO trace_outside_categories (run_id, rank, category, calls, total_us) "
+        "SELECT ?, rank, category, count(*), sum(dur_us) FROM ev WHERE step IS NULL GROUP BY ALL",
+        rid,
+    )
+    # step anatomy: per layer the first AllReduce is the attention output, the second MoE's
+    con.execute(
+        "INSERT INTO trace_comm_sources (run_id, rank, category, source, in_steps, calls, "
+        "total_us) SELECT ?, rank, category, CASE WHEN category = 'allgather' THEN 'logits' "
+        "  WHEN category <> 'allreduce' THEN 'moe' WHEN k % 2 = 0 THEN 'attention' "
+        "  ELSE 'moe' END, step IS NOT NULL, count(*), sum(dur_us) "
+        "FROM (SELECT *, row_number() OVER (PARTITION BY rank, step, category ORDER BY start_us) "
+        "  AS k FROM ev WHERE category IN " + COMM + ") GROUP BY ALL",
         rid,
     )
     con.execute(
@@ -123,7 +141,7 @@ def insert_run(con: duckdb.DuckDBPyConnection, run: TraceRun) -> None:
         "context_tokens, generation_tokens, context_requests, generation_requests) "
         "SELECT ?, rank, step, 'execute_context_0(0)_generation_' || ?::VARCHAR || '(' || "
         "?::VARCHAR || ')', 'vllm', rank * 0.37 + step * ?, ?, sum(dur_us), 0, ?, 0, ? "
-        "FROM ev GROUP BY rank, step",
+        "FROM ev WHERE step IS NOT NULL GROUP BY rank, step",
         [run.run_id, *[run.idx % 64 + 1] * 2, run.step_us, run.step_us, *[run.idx % 64 + 1] * 2],
     )  # fmt: skip
     con.execute(

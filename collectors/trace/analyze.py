@@ -12,15 +12,15 @@ from typing import Any
 
 import numpy as np
 
-from collectors.trace import metrics, taxonomy
+from collectors.trace import anatomy, metrics, taxonomy
 from collectors.trace import steps as steps_mod
 from collectors.trace.columns import RawTrace
+from store import trace_vocab
 
 KINDS = ("kernel", "memcpy", "memset", "cpu_op")
 CAT_INDEX = {c: i for i, c in enumerate(taxonomy.CATEGORIES)}
 _COMM_IDX = np.array([CAT_INDEX[c] for c in taxonomy.COMM])
-_CAST_OPS = {"aten::to", "aten::_to_copy", "aten::type_as", "aten::half", "aten::float",
-             "aten::bfloat16", "aten::double"}  # fmt: skip
+_CAST_OPS = frozenset(trace_vocab.CAST_OPS)
 
 
 @dataclass
@@ -41,22 +41,30 @@ class RankResult:
     dtype: list[str | None]  # per distinct (name, arg dtype), see dtype_of
     dtype_of: np.ndarray  # index into dtype per event
     step: np.ndarray  # -1 outside steps
+    source: np.ndarray  # collectives: index into trace_vocab.COMM_SOURCES; else -1
+    graph: np.ndarray  # bool: launched by a CUDA/HIP graph launch
+    graph_launches: int = 0
+    relabelled_moe: int = 0  # graph GEMMs between MoE kernels counted as MoE
     times: metrics.RankTimes = field(default=None)  # type: ignore[assignment]
 
 
-def _launch_times(raw: RawTrace, corr: np.ndarray) -> np.ndarray:
-    """CPU time of the runtime call that launched each GPU event (NaN if unknown)."""
+def _launch_times(raw: RawTrace, corr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """CPU time of the runtime call that launched each GPU event (NaN if unknown), and
+    whether that call was a graph launch (all kernels of a graph replay share its id)."""
     r_corr = np.frombuffer(raw.r_corr, dtype=np.int64)
     r_ts = np.frombuffer(raw.r_ts, dtype=np.float64)
+    r_graph = np.frombuffer(raw.r_graph, dtype=np.int8)
     out = np.full(len(corr), np.nan)
+    graph = np.zeros(len(corr), dtype=bool)
     if not len(r_corr) or not len(corr):
-        return out
+        return out, graph
     order = np.argsort(r_corr, kind="stable")
-    sc, st = r_corr[order], r_ts[order]
+    sc, st, sg = r_corr[order], r_ts[order], r_graph[order]
     k = np.clip(np.searchsorted(sc, corr), 0, len(sc) - 1)
     hit = (sc[k] == corr) & (corr >= 0)
     out[hit] = st[k[hit]]
-    return out
+    graph[hit] = sg[k[hit]] > 0
+    return out, graph
 
 
 def _cpu_intervals(raw: RawTrace, wanted: dict[int, int],
@@ -108,26 +116,30 @@ def _gpu_categories(raw: RawTrace, name: np.ndarray, kind: np.ndarray, launch: n
         cast = metrics.containing(s, e, lab, launch[copies]) > 0 if len(s) else None
         if cast is not None:
             cat[copies[cast]] = CAT_INDEX["cast_quant"]
-    _by_enclosing_op(raw, cat, kind, launch)
     return cat
 
 
-def _by_enclosing_op(raw: RawTrace, cat: np.ndarray, kind: np.ndarray,
-                     launch: np.ndarray) -> None:  # fmt: skip
-    """Kernels launched inside a MoE/attention CPU op take its category (a routed-expert
-    GEMM is MoE time): the launch's CPU time (correlation id -> runtime call) against the
-    innermost such op. Communication kernels and memcpy/memset keep theirs."""
+def _enclosing(raw: RawTrace, kind: np.ndarray, launch: np.ndarray) -> np.ndarray:
+    """Category index of the innermost MoE/attention CPU op around each kernel's launch
+    (correlation id -> runtime call -> CPU time), or -1."""
+    out = np.full(len(kind), -1, dtype=np.int64)
     wanted = {i: CAT_INDEX[c] for i, n in enumerate(raw.names)
               if (c := taxonomy.enclosing_op_category(n))}  # fmt: skip
-    if not wanted or not len(cat):
-        return
+    if not wanted or not len(kind):
+        return out
     s, e, lab = _cpu_intervals(raw, wanted, annotations=False)
     if not len(s):
-        return
-    sel = np.flatnonzero((kind == 0) & ~np.isin(cat, _COMM_IDX))
-    got = metrics.containing(s, e, lab, launch[sel])
-    hit = got >= 0
-    cat[sel[hit]] = got[hit]
+        return out
+    sel = np.flatnonzero(kind == 0)
+    out[sel] = metrics.containing(s, e, lab, launch[sel])
+    return out
+
+
+def _by_enclosing_op(cat: np.ndarray, kind: np.ndarray, enclosing: np.ndarray) -> None:
+    """Kernels launched inside a MoE/attention CPU op take its category (a routed-expert
+    GEMM is MoE time). Communication kernels and memcpy/memset keep theirs."""
+    hit = (kind == 0) & (enclosing >= 0) & ~np.isin(cat, _COMM_IDX)
+    cat[hit] = enclosing[hit]
 
 
 def _coll_idx(label: str) -> int:
@@ -161,9 +173,11 @@ def analyze(raw: RawTrace) -> RankResult:
         dur = np.frombuffer(raw.g_dur, dtype=np.float64)
         stream = np.frombuffer(raw.g_stream, dtype=np.int64)
         name = np.frombuffer(raw.g_name, dtype=np.int64)
-        launch = _launch_times(raw, np.frombuffer(raw.g_corr, dtype=np.int64))
+        launch, graph = _launch_times(raw, np.frombuffer(raw.g_corr, dtype=np.int64))
         coll = np.frombuffer(raw.g_coll, dtype=np.int64)
         category = _gpu_categories(raw, name, kind, launch, coll)
+        enclosing = _enclosing(raw, kind, launch)
+        _by_enclosing_op(category, kind, enclosing)
         arg_dtype = np.frombuffer(raw.g_dtype, dtype=np.int64)
     else:
         top = _top_level_cpu(raw)
@@ -174,13 +188,18 @@ def analyze(raw: RawTrace) -> RankResult:
         name = np.frombuffer(raw.c_name, dtype=np.int64)[top]
         kind = np.full(len(top), 3, dtype=np.int64)
         launch = start.copy()
+        graph = np.zeros(len(top), dtype=bool)
+        enclosing = np.full(len(top), -1, dtype=np.int64)
         by_name = [CAT_INDEX[taxonomy.cpu_op_category(n)] for n in raw.names]
         category = np.array(by_name, dtype=np.int64)[name] if len(name) else name
         arg_dtype = _cpu_dtypes(raw, top, category)
+    order = anatomy.issue_order(launch, start)
+    relabelled = anatomy.moe_in_graphs(category, graph, order) if graph.any() else 0
     dtypes, dtype_of = _dtypes(raw, name, category, arg_dtype)
     end = start + dur
     busy = metrics.union(start, end)
-    found = steps_mod.annotated_steps(raw.cpu_annotations, raw.gpu_annotations)
+    launches = np.frombuffer(raw.r_ts, dtype=np.float64)[np.frombuffer(raw.r_graph, np.int8) > 0]
+    found = _find_steps(raw, launches, graph)
     by_gpu = bool(found) and has_gpu and all(s.gpu_start is not None for s in found)
     if found:
         step = steps_mod.assign(found, launch, start, by_gpu)
@@ -203,20 +222,39 @@ def analyze(raw: RawTrace) -> RankResult:
         raw=raw, has_gpu=has_gpu, trace_start_us=_trace_start(raw), steps=found,
         step_windows=windows, step_busy=step_busy, kind=kind, start=start, dur=dur,
         stream=stream, name=name, category=category, dtype=dtypes, dtype_of=dtype_of,
-        step=step, times=times,
+        step=step, times=times, graph=graph, graph_launches=len(launches),
+        relabelled_moe=relabelled,
+        source=anatomy.comm_sources(raw.names, name, category, step, order, enclosing),
     )  # fmt: skip
+
+
+def _find_steps(raw: RawTrace, launches: np.ndarray, graph: np.ndarray) -> list[steps_mod.Step]:
+    """Annotated steps, else vLLM 0.10-0.11's execute_model frames, else one step per
+    full-model graph launch (most kernels from graphs, hundreds per launch); [] -> gaps."""
+    found = steps_mod.annotated_steps(raw.cpu_annotations, raw.gpu_annotations)
+    if not found and raw.exec_frames:
+        found = steps_mod.frame_steps(raw.exec_frames)
+    if not found and len(launches) and graph.mean() > 0.5 and graph.sum() >= 200 * len(
+        np.unique(launches)
+    ):  # fmt: skip
+        last = max((float(np.max(np.frombuffer(a, dtype=np.float64)))
+                    for a in (raw.r_ts, raw.c_ts) if len(a)), default=0.0)  # fmt: skip
+        found = steps_mod.graph_launch_steps(launches, last)
+    return found
 
 
 def _windows(found, step, start, end, by_gpu) -> np.ndarray:
     """GPU window per step: its gpu annotation, else the extent of its events."""
     n = len(found)
-    if by_gpu:
-        return np.array([[s.gpu_start, s.gpu_end] for s in found]).reshape(n, 2)
     lo = np.full(n, np.inf)
     hi = np.full(n, -np.inf)
     sel = step >= 0
     np.minimum.at(lo, step[sel], start[sel])
     np.maximum.at(hi, step[sel], end[sel])
+    if by_gpu:  # the GPU annotation, widened to the work the step launched
+        a = np.array([s.gpu_start for s in found], dtype=np.float64)
+        b = np.array([s.gpu_end for s in found], dtype=np.float64)
+        return np.stack([np.minimum(a, lo), np.maximum(b, hi)], axis=1).reshape(n, 2)
     empty = ~np.isfinite(lo)  # nothing ran: fall back to the CPU annotation
     lo[empty] = [found[i].cpu_start for i in np.flatnonzero(empty)]
     hi[empty] = [found[i].cpu_end for i in np.flatnonzero(empty)]

@@ -61,6 +61,7 @@ class RawTrace:
     # runtime calls (launches): correlation -> CPU time
     r_corr: array = field(default_factory=lambda: array("q"))
     r_ts: array = field(default_factory=lambda: array("d"))
+    r_graph: array = field(default_factory=lambda: array("b"))  # 1: cudaGraphLaunch/hipGraph..
     # CPU ops
     c_ts: array = field(default_factory=lambda: array("d"))
     c_dur: array = field(default_factory=lambda: array("d"))
@@ -70,6 +71,9 @@ class RawTrace:
     # annotations (few): (name, ts, dur, tid)
     cpu_annotations: list[tuple[str, float, float, Any]] = field(default_factory=list)
     gpu_annotations: list[tuple[str, float, float]] = field(default_factory=list)
+    # vLLM 0.10-0.11 have no step annotation: the Python frames of ``execute_model``
+    # (with_stack=True, vLLM's default) mark the steps; (name, ts, dur, tid)
+    exec_frames: list[tuple[str, float, float, Any]] = field(default_factory=list)
     # gloo:/nccl: annotations' dtype (ts, name, label name id): a top-level c10d op whose own
     # "Input type" is ['TensorList', ...] takes the dtype of the backend's annotation
     comm_annotation_dtypes: list[tuple[float, str, int]] = field(default_factory=list)
@@ -154,9 +158,11 @@ class Sink:
         elif cat in _RUNTIME:
             corr = args.get("correlation")
             if corr.__class__ is int:
-                self.rt_rows.append((corr, ts))
+                self.rt_rows.append((corr, ts, 1 if "GraphLaunch" in name else 0))
                 if len(self.rt_rows) >= self.FLUSH:
                     self.flush()
+        elif cat == b"python_function":
+            self.raw.exec_frames.append((name, float(ts), float(dur), get("tid")))
         elif cat == b"user_annotation":
             self.raw.cpu_annotations.append((name, float(ts), float(dur), get("tid")))
             if name.startswith(("gloo:", "nccl:")) and (label := taxonomy.input_dtype(args)):
@@ -191,9 +197,10 @@ class Sink:
             raw.c_dtype.extend(dtype)
             self.cpu_rows = []
         if self.rt_rows:
-            corr, ts = zip(*self.rt_rows, strict=False)
+            corr, ts, graph = zip(*self.rt_rows, strict=False)
             raw.r_corr.extend(_ints(corr, "q"))
             raw.r_ts.extend(ts)
+            raw.r_graph.extend(graph)
             self.rt_rows = []
 
 

@@ -18,6 +18,9 @@ from collectors.trace.reader import NotATrace, read_trace
 
 TRACE_SUFFIXES = (".json", ".json.gz", ".tmp")
 # vLLM `..._rank3.<ns>.pt.trace.json.gz`, older `instance-rank-3...`, `rank_3`, `rank-3`
+# vLLM >= 0.10 also writes the API frontend's CPU-only trace into the same folder
+# (vllm/v1/engine/async_llm.py: worker_name=f"{hostname}_{pid}.async_llm"); it is no rank
+_FRONTEND = re.compile(r"\.async_llm\.")
 _RANK_IN_NAME = re.compile(r"(?:^|[_\-.])rank[-_]?(\d+)(?=[._-]|$)", re.IGNORECASE)
 
 
@@ -108,6 +111,10 @@ def ingest_traces(paths: list[Path], log: logging.Logger | None = None) -> Trace
     files, walked = find_trace_files(list(paths))
     warnings: list[str] = []
     results = []
+    frontend = [f for f in files if _FRONTEND.search(f.name)]
+    for f in frontend:
+        warnings.append(f"skipped {f}: vLLM's frontend (AsyncLLM) CPU trace, not a rank")
+    files = [f for f in files if f not in frontend]
     for f in files:
         try:
             raw = read_trace(f)
@@ -126,7 +133,9 @@ def ingest_traces(paths: list[Path], log: logging.Logger | None = None) -> Trace
         results.append(result)
         del raw
     if not results:
-        raise InputError(f"{', '.join(map(str, paths))}: no trace files with traceEvents")
+        what = ("only vLLM's frontend (*.async_llm.*) trace, no worker traces" if frontend
+                else "no trace files with traceEvents")  # fmt: skip
+        raise InputError(f"{', '.join(map(str, paths))}: {what}")
     ranks = assign_ranks([(r.raw.path, r.raw.meta) for r in results], warnings)
     for w in warnings:
         log.warning(w)

@@ -29,6 +29,7 @@ from collectors.errors import InputError
 from collectors.trace.columns import KEEP, NotATrace, RawTrace, Sink
 from collectors.trace.source import chunks
 from collectors.trace.taxonomy import ENCLOSING_OP_PATTERNS
+from store.trace_vocab import CAST_OPS
 
 try:
     from orjson import loads as _loads
@@ -38,18 +39,34 @@ except ImportError:  # pragma: no cover - orjson is pinned; stdlib json is ~3x s
 __all__ = ["NotATrace", "RawTrace", "read_trace"]
 
 _SEP = re.compile(rb"\}\s*,\s*\{")
-_KEPT = re.compile(rb'"cat"\s*:\s*"(' + b"|".join(sorted(KEEP)) + rb')"')
+# Python frames are skipped, except vLLM's `...gpu_model_runner.py(N): execute_model`
+# (steps of vLLM 0.10-0.11, which have no step annotation)
+_EXEC = rb'|(python_function)"\s*,\s*"name"\s*:\s*"[^"]{0,400}\): execute_model"'
+_KEPT = re.compile(rb'"cat"\s*:\s*"(?:(' + b"|".join(sorted(KEEP)) + rb')"' + _EXEC + rb")")
 # GPU traces need few CPU ops: casts (is a direct copy a cast?), c10d collectives (which
 # collective launched a SendRecv?) and the MoE/attention ops whose kernels take their
 # category (taxonomy.ENCLOSING_OP_PATTERNS). Their header lists devices, so the other CPU
 # ops are skipped unparsed; a trace that then shows no GPU activity is read again with all.
 _CPU_OPS = {b"cpu_op", b"Operator"}
 _ENCLOSING = "|".join(f"(?:{p})" for _cat, p in ENCLOSING_OP_PATTERNS).encode()
+_CASTS = "|".join(re.escape(op) for op in CAST_OPS).encode()
+# Runtime calls matter only as launches (their correlation id is a GPU event's): keep
+# `cudaLaunchKernel*`, `cuLaunchKernel*`, `*GraphLaunch`, `*Memcpy*`, `*Memset*` (hip too);
+# cudaEventRecord, cudaStreamIsCapturing, cudaFuncSetAttribute... (up to 60% of the runtime
+# calls of real traces) are skipped unparsed. A trace whose runtime calls are spelled in
+# another key order keeps none this way and is read again with all of them.
+_RUNTIME = {b"cuda_runtime", b"cuda_driver", b"Runtime"}
+_LAUNCHES = (rb'|(cuda_runtime|cuda_driver|Runtime)"\s*,\s*"name"\s*:\s*"[^"]{0,200}'
+             rb"(?:Launch|Memcpy|Memset|memcpy|memset)")  # fmt: skip
 _KEPT_GPU = re.compile(
-    rb'"cat"\s*:\s*"(?:(' + b"|".join(sorted(KEEP - _CPU_OPS)) + rb')"|(cpu_op|Operator)"\s*,'
-    rb'\s*"name"\s*:\s*"(?:aten::(?:to|_to_copy|type_as|half|float|bfloat16|double)"|c10d::|'
-    rb"nccl:|record_param_comms|" + _ENCLOSING + rb"))"
+    rb'"cat"\s*:\s*"(?:(' + b"|".join(sorted(KEEP - _CPU_OPS - _RUNTIME)) + rb')"' + _LAUNCHES
+    + rb'|(cpu_op|Operator)"\s*,'
+    rb'\s*"name"\s*:\s*"(?:(?:' + _CASTS + rb')"|c10d::|'
+    rb"nccl:|record_param_comms|" + _ENCLOSING + rb")" + _EXEC + rb")"
 )
+_KEPT_GPU_ALL_RUNTIME = re.compile(_KEPT_GPU.pattern.replace(
+    rb'(' + b"|".join(sorted(KEEP - _CPU_OPS - _RUNTIME)) + rb')"' + _LAUNCHES,
+    rb'(' + b"|".join(sorted(KEEP - _CPU_OPS)) + rb')"|(?!)()'))  # fmt: skip
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 # "}" "]" then another top-level key or the closing brace
 _ARRAY_END = re.compile(rb'\}\s*\](?=\s*(?:,\s*"[^"]*"\s*:|\}))')
@@ -57,18 +74,20 @@ _MAX_HEADER = 256 << 20
 _MAX_EVENT = 64 << 20  # one event larger than this means broken JSON
 
 
-def read_trace(path: Path, all_cpu_ops: bool | None = None) -> RawTrace:
+def read_trace(path: Path, all_cpu_ops: bool | None = None,
+               all_runtime: bool = False) -> RawTrace:  # fmt: skip
     """Stream one trace file into a RawTrace; raise InputError on unusable input.
 
     ``all_cpu_ops``: keep every CPU op (CPU-only traces are analysed on them); None
-    decides from the header and re-reads the file if the guess was wrong.
+    decides from the header and re-reads the file if the guess was wrong. ``all_runtime``:
+    keep every runtime call, not only launches (a fallback, see _LAUNCHES).
     """
     raw = RawTrace(path=path)
     sink = Sink(raw)
     enabled = gc.isenabled()
     gc.disable()  # millions of short-lived dicts: the cyclic GC would rescan our buffers
     try:
-        scanner = _Scanner(raw, sink, all_cpu_ops)
+        scanner = _Scanner(raw, sink, all_cpu_ops, all_runtime)
         scanner.run(chunks(path, raw))
         sink.flush()
     finally:
@@ -76,6 +95,8 @@ def read_trace(path: Path, all_cpu_ops: bool | None = None) -> RawTrace:
             gc.enable()
     if scanner.all_cpu_ops is False and not len(raw.g_ts):
         return read_trace(path, all_cpu_ops=True)  # devices listed, but no GPU activity
+    if not all_runtime and len(raw.g_ts) and not len(raw.r_ts) and max(raw.g_corr) >= 0:
+        return read_trace(path, all_cpu_ops=scanner.all_cpu_ops, all_runtime=True)
     return raw
 
 
@@ -87,7 +108,9 @@ def _lists_devices(meta: dict[str, Any]) -> bool:
 class _Scanner:
     """Header -> events -> trailer over decompressed chunks."""
 
-    def __init__(self, raw: RawTrace, sink: Sink, all_cpu_ops: bool | None) -> None:
+    def __init__(self, raw: RawTrace, sink: Sink, all_cpu_ops: bool | None,
+                 all_runtime: bool = False) -> None:  # fmt: skip
+        self.all_runtime = all_runtime
         self.raw, self.sink = raw, sink
         self.trailer: list[bytes] | None = None  # set once the events array has closed
         self.all_cpu_ops = all_cpu_ops
@@ -165,7 +188,7 @@ class _Scanner:
         for m in self._matches(buf, stop):
             if m.start() < pos:
                 continue  # a "cat" inside the previous event's args
-            cat = m.group(1) or m.group(2)
+            cat = m.group(1) or m.group(2) or m.group(3) or m.group(4)
             start = rfind(b"{", max(pos, m.start() - 256), m.start())
             nxt = sep(buf, m.end(), stop)
             end = nxt.start() + 1 if nxt else stop
@@ -181,7 +204,9 @@ class _Scanner:
 
     def _matches(self, buf: bytes, stop: int) -> Iterator[re.Match]:
         """The kept events' "cat" matches in order (all CPU ops, or only the wanted ones)."""
-        return (_KEPT if self.all_cpu_ops else _KEPT_GPU).finditer(buf, 0, stop)
+        if self.all_cpu_ops:
+            return _KEPT.finditer(buf, 0, stop)
+        return (_KEPT_GPU_ALL_RUNTIME if self.all_runtime else _KEPT_GPU).finditer(buf, 0, stop)
 
     def _slow(self, buf: bytes, pos: int, cat: int, end: int, stop: int, final: bool):
         """A cut that did not parse: a separator inside a string, a key with braces before

@@ -7,12 +7,18 @@ Sources, first found wins:
      ``execute_new_{n}_cached_{m}`` (request counts only, no token counts).
   2. ``ProfilerStep#N`` (torch.profiler with a schedule).
   3. SGLang's ``step[MODE bs=N]`` ranges.
-  4. Otherwise GPU (or, in CPU-only traces, top-level CPU op) idle gaps: a gap longer than
+  4. vLLM 0.10-0.11 (no step annotation): the ``...gpu_model_runner.py(N): execute_model``
+     Python frames (``with_stack``, vLLM's default), outermost ones only.
+  5. A CUDA-graph trace with one full-model graph launch per step: from each launch to the
+     next (``graph_launch``).
+  6. Otherwise GPU (or, in CPU-only traces, top-level CPU op) idle gaps: a gap longer than
      max(200 us, 20 x the median gap) separates two steps.
 
-A step's GPU window is its ``gpu_user_annotation`` twin when the trace has one; else the
-extent of the GPU work launched while its CPU annotation was open (with CUDA graphs the
-kernels run after the annotation closes, so GPU time alone would miss them).
+Every GPU event belongs to the step whose CPU range launched it (its correlation id leads
+to the runtime call), else to none ("outside steps"); an event with no known launch falls
+back to the step's GPU window. A step's GPU window is its ``gpu_user_annotation`` twin
+widened to the work it launched (with CUDA graphs, or a logits gather that runs after the
+annotation ends, kernels run past it); without a twin, the extent of that work.
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ GAP_FACTOR = 20.0
 @dataclass
 class Step:
     name: str
-    source: str  # vllm | profiler_step | sglang | gap
+    source: str  # store.trace_vocab.STEP_SOURCES
     cpu_start: float  # us, absolute trace time
     cpu_end: float
     gpu_start: float | None = None  # from a gpu_user_annotation when present
@@ -117,30 +123,61 @@ def gap_steps(start: np.ndarray, end: np.ndarray) -> list[Step]:
     ]
 
 
+def frame_steps(frames: list[tuple[str, float, float, object]]) -> list[Step]:
+    """Steps from vLLM's ``execute_model`` Python frames: the outermost of nested ones
+    (``gpu_worker.execute_model`` wraps ``gpu_model_runner.execute_model``)."""
+    frames = sorted(frames, key=lambda f: (f[1], -f[2]))
+    out: list[Step] = []
+    for name, ts, dur, _tid in frames:
+        if out and ts < out[-1].cpu_end:
+            continue  # nested in the previous one
+        out.append(Step(name, "vllm_execute_model", ts, ts + dur))
+    return out
+
+
+def graph_launch_steps(launch_ts: np.ndarray, last_cpu: float) -> list[Step]:
+    """One step per full-model graph launch: from a launch to the next (the inputs copied
+    before a launch land in the previous step; the sampler after it in this one)."""
+    ts = np.unique(launch_ts)
+    ends = np.r_[ts[1:], max(last_cpu, float(ts[-1]) + 1.0)] if len(ts) else ts
+    return [Step(f"graph#{i}", "graph_launch", float(a), float(b))
+            for i, (a, b) in enumerate(zip(ts, ends, strict=True))]
+
+
+def _locate(a: np.ndarray, b: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Index of the window [a_i, b_i] holding each t (-1: none); windows sorted by a."""
+    k = np.searchsorted(a, t, side="right") - 1
+    kk = np.maximum(k, 0)
+    hit = (k >= 0) & (t <= b[kk]) if len(a) else np.zeros(len(t), dtype=bool)
+    return np.where(hit, kk, -1)
+
+
 def assign(
     steps: list[Step], when: np.ndarray, gpu_start: np.ndarray, by_gpu_window: bool
 ) -> np.ndarray:
     """Step index of every event (-1: outside all steps).
 
-    ``when`` is the CPU launch time (NaN when unknown). Steps with GPU windows take the
-    events that start inside the window; others take the events launched inside the CPU
-    annotation, or, without a launch time, the ones that start inside it.
+    ``when`` is the CPU launch time (NaN when unknown): an event belongs to the step whose
+    CPU range launched it. Without a launch time it is placed by its GPU start: in the
+    step's GPU window if ``by_gpu_window``, else in its CPU range.
     """
     out = np.full(len(gpu_start), -1, dtype=np.int64)
     if not steps or not len(gpu_start):
         return out
-    if by_gpu_window:
-        a = np.array([s.gpu_start for s in steps])
-        b = np.array([s.gpu_end for s in steps])
-        t = gpu_start
-    else:
-        a = np.array([s.cpu_start for s in steps])
-        b = np.array([s.cpu_end for s in steps])
-        t = np.where(np.isnan(when), gpu_start, when)
-    order = np.argsort(a, kind="stable")
-    a, b = a[order], b[order]
-    k = np.searchsorted(a, t, side="right") - 1
-    kk = np.maximum(k, 0)
-    hit = (k >= 0) & (t <= b[kk])
-    out[hit] = order[kk[hit]]
+    cpu_a = np.array([s.cpu_start for s in steps])
+    cpu_b = np.array([s.cpu_end for s in steps])
+    order = np.argsort(cpu_a, kind="stable")
+    known = ~np.isnan(when)
+    got = _locate(cpu_a[order], cpu_b[order], when[known])
+    out[known] = np.where(got >= 0, order[np.maximum(got, 0)], -1)
+    rest = np.flatnonzero(~known)
+    if len(rest):
+        if by_gpu_window:
+            a = np.array([s.gpu_start for s in steps])
+            b = np.array([s.gpu_end for s in steps])
+        else:
+            a, b = cpu_a, cpu_b
+        o = np.argsort(a, kind="stable")
+        got = _locate(a[o], b[o], gpu_start[rest])
+        out[rest] = np.where(got >= 0, o[np.maximum(got, 0)], -1)
     return out

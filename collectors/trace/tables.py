@@ -1,4 +1,4 @@
-"""RankResults -> the five trace_* tables (pyarrow), the --json summary, run info."""
+"""RankResults -> the trace_* tables (pyarrow), the --json summary, run info."""
 
 from __future__ import annotations
 
@@ -9,8 +9,11 @@ import numpy as np
 
 from collectors.trace import taxonomy
 from collectors.trace.analyze import KINDS, RankResult, meta_value
+from collectors.trace.arrow import _bools, _col, _dict_array, _from_rows, _strings
+from store.trace_vocab import COMM_SOURCES
 
 CATS = np.array(taxonomy.CATEGORIES, dtype=object)
+SOURCES = np.array(COMM_SOURCES, dtype=object)
 
 
 @dataclass
@@ -42,76 +45,11 @@ def _base_ns(meta: dict[str, Any]) -> int:
         return 0
 
 
-_NP = {"int32": np.int32, "int64": np.int64, "double": np.float64}
-
-
-def _col(values: Any, typ: Any, null: np.ndarray | None = None):
-    """A numeric arrow column straight from numpy buffers (zero copy where possible).
-
-    ``pa.array(ndarray)`` would import pandas (~0.3 s) just to rule out pandas input.
-    """
-    import pyarrow as pa
-
-    arr = np.ascontiguousarray(values, dtype=_NP[str(typ)])
-    validity, nulls = None, 0
-    if null is not None and null.any():
-        validity = pa.py_buffer(np.packbits(~null, bitorder="little"))
-        nulls = int(null.sum())
-    return pa.Array.from_buffers(typ, len(arr), [validity, pa.py_buffer(arr)], null_count=nulls)
-
-
-def _from_rows(rows: list[dict[str, Any]], schema: Any):
-    """A small table from row dicts, built column by column without ``pa.array``."""
-    import pyarrow as pa
-
-    cols = []
-    for f in schema:
-        values = [r[f.name] for r in rows]
-        null = np.array([v is None for v in values], dtype=bool)
-        if f.type == pa.string():
-            cols.append(_strings(values))
-        elif f.type == pa.bool_():
-            bits = pa.py_buffer(np.packbits(np.array([bool(v) for v in values]), bitorder="little"))
-            validity = pa.py_buffer(np.packbits(~null, bitorder="little")) if null.any() else None
-            cols.append(pa.Array.from_buffers(pa.bool_(), len(values), [validity, bits],
-                                              null_count=int(null.sum())))  # fmt: skip
-        else:
-            cols.append(_col([0 if v is None else v for v in values], f.type, null))
-    return pa.Table.from_arrays(cols, schema=schema)
-
-
-def _strings(values: list[str | None]):
-    """A string arrow column from offsets + bytes (``pa.array`` would import pandas)."""
-    import pyarrow as pa
-
-    encoded = [b"" if v is None else v.encode() for v in values]
-    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-    np.cumsum([len(e) for e in encoded], out=offsets[1:])
-    null = np.array([v is None for v in values], dtype=bool)
-    validity = pa.py_buffer(np.packbits(~null, bitorder="little")) if null.any() else None
-    buffers = [validity, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))]
-    return pa.Array.from_buffers(pa.large_string(), len(values), buffers,
-                                 null_count=int(null.sum())).cast(pa.string())  # fmt: skip
-
-
-def _dict_array(codes: np.ndarray, values: list[Any]):
-    """Dictionary-encoded strings: a 100 M-row kernel table stays compact on disk.
-
-    A None value becomes a null entry (masked index), never a null in the dictionary.
-    """
-    import pyarrow as pa
-
-    null = np.array([v is None for v in values], dtype=bool)
-    mask = null[codes] if null.any() and len(codes) else None
-    indices = _col(codes, pa.int32(), mask)
-    dictionary = _strings(["" if v is None else v for v in values])
-    return pa.DictionaryArray.from_arrays(indices, dictionary)
-
-
 def build(results: list[RankResult], ranks: list[tuple[int, str]]) -> Built:
     import pyarrow as pa
 
     rank_rows, step_rows, cat_rows, stat_parts, kernel_parts = [], [], [], [], []
+    outside_parts, source_parts = [], []
     for res, (rank, source) in zip(results, ranks, strict=True):
         raw, t = res.raw, res.times
         dist = raw.meta.get("distributedInfo") if isinstance(raw.meta, dict) else None
@@ -128,6 +66,10 @@ def build(results: list[RankResult], ranks: list[tuple[int, str]]) -> Built:
             "steps": len(res.steps),
             "trace_start_ns": _us_to_ns(res.trace_start_us) + _base_ns(raw.meta),
             "step_source": res.steps[0].source if res.steps else None,
+            "graph_launches": res.graph_launches, "graph_kernels": int(res.graph.sum()),
+            "graph_moe_relabelled": res.relabelled_moe,
+            "outside_calls": int((res.step < 0).sum()),
+            "outside_us": float(res.dur[res.step < 0].sum()),
         })  # fmt: skip
         t0 = res.trace_start_us
         for i, s in enumerate(res.steps):
@@ -141,12 +83,16 @@ def build(results: list[RankResult], ranks: list[tuple[int, str]]) -> Built:
                 "generation_requests": s.generation_requests,
             })  # fmt: skip
         cat_rows.append(_step_categories(res, rank))
+        outside_parts.append(_outside_categories(res, rank))
+        source_parts.append(_comm_sources(res, rank))
         stat_parts.append(_kernel_stats(res, rank))
         kernel_parts.append(_kernels(res, rank))
     tables = {
         "trace_ranks": _from_rows(rank_rows, _RANK_SCHEMA()),
         "trace_steps": _from_rows(step_rows, _STEP_SCHEMA()),
         "trace_step_categories": pa.concat_tables(cat_rows),
+        "trace_outside_categories": pa.concat_tables(outside_parts),
+        "trace_comm_sources": pa.concat_tables(source_parts),
         "trace_kernel_stats": pa.concat_tables(stat_parts),
         "trace_kernels": pa.concat_tables(kernel_parts, promote_options="permissive"),
     }
@@ -172,6 +118,42 @@ def _step_categories(res: RankResult, rank: int):
         "rank": _col(np.full(len(uniq), rank), pa.int32()),
         "step": _col(uniq // len(CATS), pa.int32()),
         "category": _strings(CATS[uniq % len(CATS)].tolist()),
+        "calls": _col(calls, pa.int64()),
+        "total_us": _col(total, pa.float64()),
+    })  # fmt: skip
+
+
+def _outside_categories(res: RankResult, rank: int):
+    """GPU events launched outside every step, per category (the page's "outside steps")."""
+    import pyarrow as pa
+
+    sel = res.step < 0
+    uniq, inverse, calls = np.unique(res.category[sel], return_inverse=True, return_counts=True)
+    total = np.bincount(inverse.reshape(-1), weights=res.dur[sel], minlength=len(uniq))
+    return pa.table({
+        "rank": _col(np.full(len(uniq), rank), pa.int32()),
+        "category": _strings(CATS[uniq].tolist()),
+        "calls": _col(calls, pa.int64()),
+        "total_us": _col(total, pa.float64()),
+    })  # fmt: skip
+
+
+def _comm_sources(res: RankResult, rank: int):
+    """Collectives per (inside steps?, category, source), totalled over the rank."""
+    import pyarrow as pa
+
+    sel = res.source >= 0
+    n_src = len(SOURCES)
+    key = ((res.step[sel] >= 0) * len(CATS) + res.category[sel]) * n_src + res.source[sel]
+    uniq, inverse, calls = np.unique(key, return_inverse=True, return_counts=True)
+    total = np.bincount(inverse.reshape(-1), weights=res.dur[sel], minlength=len(uniq))
+    in_steps, rest = np.divmod(uniq, len(CATS) * n_src)
+    cat, src = np.divmod(rest, n_src)
+    return pa.table({
+        "rank": _col(np.full(len(uniq), rank), pa.int32()),
+        "category": _strings(CATS[cat].tolist()),
+        "source": _strings(SOURCES[src].tolist()),
+        "in_steps": _bools(in_steps.astype(bool)),
         "calls": _col(calls, pa.int64()),
         "total_us": _col(total, pa.float64()),
     })  # fmt: skip
@@ -236,7 +218,23 @@ def _summary(results, ranks, tables) -> dict[str, Any]:
                                cats["total_us"].to_pylist(), strict=True):  # fmt: skip
         by_cat[c]["calls"] += calls
         by_cat[c]["total_us"] += total
-    for v in by_cat.values():
+    outside = {c: {"calls": 0, "total_us": 0.0} for c in taxonomy.CATEGORIES}
+    out_t = tables["trace_outside_categories"]
+    for c, calls, total in zip(out_t["category"].to_pylist(), out_t["calls"].to_pylist(),
+                               out_t["total_us"].to_pylist(), strict=True):  # fmt: skip
+        for bucket in (by_cat, outside):  # categories count every event once, steps or not
+            bucket[c]["calls"] += calls
+            bucket[c]["total_us"] += total
+    sources: dict[str, dict[str, dict[str, float]]] = {}
+    src_t = tables["trace_comm_sources"]
+    for c, src, calls, total in zip(src_t["category"].to_pylist(), src_t["source"].to_pylist(),
+                                    src_t["calls"].to_pylist(), src_t["total_us"].to_pylist(),
+                                    strict=True):  # fmt: skip
+        slot = sources.setdefault(c, {}).setdefault(src, {"calls": 0, "total_us": 0.0})
+        slot["calls"] += calls
+        slot["total_us"] += total
+    for v in [*by_cat.values(), *outside.values(),
+              *(x for per in sources.values() for x in per.values())]:  # fmt: skip
         v["total_us"] = round(v["total_us"], 3)
     per_rank = {
         rank: {
@@ -251,6 +249,11 @@ def _summary(results, ranks, tables) -> dict[str, Any]:
         "steps": max((len(r.steps) for r in results), default=0),
         "partial": any(r.raw.partial for r in results),
         "categories": by_cat,
+        "outside_steps": {c: v for c, v in outside.items() if v["calls"]},
+        "comm_sources": sources,
+        "gpu_events": sum(len(r.raw.g_ts) for r in results),
+        "graph_mode": any(r.graph_launches > 0 and r.graph.any() for r in results),
+        "step_source": next((r.steps[0].source for r in results if r.steps), None),
         "per_rank": per_rank,
     }
 
@@ -284,6 +287,9 @@ def _RANK_SCHEMA():  # noqa: N802 - schema factories keep pyarrow out of module 
         ("span_us", pa.float64()), ("comm_us", pa.float64()),
         ("exposed_comm_us", pa.float64()), ("steps", pa.int32()),
         ("trace_start_ns", pa.int64()), ("step_source", pa.string()),
+        ("graph_launches", pa.int64()), ("graph_kernels", pa.int64()),
+        ("graph_moe_relabelled", pa.int64()), ("outside_calls", pa.int64()),
+        ("outside_us", pa.float64()),
     ])  # fmt: skip
 
 

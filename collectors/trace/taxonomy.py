@@ -14,11 +14,9 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-CATEGORIES = (
-    "gemm", "moe", "attention", "allreduce", "all_to_all", "allgather", "reduce_scatter",
-    "other_comm", "cast_quant", "norm", "elementwise", "sampling", "memory", "other",
-)  # fmt: skip
-COMM = ("allreduce", "all_to_all", "allgather", "reduce_scatter", "other_comm")
+from store.trace_vocab import CATEGORIES, COMM
+
+__all__ = ["CATEGORIES", "COMM", "kernel_category", "cpu_op_category", "enclosing_op_category"]
 
 # (category, regex): first match wins. One comment per family.
 KERNEL_PATTERNS: tuple[tuple[str, str], ...] = (
@@ -39,29 +37,43 @@ KERNEL_PATTERNS: tuple[tuple[str, str], ...] = (
         r"(one|two)shot_?all_?reduce",
     ),  # fmt: skip
     ("allgather", r"multimem_all_gather|symm\w*all_gather|all_gather_kernel"),
+    # Split-KV attention's combine step, before the generic `combine_kernel` rule below:
+    # FlashAttention-2 `flash::flash_fwd_splitkv_combine_kernel`, PyTorch's copy
+    # `pytorch_flash::flash_fwd_splitkv_combine_kernel`, FlashMLA
+    # `smxx::decode::flash_fwd_mla_combine_kernel`.
+    ("attention", r"flash_fwd_\w*combine|mla_combine|combine_attn"),
     ("reduce_scatter", r"symm\w*reduce_scatter|reduce_scatter_kernel"),
-    # Expert-parallel all-to-all: DeepEP (intranode/internode/low-latency), pplx-kernels,
-    # MoRI, FlashInfer/TRT-LLM MoE all-to-all, NVSHMEM-based a2a.
+    # Expert-parallel all-to-all: DeepEP (intranode/internode/low-latency, also forks and
+    # vendored copies under another namespace: `xyz::ep::internode::dispatch`, and its
+    # un-namespaced helpers notify_dispatch / cached_notify* / get_dispatch_layout),
+    # pplx-kernels, MoRI, FlashInfer/TRT-LLM MoE all-to-all, NVSHMEM-based a2a.
     (
         "all_to_all",
-        r"deep_?ep|pplx|mori\w*(dispatch|combine)|moe_?a2a|all2all|alltoall|"
+        r"deep_?ep|\bep::(?:intra|inter)node|notify_dispatch|cached_notify|"
+        r"get_dispatch_layout|pplx|mori\w*(dispatch|combine)|moe_?a2a|all2all|alltoall|"
         r"all_to_all|moe_?(dispatch|combine)|(dispatch|combine)_kernel",
     ),  # fmt: skip
     ("other_comm", r"nvshmem|userbuffers|c10d|gloo"),
-    # Sampling: FlashInfer sampling, vLLM/SGLang top-k/top-p, penalties, greedy argmax.
+    # Sampling: FlashInfer sampling, vLLM/SGLang top-k/top-p, penalties, greedy argmax,
+    # torch.topk's radix-select kernels (`at::native::sbtopk::gatherTopK`, mbtopk) which
+    # the sampler runs (MoE routing uses its own fused top-k kernels).
     (
         "sampling",
-        r"sampling|sampler|top_?k_?top_?p|top_?p_|min_?p_|multinomial|"
+        r"sampling|sampler|top_?k_?top_?p|top_?p_|min_?p_|multinomial|gatherTopK|"
+        r"sbtopk|mbtopk|"
         r"penalt|gumbel|argmax|ArgMaxOps|exponential_",
     ),  # fmt: skip
     # MoE: fused MoE (Triton, CUTLASS, Marlin MoE, aiter/CK fmoe, DeepGEMM grouped,
     # triton_kernels matmul_ogs), routing (top-k softmax, grouped top-k, bitmatrix),
-    # token permute/align/sort/sum around the experts.
+    # token permute/align/sort/sum around the experts. Grouped expert GEMMs whose names
+    # lack "moe": CUTLASS 3.x grouped GEMM (`cutlass::gemm::GroupProblemShape`, ptr-array
+    # kernels `KernelPtrArray*`), TRT-LLM's `moe::dev::{routing,finalize,...}` kernels.
     (
         "moe",
         r"moe|marlin_moe|MarlinMoE|fused_experts|grouped_gemm|m_grouped|matmul_ogs|"
+        r"GroupProblemShape|PtrArray|"
         r"topk_?softmax|topkGating|grouped_topk|_topk_forward|topk|routing|router|"
-        r"bitmatrix|expert|gating|gatherTopK|_finalize_matmul_scatter",
+        r"bitmatrix|expert|gating|_finalize_matmul_scatter",
     ),  # fmt: skip
     # Norms (before attention: FlashInfer's RMSNorm is `flashinfer::norm::...`): RMSNorm/
     # LayerNorm (vLLM, aiter, CK Rmsnorm2d, torch), batch/group norm
@@ -69,7 +81,11 @@ KERNEL_PATTERNS: tuple[tuple[str, str], ...] = (
     (
         "norm",
         r"rms_?norm|layer_?norm|RowwiseMoments|batch_?norm|group_?norm|cudnn::bn_|"
-        r"bn_fw|bn_bw|l2_?norm|normaliz",
+        r"bn_fw|bn_bw|l2_?norm|normaliz|"
+        # Inductor-fused RMSNorm (vLLM's default torch.compile path): the fused ops are
+        # listed alphabetically, `triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_0`;
+        # fused LayerNorm is `..._native_layer_norm_..` or `..var_mean..rsqrt..`.
+        r"triton_\w+_fused\w*_mean\w*_rsqrt|triton_\w+_fused\w*var_mean\w*rsqrt",
     ),  # fmt: skip
     # Attention: FlashAttention 2/3, FlashInfer prefill/decode, FlashMLA/cutlass MLA,
     # FMHA (xformers/cuDNN/CK), vLLM/ROCm paged and unified attention, Triton decode
@@ -81,7 +97,9 @@ KERNEL_PATTERNS: tuple[tuple[str, str], ...] = (
         r"reshape_and_cache|store_kvcache|kv_?cache|kv_indices|rotary|rope_|"
         r"reduce_segments|_fwd_kernel|_fwd_grouped_kernel|decode_kernel",
     ),  # fmt: skip
-    # Dtype casts and (de)quantisation: FP8/FP4/INT8 quant kernels, casting copies
+    # Dtype casts and (de)quantisation: FP8/FP4/INT8 quant kernels (incl. block-scale:
+    # TRT-LLM `quantize_with_block_size`, `per_token_group_quant_8bit`, `cvt_fp16_to_fp4`),
+    # casting copies
     # (named `*_copy_kernel` with a dtype, or copies with LoadWithCast).
     (
         "cast_quant",
@@ -91,10 +109,10 @@ KERNEL_PATTERNS: tuple[tuple[str, str], ...] = (
     ),  # fmt: skip
     # GEMM: cuBLAS/cuBLASLt (xmma, nvjet, sm90/sm80 tiles, gemv, split-K reduce), CUTLASS,
     # Marlin dense, DeepGEMM, hipBLASLt/Tensile (Cijk_), CK GEMM, ROCm skinny wvSplitK,
-    # Triton matmul, cuDNN convolutions (implicit GEMM, winograd).
+    # Triton matmul, cuDNN convolutions (implicit GEMM, winograd), TRT-LLM-gen `bmm_*`.
     (
         "gemm",
-        r"gemm|gemv|cublas|nvjet|xmma|cutlass|marlin|Cijk_|wvSplitK|LLGemm|"
+        r"gemm|gemv|cublas|nvjet|xmma|cutlass|marlin|Cijk_|wvSplitK|LLGemm|^bmm_|"
         r"matmul|_mm_|scaled_mm|splitKreduce|dot_kernel|convolution|conv\d|_conv_|"
         r"implicit_convolve|winograd|cudnn|"
         r"cask_|s16816|s1688|h16816|volta_|ampere_|turing_|sm\d+_",
@@ -164,14 +182,17 @@ ENCLOSING_OP_PATTERNS: tuple[tuple[str, str], ...] = (
     (
         "moe",
         r"stepscope::moe\b|vllm\w*(?:::|\.)(?:moe_forward\w*|\w*fused_experts\w*|"
-        r"\w*fused_moe\w*|\w*marlin_moe\w*)|trtllm::fused_moe\w*",
+        r"\w*fused_moe\w*|\w*marlin_moe\w*)|trtllm::fused_moe\w*|"
+        # FlashInfer's TRT-LLM-gen fused MoE ops (`trtllm_fp4_block_scale_moe`, ...): their
+        # expert GEMMs are named `bmm_*` like dense FP4 GEMMs
+        r"flashinfer\w*(?:::|\.)\w*moe\w*",
     ),  # fmt: skip
     # Attention: Stepscope's MLA attention op; vLLM's unified attention ops (unified_attention,
     # unified_attention_with_output, MLA variants); torch SDPA (its math backend is bmm +
     # softmax); TensorRT-LLM's trtllm::attention.
     (
         "attention",
-        r"stepscope::mla_attention\b|vllm\w*(?:::|\.)unified_\w*attention\w*|"
+        r"stepscope::(?:mla|gqa)_attention\b|vllm\w*(?:::|\.)unified_\w*attention\w*|"
         r"aten::_?scaled_dot_product\w*|trtllm::attention\w*",
     ),  # fmt: skip
 )

@@ -11,6 +11,7 @@ from playwright.sync_api import expect
 
 from tests.e2e.conftest import Dashboard, open_app, start_dashboard, stop_dashboard, wait_app
 from tests.helpers import FIXTURES, query, run_cli
+from tests.trace.synth import graph_decode_trace
 
 pytestmark = pytest.mark.e2e
 HTA = FIXTURES / "traces" / "hta"
@@ -27,9 +28,16 @@ def dash(tmp_path_factory) -> tuple[Dashboard, str, str]:
     prof = run_cli(store, "profile", "--json", "--label", "tp2-cpu", "--layers", "2",
                    "--steps", "2", "--batch", "4", "--context", "64")  # fmt: skip
     assert prof.code == 0, prof.stderr
+    graphs = tmp / "graph"
+    graphs.mkdir()
+    for r in range(2):  # a CUDA-graph decode run (Kineto's shape, real kernel names)
+        graph_decode_trace(graphs / f"w_rank{r}.pt.trace.json.gz", r, 2, steps=4, layers=3)
+    graph = run_cli(store, "trace", str(graphs), "--json", "--label", "graph")
+    assert graph.code == 0, graph.stderr
     trace = run_cli(store, "trace", *map(str, ranks), "--json", "--label", "hta-sampled")
     assert trace.code == 0, trace.stderr
     d = start_dashboard(store, tmp / "streamlit.log")
+    d.graph_id = graph.json["run_id"]  # type: ignore[attr-defined]
     yield d, prof.json["run_id"], trace.json["run_id"]
     stop_dashboard(d)
 
@@ -74,6 +82,44 @@ def test_profile_run_sentence_charts_and_numbers(dash, page) -> None:
     expect(main.get_by_test_id("stPlotlyChart")).to_have_count(4)
     assert "Top:" in text and re.search(r"allreduce in \S+: \d+ call\(s\)", text), text
     expect(main.get_by_role("button", name="CSV").first).to_be_visible()
+
+
+ANATOMY = re.compile(r"([\w ]+) (AllReduce|AllGather): (\d+) calls/step, ([\d.]+) ms "
+                     r"\(([\d.]+)% of step\)")  # fmt: skip
+
+
+def test_profile_run_step_anatomy(dash, page) -> None:
+    """The profile workload: per layer one attention and one MoE AllReduce, one logits
+    AllGather per step; the MoE one says what expert parallelism would remove."""
+    d, prof_id, _ = dash
+    open_app(page, d.link(f"kernels?run={prof_id}"))
+    main = _main(page)
+    expect(main.get_by_text(re.compile(r"MoE AllReduce: \d+ calls/step"))).to_be_visible()
+    text = main.inner_text()
+    found = {f"{m[0].strip()} {m[1]}": m for m in ANATOMY.findall(text)}
+    assert found["MoE AllReduce"][2] == "2" and found["Attention AllReduce"][2] == "2", text
+    assert found["Logits AllGather"][2] == "1", text
+    assert "what expert parallelism would remove" in text
+    stored = query(d.store, "SELECT sum(total_us) FROM trace_comm_sources WHERE run_id = ? "
+                   "AND source = 'moe' AND in_steps", [prof_id])[0][0]  # fmt: skip
+    steps = query(d.store, "SELECT count(*) FROM trace_steps WHERE run_id = ?", [prof_id])[0][0]
+    assert float(found["MoE AllReduce"][3]) == pytest.approx(stored / steps / 1000, abs=0.006)
+    assert re.search(r"All [\d,]+ top-level CPU ops \(CPU-only trace\) counted once", text)
+
+
+def test_graph_run_shows_outside_steps_and_where_categories_come_from(dash, page) -> None:
+    d, _, _ = dash
+    open_app(page, d.link(f"kernels?run={d.graph_id}"))
+    main = _main(page)
+    expect(main.get_by_text(re.compile(r"MoE AllReduce: 3 calls/step"))).to_be_visible()
+    text = main.inner_text()
+    m = re.search(r"All ([\d,]+) GPU events counted once: ([\d,]+) in steps, ([\d,]+) outside "
+                  r"steps \(memory (\d+)", text)  # fmt: skip
+    assert m, text
+    total, inside, outside = (int(x.replace(",", "")) for x in m.groups()[:3])
+    assert inside + outside == total and outside == int(m[4]) == 2 * 4
+    assert "CUDA-graph replays" in text and "kernel names only" in text
+    assert "Logits AllGather: 1 calls/step" in text
 
 
 def test_imported_trace_shows_its_collectives(dash, page) -> None:

@@ -101,3 +101,62 @@ def moe_layer_trace(path: Path) -> Path:
     op(b, "aten::mm", 1700.0, 50.0)
     b.kernel(GEMM, 1710.0, 1700.0, 20.0)  # dense -> gemm
     return b.write(path)
+
+
+# Real kernel names of a vLLM MoE decode step under a FULL CUDA graph (see
+# tests/trace/test_taxonomy_real.py for their sources).
+NORM = "triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_0"
+ROPE = "void vllm::rotary_embedding_kernel<c10::BFloat16, true>(long const*, ...)"
+FLASH = "void flash::flash_fwd_splitkv_kernel<Flash_fwd_kernel_traits<128, 64, 128, 4>>(...)"
+COMBINE = ("void flash::flash_fwd_splitkv_combine_kernel<Flash_fwd_kernel_traits<128, 64, 128, "
+           "4>, 4, 3, true>(Flash_fwd_params)")  # fmt: skip
+NVJET = "nvjet_tst_128x64_64x4_1x2_h_bz_TNT"
+CUSTOM_AR = "void vllm::cross_device_reduce_1stage<__nv_bfloat16, 8>(vllm::RankData*, ...)"
+ADD_NORM = "void vllm::fused_add_rms_norm_kernel<c10::BFloat16, 8>(c10::BFloat16*, ...)"
+TOPK = "void vllm::moe::topkGatingSoftmax<8, 128, 4, 16, 32, int>(...)"
+ROUTING = "void moe::dev::routing::routingCustom::routingIndicesBlockKernel<...>(...)"
+BMM = ("bmm_Bfloat16_E2m1E2m1_Fp32_Ab16_Bb16_t128x128x256u2_s6_et128x128_m256x128x64_c2x1x1_rM_"
+       "TN_transOut_schPd2x1x2x3_biasFp32M_bN_rgTma_clmp_dynB_sm100f")  # fmt: skip
+FINALIZE = "void moe::dev::finalize::finalizeKernelVecLoad<moe::dev::finalize::KernelParams>(...)"
+GATHER = "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+TOPK_SAMPLE = "void at::native::sbtopk::gatherTopK<float, unsigned int, 2, false>(...)"
+LAYER = [NORM, NVJET, ROPE, FLASH, COMBINE, NVJET, CUSTOM_AR,  # attention block
+         ADD_NORM, NVJET, TOPK, ROUTING, BMM, BMM, FINALIZE, CUSTOM_AR]  # MoE block
+GRAPH_TAIL = [NORM]  # the final norm is the graph's last kernel
+EAGER_TAIL = [NVJET, GATHER, TOPK_SAMPLE]  # compute_logits + sampler run eagerly
+
+
+def graph_decode_trace(path: Path, rank: int, world_size: int = 4, steps: int = 8,
+                       layers: int = 3, annotate: bool = True) -> Path:  # fmt: skip
+    """A vLLM decode trace captured with a FULL CUDA graph, the way Kineto writes one: each
+    step's graph replay is one ``cudaGraphLaunch`` whose correlation id every kernel of the
+    replay shares; the logits GEMM, the vocab AllGather and the sampler follow eagerly and
+    run after the step's GPU annotation has ended. One H2D copy per step is launched
+    between steps (outside every step). ``annotate=False`` drops the step annotations
+    (vLLM 0.10-0.11)."""
+    b = TraceBuilder(rank=rank, world_size=world_size)
+    t = 10_000.0
+    name = "execute_context_0(0)_generation_32(32)"
+    for _ in range(steps):
+        if annotate:
+            b.cpu("user_annotation", name, t, 400.0)
+        b.corr += 1
+        b.cpu("cuda_runtime", "cudaGraphLaunch", t + 100, 30.0, correlation=b.corr)
+        g = t + 150  # GPU time
+        if annotate:  # the GPU side of the annotation ends before most graph kernels ran
+            b.events.append({"ph": "X", "cat": "gpu_user_annotation", "name": name, "pid": 0,
+                             "tid": 7, "ts": g, "dur": 20.0, "args": {}})  # fmt: skip
+        for kname in LAYER * layers + GRAPH_TAIL:
+            b.events.append({"ph": "X", "cat": "kernel", "name": kname, "pid": 0, "tid": 7,
+                             "ts": g, "dur": 4.0, "args": {"stream": 7, "correlation": b.corr,
+                                                            "graph node id": 1}})  # fmt: skip
+            g += 5.0
+        for k, kname in enumerate(EAGER_TAIL):
+            b.kernel(kname, t + 200 + 10 * k, g, 4.0)
+            g += 5.0
+        b.kernel("Memcpy HtoD (Pinned -> Device)", t + 600, t + 610, 2.0, cat="gpu_memcpy")
+        t += 1000.0
+    return b.write(path)
+
+
+GRAPH_KERNELS_PER_STEP = len(LAYER) * 3 + len(GRAPH_TAIL)  # layers=3

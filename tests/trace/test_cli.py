@@ -12,7 +12,8 @@ from tests.helpers import query, run_cli
 from tests.trace.conftest import fixture
 from tests.trace.synth import decode_step_trace
 
-ITEM7 = {"run_id", "ranks", "steps", "partial", "categories", "per_rank", "committed"}
+ITEM7 = {"run_id", "ranks", "steps", "partial", "categories", "per_rank", "committed",
+         "outside_steps", "comm_sources", "gpu_events", "graph_mode", "step_source"}
 
 
 def test_json_summary_and_reimport_is_a_no_op(store_path):

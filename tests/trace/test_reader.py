@@ -140,3 +140,40 @@ def test_non_complete_events_in_kept_categories_are_ignored(tmp_path):
     path.write_text('{"traceEvents": [' + begin + ", " + ev + "]}")
     raw = read_trace(path)
     assert list(raw.g_dur) == [2.0] and raw.cpu_annotations == []
+
+
+@pytest.mark.parametrize("rel", [
+    "hta/ns_resolution_rank-0.pt.trace.json.gz",
+    "tracelens/vllm_mi300x_prefilldecode_piecewise.json.gz",
+    "tracelens/sglang_qwen3_8b_decode.json.gz",
+])  # fmt: skip
+def test_only_launch_runtime_calls_are_read_and_nothing_changes(rel):
+    """cudaEventRecord, hipPointerGetAttribute... are skipped unparsed; every GPU event
+    still finds the call that launched it."""
+    import numpy as np
+
+    from collectors.trace.analyze import _launch_times
+
+    a = read_trace(fixture(rel))
+    b = read_trace(fixture(rel), all_runtime=True)
+    assert len(a.r_ts) < len(b.r_ts)
+    la, ga = _launch_times(a, np.frombuffer(a.g_corr, dtype=np.int64))
+    lb, gb = _launch_times(b, np.frombuffer(b.g_corr, dtype=np.int64))
+    assert np.array_equal(la, lb, equal_nan=True) and np.array_equal(ga, gb)
+    assert np.isfinite(la).sum() > 0
+
+
+def test_runtime_calls_in_another_key_order_are_read_again(tmp_path):
+    """A writer that puts "name" before "cat" defeats the launch filter: the reader notices
+    kernels with correlation ids but no launches and reads every runtime call."""
+    from tests.trace.synth import TraceBuilder
+
+    b = TraceBuilder(rank=0, world_size=1)
+    b.kernel("nvjet_tst_128x64_64x4_1x2_h_bz_TNT", 10.0, 20.0, 5.0)
+    for e in b.events:
+        if e.get("cat") == "cuda_runtime":
+            e.clear()
+            e.update({"name": "cudaLaunchKernel", "ph": "X", "cat": "cuda_runtime", "pid": 1,
+                      "tid": 1, "ts": 10.0, "dur": 2.0, "args": {"correlation": 101}})  # fmt: skip
+    raw = read_trace(b.write(tmp_path / "t.json"))
+    assert list(raw.r_corr) == [101] and list(raw.g_corr) == [101]

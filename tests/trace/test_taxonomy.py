@@ -46,7 +46,6 @@ NAMES = [
     ("void vllm::moe::moe_align_block_size_kernel<int>(...)", "moe"),
     ("_topk_forward", "moe"),
     ("_matmul_ogs_NNT_bf16xbf16xmxfp4_16x128x256x1_swiglu", "moe"),
-    ("void at::native::sbtopk::gatherTopK<float, unsigned int, 2, false>(...)", "moe"),
     # GEMM: cuBLAS/nvjet/CUTLASS/Marlin dense, ROCm hipBLASLt/Tensile and skinny GEMM
     ("nvjet_tst_128x64_64x4_1x2_h_bz_TNT", "gemm"),
     (

@@ -1,0 +1,127 @@
+"""Step anatomy: which module issued each collective, and MoE kernels inside CUDA graphs.
+
+Both read the kernels in issue order (launch time, then GPU start: a CUDA graph's kernels
+share their launch, so the GPU order is theirs) and look at the compute just before.
+
+A collective's source (``store.trace_vocab.COMM_SOURCES``):
+- launched inside a MoE or attention CPU op (eager traces): that op;
+- else the last distinctive compute before it in the same step: MoE kernels -> ``moe``
+  (expert output / combine), attention -> ``attention`` (o_proj output), the embedding
+  lookup -> ``embedding``; a norm, or the previous collective, then GEMMs -> ``mlp`` (dense
+  MLP; with the residual norm fused into the AllReduce there is no norm kernel between);
+- an AllGather (or gather) after GEMMs with no attention/MoE since the last norm or
+  collective is the vocab-parallel ``logits`` gather;
+- a collective right after another with no compute between continues its source (two-shot
+  AllReduce = ReduceScatter + AllGather, DeepEP dispatch then combine);
+- anything else is ``other``.
+
+CUDA graph replays have no MoE CPU op around the launch, so expert GEMMs with generic
+names (``bmm_*``, ``nvjet``) would count as dense GEMM: within a graph, GEMMs (and the
+elementwise/cast/copy kernels among them) sitting between two MoE kernels with nothing
+else between are MoE time.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from store.trace_vocab import CATEGORIES, COMM, COMM_SOURCES
+
+_CAT = {c: i for i, c in enumerate(CATEGORIES)}
+_COMM = np.array([_CAT[c] for c in COMM])
+_SRC = {s: i for i, s in enumerate(COMM_SOURCES)}
+_EMBEDDING = re.compile(r"embedding|indexSelect|index_select", re.IGNORECASE)
+# marker codes
+_NONE, _GEMM, _NORM, _ATTN, _MOE, _EMB, _COMM_M = 0, 1, 2, 3, 4, 5, 6
+_FILLER = np.array([_CAT[c] for c in ("gemm", "elementwise", "cast_quant", "memory")])
+
+
+def issue_order(launch: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """Event indices in issue order: launch time (GPU start where unknown), then start."""
+    key = np.where(np.isnan(launch), start, launch)
+    return np.lexsort((start, key))
+
+
+def moe_in_graphs(category: np.ndarray, graph: np.ndarray, order: np.ndarray) -> int:
+    """Relabel filler kernels between two MoE kernels of a graph as MoE; returns how many."""
+    sel = order[graph[order]]
+    if len(sel) < 3:
+        return 0
+    cat = category[sel]
+    is_moe = cat == _CAT["moe"]
+    filler = np.isin(cat, _FILLER)
+    pos = np.arange(len(sel))
+    last_moe = np.maximum.accumulate(np.where(is_moe, pos, -1))
+    last_other = np.maximum.accumulate(np.where(~is_moe & ~filler, pos, -1))
+    next_moe = np.minimum.accumulate(np.where(is_moe, pos, len(sel))[::-1])[::-1]
+    next_other = np.minimum.accumulate(np.where(~is_moe & ~filler, pos, len(sel))[::-1])[::-1]
+    inside = filler & (last_moe >= 0) & (last_moe > last_other) & (next_moe < len(sel)) & (
+        next_moe < next_other) & (cat == _CAT["gemm"])  # fmt: skip
+    category[sel[inside]] = _CAT["moe"]
+    return int(inside.sum())
+
+
+def comm_sources(
+    names: list[str], name: np.ndarray, category: np.ndarray, step: np.ndarray,
+    order: np.ndarray, enclosing: np.ndarray,
+) -> np.ndarray:  # fmt: skip
+    """Source index (into COMM_SOURCES) per event; -1 for non-collectives.
+
+    ``enclosing``: category index of the MoE/attention CPU op around each launch, or -1.
+    """
+    out = np.full(len(category), -1, dtype=np.int64)
+    comm_sel = np.isin(category, _COMM)
+    if not comm_sel.any():
+        return out
+    emb = np.array([bool(_EMBEDDING.search(n)) for n in names], dtype=bool)
+    marker = np.zeros(len(category), dtype=np.int64)
+    marker[category == _CAT["gemm"]] = _GEMM
+    marker[category == _CAT["norm"]] = _NORM
+    marker[category == _CAT["attention"]] = _ATTN
+    marker[category == _CAT["moe"]] = _MOE
+    marker[emb[name] & ~comm_sel] = _EMB
+    marker[comm_sel] = _COMM_M
+    m = marker[order]
+    st = step[order]
+    pos = np.arange(len(order))
+    # last distinctive (not GEMM) marker strictly before each position, and last GEMM
+    distinct = np.where((m != _NONE) & (m != _GEMM), pos, -1)
+    last_d = np.r_[-1, np.maximum.accumulate(distinct)[:-1]]
+    gemms = np.where(m == _GEMM, pos, -1)
+    last_g = np.r_[-1, np.maximum.accumulate(gemms)[:-1]]
+    allgather = {_CAT["allgather"], _CAT["other_comm"]}
+    src_sorted = np.full(len(order), -1, dtype=np.int64)
+    enc = enclosing[order]
+    cats = category[order]
+    for p in np.flatnonzero(m == _COMM_M):
+        e = enc[p]
+        if e == _CAT["moe"] or e == _CAT["attention"]:
+            src_sorted[p] = _SRC["moe" if e == _CAT["moe"] else "attention"]
+            continue
+        d = last_d[p]
+        if d >= 0 and st[d] != st[p]:
+            d = -1  # the walk stops at the step boundary
+        kind = m[d] if d >= 0 else _NONE
+        gemm_after = last_g[p] > d and (d >= 0 or (last_g[p] >= 0 and st[last_g[p]] == st[p]))
+        src_sorted[p] = _source(kind, gemm_after, int(cats[p]) in allgather,
+                                int(src_sorted[d]) if kind == _COMM_M else -1)  # fmt: skip
+    out[order] = src_sorted
+    return out
+
+
+def _source(kind: int, gemm_after: bool, is_gather: bool, previous: int) -> int:
+    if kind == _MOE:
+        return _SRC["moe"]
+    if kind == _ATTN:
+        return _SRC["attention"]
+    if kind == _EMB:
+        return _SRC["embedding"]
+    if is_gather and gemm_after and kind in (_NORM, _COMM_M, _NONE):
+        return _SRC["logits"]
+    if kind in (_NORM, _COMM_M) and gemm_after:
+        return _SRC["mlp"]
+    if kind == _COMM_M and not gemm_after and previous >= 0:
+        return previous
+    return _SRC["other"]
