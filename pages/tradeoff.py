@@ -144,12 +144,20 @@ def inputs() -> tuple[dict, list[str]]:
     if cal != NONE:
         row = traces[traces["run_id"] == cal].iloc[0]
         world = hw.gpu_count if pd.isna(row["world_size"]) else int(row["world_size"])
+        anatomy = qp.trace_allreduce_anatomy(ui.store(), cal)
+        if anatomy is not None and anatomy.moe_calls_per_step > 0:
+            notes.append(f"measured in {cal}: MoE AllReduce {anatomy.moe_calls_per_step:.0f} "
+                         f"calls/step, {anatomy.moe_ms_per_step:.2f} ms "
+                         f"({anatomy.moe_pct_of_step:.1f}% of step) - what expert parallelism "
+                         f"would remove; the calibration scales AllReduce per call "
+                         f"({anatomy.calls_per_step:.0f} calls/step measured)")  # fmt: skip
         kwargs["calibration"] = Calibration(
             "tp", world, 1, 1 if pd.isna(row["gen_tokens"]) else max(int(row["gen_tokens"]), 1),
             float(row["step_ms"]),
             (("allreduce", float(row["allreduce_ms"])), ("all_to_all",
                                                          float(row["all_to_all_ms"]))),
             source=f"measured trace run {cal} (profiled, assumed TP={world})",
+            allreduce_calls=anatomy.calls_per_step if anatomy else None,
         )  # fmt: skip
     return kwargs, notes
 

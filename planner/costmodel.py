@@ -197,15 +197,25 @@ class Calibration:
     comm_ms: tuple[tuple[str, float], ...]  # (allreduce | all_to_all, ms per step)
     source: str
     profiled: bool = True  # a profiler inflates the step; the page says so
+    # From the trace's step anatomy (store.queries_planner.trace_allreduce_anatomy):
+    allreduce_calls: float | None = None  # measured AllReduce calls per step
 
     def matches(self, layout: Layout) -> bool:
         return (layout.kind, layout.tp, layout.dp) == (self.layout_kind, self.tp, self.dp)
 
 
 def calibration_factors(cal: Calibration, curve: LayoutCurve) -> dict[str, float]:
-    """Scale factors per term so the model reproduces the measured step at its concurrency."""
+    """Scale factors per term so the model reproduces the measured step at its concurrency.
+
+    With a measured AllReduce call count, the AllReduce term is scaled per call (measured
+    time per call over the model's), so calls the model does not have (a trace's extra
+    AllReduces) stay in the compute share instead of inflating every layout's per-call
+    latency; layouts that drop the MoE AllReduce then drop it at its measured cost.
+    """
     i = min(curve.at(cal.concurrency), len(curve.concurrency) - 1)
     comm = dict(cal.comm_ms)
+    if cal.allreduce_calls and curve.allreduce_calls and "allreduce" in comm:
+        comm["allreduce"] = comm["allreduce"] / cal.allreduce_calls * curve.allreduce_calls
     compute_model = sum(float(curve.terms[t][i]) for t in COMPUTE_TERMS)
     compute_meas = cal.step_ms - sum(comm.values())
     factors = dict.fromkeys(TERMS, 1.0)

@@ -9,10 +9,13 @@ page then falls back to presets and says so), never an error.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import duckdb
 import pandas as pd
 
 from store.location import StoreLocation
+from store.queries_trace import comm_sources_per_step
 from store.reader import query_df
 
 
@@ -105,6 +108,32 @@ def trace_breakdowns(loc: StoreLocation, host: str | None = None) -> pd.DataFram
         "AND (?::VARCHAR IS NULL OR r.host = ?) ORDER BY r.finished_at DESC, r.run_id DESC",
         [host, host],
     )
+
+
+@dataclass(frozen=True)
+class AllReduceAnatomy:
+    """A trace run's AllReduces per step, split by the module that issued them."""
+
+    calls_per_step: float
+    moe_calls_per_step: float
+    moe_ms_per_step: float
+    moe_pct_of_step: float
+
+
+def trace_allreduce_anatomy(loc: StoreLocation, run_id: str) -> AllReduceAnatomy | None:
+    """From the run's step anatomy (migration 0006); None when it has none (older imports,
+    or no AllReduce at all)."""
+    try:
+        df = comm_sources_per_step(loc, run_id)
+    except duckdb.CatalogException:
+        return None
+    ar = df[df["category"] == "allreduce"] if not df.empty else df
+    if ar.empty or not ar["calls_per_step"].sum() > 0:
+        return None
+    moe = ar[ar["source"] == "moe"]
+    return AllReduceAnatomy(float(ar["calls_per_step"].sum()), float(moe["calls_per_step"].sum()),
+                            float(moe["us_per_step"].sum()) / 1e3,
+                            float(moe["pct_of_step"].sum()))  # fmt: skip
 
 
 def run_models(loc: StoreLocation, host: str | None = None) -> pd.DataFrame:

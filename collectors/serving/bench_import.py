@@ -80,7 +80,26 @@ def submit(ctx: Context, engine: Engine, run_id: str, found: list[dict], what: s
     summary = {"results": len(found), "concurrency": conc, "models": models,
                "layouts": sorted({r["layout"] for r in found if r["layout"]}),
                "formats": sorted({r["result_format"] for r in found}), "engine": engine.name}  # fmt: skip
-    return ctx.submit(Bundle(record, {"serving_bench": found}), summary)
+    tables: dict[str, list[dict]] = {"serving_bench": found}
+    tables.update(_model_configs(found))
+    return ctx.submit(Bundle(record, tables), summary)
+
+
+def _model_configs(found: list[dict]) -> dict[str, list[dict]]:
+    """The config.json of each benchmarked model that is on this host (local dir or HF cache).
+
+    A result's tokenizer is often the checkpoint directory itself (``--tokenizer /models/x``),
+    so it is tried as the model's root.
+    """
+    from collectors.model_config import TABLE, model_config_tables
+
+    rows: list[dict] = []
+    for model_id, tokenizer in sorted({(r["model_id"], r.get("tokenizer_id")) for r in found
+                                       if r["model_id"]}):  # fmt: skip
+        if any(row["model_id"] == model_id for row in rows):
+            continue
+        rows += model_config_tables(model_id, tokenizer).get(TABLE, [])
+    return {TABLE: rows} if rows else {}
 
 
 def parse_sweep(url: str, concurrency: str) -> tuple[str, list[int]]:

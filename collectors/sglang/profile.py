@@ -126,4 +126,5 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     }  # fmt: skip
     summary = {"url": base, "model": model, "sglang_version": facts.version, "layout": lay.name}
     return orchestrate.commit_profile(ctx, "sglang-profile", "sglang", facts.version,
-                                      "sglang_server", row, out, summary)  # fmt: skip
+                                      "sglang_server", row, out, summary,
+                                      model_root=layout.model if layout else None)  # fmt: skip

@@ -172,4 +172,4 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     summary = {"url": base, "model": card.get("id"), "vllm_version": version,
                "layout": lay.name}  # fmt: skip
     return orchestrate.commit_profile(ctx, "vllm-profile", "vllm", version, "vllm_server",
-                                      server, out, summary)  # fmt: skip
+                                      server, out, summary, model_root=server.get("model_root"))  # fmt: skip

@@ -96,3 +96,26 @@ def test_missing_store_still_plans_from_presets(tmp_path: Path, page) -> None:
         assert "presets only" in text and "h200-sxm-8x" in text
     finally:
         stop_dashboard(d)
+
+
+def test_calibration_from_a_trace_names_the_measured_moe_allreduce(dash: Dashboard,
+                                                                   filled: PlannerStore,
+                                                                   tmp_path: Path, page) -> None:  # fmt: skip
+    """A CUDA-graph decode trace (Kineto-shaped, tests/trace/synth.py) calibrates the page;
+    its step anatomy says how much AllReduce is the MoE output."""
+    from tests.helpers import run_cli
+    from tests.trace.synth import graph_decode_trace
+
+    for rank in range(2):
+        graph_decode_trace(tmp_path / f"dp0_pp0_tp{rank}_rank{rank}.pt.trace.json", rank,
+                           world_size=2, steps=4, layers=3)  # fmt: skip
+    res = run_cli(filled.path, "trace", str(tmp_path), "--json")
+    assert res.code == 0, res.stderr
+    run = res.json["run_id"]
+    open_app(page, dash.link(f"tradeoff?setup=custom&model=kimi-k2.5&hw=preset:"
+                             f"rtx-pro-6000-pcie-8x&calib={run}&view=calibrated"))  # fmt: skip
+    expect(page.get_by_text("Assumptions and sources")).to_be_visible()
+    text = _main(page)
+    assert f"measured in {run}: MoE AllReduce 3 calls/step, 0.01 ms" in text
+    assert "what expert parallelism would remove" in text and "(6 calls/step measured)" in text
+    assert f"measured trace run {run}" in text
