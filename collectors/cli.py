@@ -66,7 +66,7 @@ VERBS: tuple[Verb, ...] = (
          "in a folder or a .zip, to hand to a teammate", writes=False),  # fmt: skip
     Verb("flush", "collectors.flush", "commit run bundles waiting in the spool"),
     Verb("doctor", "collectors.doctor", "check store, spool backlog, lock dir, NVML and "
-         "optionally a vLLM URL; one pass/warn/fail line each", writes=False),  # fmt: skip
+         "optionally a vLLM or SGLang URL; one pass/warn/fail line each", writes=False),  # fmt: skip
     Verb("migrate", "collectors.migrate_store", "copy every run of an embedded store into a "
          "DuckLake (--to URL); re-running is a no-op"),  # fmt: skip
     Verb("compact", "collectors.compact", "merge a lake's small files and expire old "

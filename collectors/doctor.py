@@ -1,8 +1,9 @@
 """``doctor``: is this host ready for cron? One PASS/WARN/FAIL line per check; exit 1 on a FAIL.
 
 Checks: the store (reachable, schema version), the spool backlog (pending count and age,
-corrupt and half-written entries), the measurement lock directory, NVML, and a vLLM server
-when ``--vllm-url`` is given (``/version`` and ``/health``). Nothing is written to the store.
+corrupt and half-written entries), the measurement lock directory, NVML, and a vLLM or SGLang
+server when ``--vllm-url`` / ``--sglang-url`` is given (its version and ``/health``). Nothing
+is written to the store.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ class Check:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--vllm-url", metavar="URL",
                         help="also check a vLLM server, e.g. http://127.0.0.1:8000")  # fmt: skip
+    parser.add_argument("--sglang-url", metavar="URL",
+                        help="also check an SGLang server, e.g. http://127.0.0.1:30000")  # fmt: skip
     parser.add_argument("--spool-max-age", type=float, default=3600, metavar="S",
                         help="FAIL when a spooled run has waited longer (default 3600 s)")  # fmt: skip
     parser.add_argument("--expect-gpus", action="store_true",
@@ -135,32 +138,45 @@ def check_nvml(expect_gpus: bool) -> Check:
 def _get(url: str, timeout: float = 5.0) -> tuple[int, str]:
     request = urllib.request.Request(url, headers={"User-Agent": "stepscope-doctor"})
     with urllib.request.urlopen(request, timeout=timeout) as resp:  # noqa: S310 - user's URL
-        return resp.status, resp.read(4096).decode(errors="replace")
+        # SGLang's /get_server_info is every ServerArgs field: tens of KB, not a few bytes.
+        return resp.status, resp.read(1 << 20).decode(errors="replace")
 
 
-def check_vllm(base: str) -> Check:
+# Where each engine says its version; both serve ``GET /health`` (200 when healthy).
+# vLLM: vllm/entrypoints/openai/api_server.py (``/version``, ``/health``).
+# SGLang: python/sglang/srt/entrypoints/http_server.py (``/get_server_info`` carries
+# ``version``; ``/health`` and ``/health_generate`` share one handler that answers 503 when
+# the scheduler is stuck).
+VERSION_ENDPOINTS = {"vllm": "/version", "sglang": "/get_server_info"}
+ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang"}
+
+
+def check_server(engine: str, base: str) -> Check:
+    """One serving engine's server: reachable, its version, and ``/health``."""
     if not base.startswith(("http://", "https://")):
-        raise InputError(f"--vllm-url {base}: give an http:// or https:// URL")
+        raise InputError(f"--{engine}-url {base}: give an http:// or https:// URL")
     base = base.rstrip("/")
     try:
-        status, body = _get(f"{base}/version")
+        status, body = _get(f"{base}{VERSION_ENDPOINTS[engine]}", 10.0)
         version = json.loads(body).get("version", "?") if status == 200 else None
         health, _ = _get(f"{base}/health")
     except urllib.error.HTTPError as exc:
-        return Check("vllm", FAIL, f"{base}: HTTP {exc.code} from {exc.url}")
+        return Check(engine, FAIL, f"{base}: HTTP {exc.code} from {exc.url}")
     except (urllib.error.URLError, OSError, ValueError) as exc:
         reason = getattr(exc, "reason", exc)
-        return Check("vllm", FAIL, f"{base}: unreachable ({reason})")
+        return Check(engine, FAIL, f"{base}: unreachable ({reason})")
     if health != 200:
-        return Check("vllm", FAIL, f"{base}: /health answered {health}")
-    return Check("vllm", PASS, f"{base}: vLLM {version}, /health ok")
+        return Check(engine, FAIL, f"{base}: /health answered {health}")
+    return Check(engine, PASS, f"{base}: {ENGINE_NAMES[engine]} {version}, /health ok")
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
     checks = [check_store(ctx), *check_spool(ctx, args.spool_max_age), check_lock_dir(),
               check_nvml(args.expect_gpus)]  # fmt: skip
     if args.vllm_url:
-        checks.append(check_vllm(args.vllm_url))
+        checks.append(check_server("vllm", args.vllm_url))
+    if args.sglang_url:
+        checks.append(check_server("sglang", args.sglang_url))
     width = max(len(c.name) for c in checks)
     for c in checks:
         # One line each on stdout, whatever the log format: doctor's output is its result.

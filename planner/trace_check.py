@@ -38,8 +38,9 @@ from planner.policy import (
     check_precision,
     normalize_dtype,
 )
+from store import trace_vocab
 
-COMM_CATEGORIES = ("allreduce", "all_to_all", "allgather", "reduce_scatter", "other_comm")
+COMM_CATEGORIES = trace_vocab.COMM  # the trace importer's communication categories
 ASSUMED_NATIVE = Precision("", "bf16", "bf16", "bf16", "bf16")
 _DISPATCH = re.compile(r"allgather|all_gather|all_to_all|alltoall|all2all|sendrecv|dispatch", re.I)
 _COLLECTIVE = re.compile(

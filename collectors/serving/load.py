@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from collectors.serving import client
+from collectors.stats import percentile
 
 
 @dataclass
@@ -178,16 +179,8 @@ def summarize(results: list[RequestResult], duration_s: float) -> dict:
         values = sorted(v * 1000.0 for v in values)
         out[f"mean_{name}_ms"] = statistics.fmean(values) if values else None
         out[f"median_{name}_ms"] = statistics.median(values) if values else None
-        out[f"p99_{name}_ms"] = _percentile(values, 99) if values else None
+        out[f"p99_{name}_ms"] = percentile(values, 99) if values else None
     tokens = sum(r.output_tokens or 0 for r in ok)
     out["output_throughput"] = tokens / duration_s if duration_s > 0 else None
     out["request_throughput"] = len(ok) / duration_s if duration_s > 0 else None
     return out
-
-
-def _percentile(sorted_values: list[float], p: float) -> float:
-    """Linear interpolation between closest ranks (numpy's default)."""
-    k = (len(sorted_values) - 1) * p / 100.0
-    lo = int(k)
-    hi = min(lo + 1, len(sorted_values) - 1)
-    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (k - lo)

@@ -70,7 +70,7 @@ class State:
                 "quantization": None, "port": 30000, "enable_metrics": True,
                 "internal_states": [{"avg_spec_accept_length": c.get("accept_length"),
                                      "last_gen_throughput": 0.0}],
-                "version": c.get("version", "0.5.4")}  # fmt: skip
+                "version": c.get("version", "0.5.4"), **c.get("extra_info", {})}  # fmt: skip
 
     def metrics_text(self) -> str:
         labels = (f'engine_type="unified",model_name="{self.cfg["model"]}",pp_rank="0",'
@@ -156,6 +156,8 @@ def make_handler(state: State):
             self._body(json.dumps(obj).encode(), status)
 
         def do_GET(self) -> None:
+            if self.path in ("/health", "/health_generate"):  # one handler for both upstream
+                return self._body(b"", cfg.get("health", 200), ctype="text/plain")
             if self.path in ("/get_server_info", "/server_info"):
                 return self._json(state.server_info())
             if self.path == "/get_model_info":
