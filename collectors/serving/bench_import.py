@@ -6,6 +6,7 @@ results twice is a no-op; ``--server-args`` beats per-result ``--metadata`` layo
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import shlex
 import subprocess
@@ -15,8 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from collectors.context import Context
+from collectors.errors import EXIT_OK, InputError
+from collectors.lock import LockHeld, measurement_lock
 from collectors.serving import results
-from collectors.serving.layout import Layout
+from collectors.serving.layout import Layout, redact
 from store.bundle import Bundle, content_run_id, new_run_id
 
 
@@ -27,6 +30,32 @@ class Engine:
     name: str  # vllm | sglang (serving_bench.engine)
     verb: str  # vllm-bench | sglang-bench
     env_key: str  # the run's env entry that holds the server's version
+
+
+def run_verb(args: argparse.Namespace, ctx: Context, engine: Engine,
+             parse_layout: Callable[[str], Layout], version: str | None,
+             sweep: Callable[[argparse.Namespace, Context, Layout | None], int]) -> int:  # fmt: skip
+    """Every engine's bench verb: import ``--results`` files, or run ``sweep`` against
+    ``--url`` under the host-wide measurement lock (skipped with a line when it is held)."""
+    if bool(args.results) == bool(args.url):
+        raise InputError(f"{engine.verb}: give either --results PATH... (import) or --url URL "
+                         "(run)")  # fmt: skip
+    layout = None
+    if args.server_args:
+        try:
+            layout = parse_layout(args.server_args)
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
+    args.server_args = redact(args.server_args)  # stored with the run
+    if args.results:
+        return import_files(ctx, engine, results.result_files(args.results), layout, version,
+                            args.model)  # fmt: skip
+    try:
+        with measurement_lock(engine.verb, args.wait, args.wait_timeout):
+            return sweep(args, ctx, layout)
+    except LockHeld as exc:
+        ctx.log.warning(f"skipped: {exc}; use --wait to queue behind it")
+        return EXIT_OK
 
 
 def read_rows(files: list[Path], layout: Layout | None, version: str | None, engine: Engine,

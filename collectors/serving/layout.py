@@ -13,6 +13,35 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 
+def split_flags(text: str) -> tuple[dict[str, str], set[str], list[str]]:
+    """(``--flag value`` pairs, bare flags, positional words) of a server's command line
+    (``vllm serve ...``, ``python -m sglang.launch_server ...``, or just its flags)."""
+    try:
+        tokens = shlex.split(text)
+    except ValueError as exc:
+        raise ValueError(f"--server-args: cannot split {text!r} ({exc})") from None
+    values: dict[str, str] = {}
+    flags: set[str] = set()
+    words: list[str] = []
+    i = 0
+    while i < len(tokens):
+        tok = tokens[i]
+        if tok.startswith("-"):
+            key, eq, val = tok.partition("=")
+            nxt = tokens[i + 1] if i + 1 < len(tokens) else None
+            if eq:
+                values[key] = val
+            elif nxt is not None and not nxt.startswith("-"):
+                values[key] = nxt
+                i += 1
+            else:
+                flags.add(key)
+        else:
+            words.append(tok)
+        i += 1
+    return values, flags, words
+
+
 @dataclass
 class Layout:
     tp: int | None = None

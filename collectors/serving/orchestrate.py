@@ -7,6 +7,7 @@ describing the server; everything else happens here, the same way for each engin
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import logging
 import time
@@ -16,7 +17,7 @@ from pathlib import Path
 
 from collectors.context import Context
 from collectors.errors import InputError, MeasurementError
-from collectors.serving import load, traces
+from collectors.serving import client, load, traces
 from store.bundle import Bundle, new_run_id
 
 
@@ -40,6 +41,19 @@ class ProfileOutcome:
     duration_s: float
     files: list[Path]
     waited: traces.WaitResult
+
+
+def check_load_args(args: argparse.Namespace) -> str:
+    """The profile verbs' common checks (``--url`` and the load's sizes); the server's base
+    URL."""
+    try:
+        base = client.normalize_base(args.url)
+    except ValueError as exc:
+        raise InputError(f"--url: {exc}") from None
+    for name in ("num_requests", "concurrency", "input_len", "output_len"):
+        if getattr(args, name) < 1:
+            raise InputError(f"--{name.replace('_', '-')}: must be at least 1")
+    return base
 
 
 def run_profile(plan: ProfilePlan, log: logging.Logger) -> ProfileOutcome:

@@ -17,10 +17,9 @@ import sys
 from pathlib import Path
 
 from collectors.context import Context
-from collectors.errors import EXIT_OK, InputError, MeasurementError
-from collectors.lock import LockHeld, measurement_lock
-from collectors.serving import bench_import, results
-from collectors.serving.layout import Layout, redact
+from collectors.errors import InputError, MeasurementError
+from collectors.serving import bench_import
+from collectors.serving.layout import Layout
 from collectors.sglang import layout as sgl_layout
 from collectors.sglang import server
 
@@ -57,29 +56,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
-    if bool(args.results) == bool(args.url):
-        raise InputError("sglang-bench: give either --results PATH... (import) or --url URL (run)")
-    layout = _cli_layout(args)
-    args.server_args = redact(args.server_args)  # stored with the run
-    if args.results:
-        files = results.result_files(args.results)
-        return bench_import.import_files(ctx, ENGINE, files, layout, args.sglang_version,
-                                         args.model)  # fmt: skip
-    try:
-        with measurement_lock("sglang-bench", args.wait, args.wait_timeout):
-            return _sweep(args, ctx, layout)
-    except LockHeld as exc:
-        ctx.log.warning(f"skipped: {exc}; use --wait to queue behind it")
-        return EXIT_OK
-
-
-def _cli_layout(args: argparse.Namespace) -> Layout | None:
-    if not args.server_args:
-        return None
-    try:
-        return sgl_layout.from_server_args(args.server_args)
-    except ValueError as exc:
-        raise InputError(str(exc)) from None
+    return bench_import.run_verb(args, ctx, ENGINE, sgl_layout.from_server_args, args.sglang_version, _sweep)
 
 
 def build_command(args: argparse.Namespace, base: str, model: str, concurrency: int,

@@ -14,10 +14,9 @@ planner's ``dp_attn_ep`` TP1xDP8+EP; ``--tp 8 --ep 8`` (TP attention, EP MoE at 
 
 from __future__ import annotations
 
-import shlex
 from typing import Any
 
-from collectors.serving.layout import Layout
+from collectors.serving.layout import Layout, split_flags
 
 _SIZES = {
     "tp": ("--tp-size", "--tp", "--tensor-parallel-size"),
@@ -25,34 +24,6 @@ _SIZES = {
     "pp": ("--pp-size", "--pp", "--pipeline-parallel-size"),
     "ep": ("--ep-size", "--ep", "--expert-parallel-size"),
 }
-
-
-def split_flags(text: str) -> tuple[dict[str, str], set[str], list[str]]:
-    """(``--flag value`` pairs, bare flags, positional words) of a command line."""
-    try:
-        tokens = shlex.split(text)
-    except ValueError as exc:
-        raise ValueError(f"--server-args: cannot split {text!r} ({exc})") from None
-    values: dict[str, str] = {}
-    flags: set[str] = set()
-    words: list[str] = []
-    i = 0
-    while i < len(tokens):
-        tok = tokens[i]
-        if tok.startswith("-"):
-            key, eq, val = tok.partition("=")
-            nxt = tokens[i + 1] if i + 1 < len(tokens) else None
-            if eq:
-                values[key] = val
-            elif nxt is not None and not nxt.startswith("-"):
-                values[key] = nxt
-                i += 1
-            else:
-                flags.add(key)
-        else:
-            words.append(tok)
-        i += 1
-    return values, flags, words
 
 
 def _build(tp: int, dp: int, pp: int, ep: int, dp_attention: bool, a2a: str | None,

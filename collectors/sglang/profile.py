@@ -59,13 +59,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _check_args(args: argparse.Namespace) -> tuple[str, list[str]]:
-    try:
-        base = client.normalize_base(args.url)
-    except ValueError as exc:
-        raise InputError(f"--url: {exc}") from None
-    for name in ("num_requests", "concurrency", "input_len", "output_len"):
-        if getattr(args, name) < 1:
-            raise InputError(f"--{name.replace('_', '-')}: must be at least 1")
+    base = orchestrate.check_load_args(args)
     if args.num_steps is not None and args.num_steps < 1:
         raise InputError("--num-steps: must be at least 1")
     if not args.trace_dir.is_dir():

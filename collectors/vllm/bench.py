@@ -16,9 +16,8 @@ import shutil
 from pathlib import Path
 
 from collectors.context import Context
-from collectors.errors import EXIT_OK, InputError, MeasurementError
-from collectors.lock import LockHeld, measurement_lock
-from collectors.serving import bench_import, client, results
+from collectors.errors import InputError, MeasurementError
+from collectors.serving import bench_import, client
 from collectors.vllm import layout as layout_mod
 
 ENGINE = bench_import.Engine("vllm", "vllm-bench", "vllm")
@@ -54,29 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
-    if bool(args.results) == bool(args.url):
-        raise InputError("vllm-bench: give either --results PATH... (import) or --url URL (run)")
-    server_layout = _cli_layout(args)
-    args.server_args = layout_mod.redact(args.server_args)  # stored with the run
-    if args.results:
-        files = results.result_files(args.results)
-        return bench_import.import_files(ctx, ENGINE, files, server_layout, args.vllm_version,
-                                         args.model)  # fmt: skip
-    try:
-        with measurement_lock("vllm-bench", args.wait, args.wait_timeout):
-            return _sweep(args, ctx, server_layout)
-    except LockHeld as exc:
-        ctx.log.warning(f"skipped: {exc}; use --wait to queue behind it")
-        return EXIT_OK
-
-
-def _cli_layout(args: argparse.Namespace) -> layout_mod.Layout | None:
-    if not args.server_args:
-        return None
-    try:
-        return layout_mod.from_server_args(args.server_args)
-    except ValueError as exc:
-        raise InputError(str(exc)) from None
+    return bench_import.run_verb(args, ctx, ENGINE, layout_mod.from_server_args, args.vllm_version, _sweep)
 
 
 def build_command(args: argparse.Namespace, base: str, card: dict, concurrency: int,

@@ -13,7 +13,7 @@ import re
 import shlex
 from typing import Any
 
-from collectors.serving.layout import Layout, redact  # noqa: F401  (shared; re-exported)
+from collectors.serving.layout import Layout, redact, split_flags  # noqa: F401  (shared; re-exported)
 
 # vLLM >= 0.13 takes --profiler-config; the VLLM_TORCH_PROFILER_DIR env var works up to 0.15
 # and is gone in 0.16 (REFERENCE.md section 6; vllm/entrypoints/serve/profile/api_router.py).
@@ -88,29 +88,7 @@ def profiler_kind(server_args: str | None, info: Any = None) -> str | None:
 
 def from_server_args(text: str) -> Layout:
     """Parse a ``vllm serve`` command line (or just its flags)."""
-    try:
-        tokens = shlex.split(text)
-    except ValueError as exc:
-        raise ValueError(f"--server-args: cannot split {text!r} ({exc})") from None
-    values: dict[str, str] = {}
-    flags: set[str] = set()
-    positional: list[str] = []
-    i = 0
-    while i < len(tokens):
-        tok = tokens[i]
-        if tok.startswith("-"):
-            key, eq, val = tok.partition("=")
-            nxt = tokens[i + 1] if i + 1 < len(tokens) else None
-            if eq:
-                values[key] = val
-            elif nxt is not None and not nxt.startswith("-"):
-                values[key] = nxt
-                i += 1
-            else:
-                flags.add(key)
-        else:
-            positional.append(tok)
-        i += 1
+    values, flags, positional = split_flags(text)
     layout = Layout(source="server-args")
     for field_name, names in _FLAGS.items():
         for n in names:
