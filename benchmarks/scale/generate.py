@@ -78,7 +78,8 @@ def build(
     step("host+gpu", lambda: tables.insert_host_and_gpu(con))
     step("comm", lambda: tables.insert_comm(con))
     step("serving", lambda: (serving.insert_bench(con), serving.insert_profile_servers(con),
-                             serving.insert_metrics(con)))  # fmt: skip
+                             serving.insert_sglang_servers(con),
+                             serving.insert_model_configs(con), serving.insert_metrics(con)))  # fmt: skip
     plan = trace.trace_runs(con, kernel_rows, rank_steps)
     report.trace_runs = len(plan)
     start = time.perf_counter()

@@ -88,7 +88,7 @@ def insert_runs(con: duckdb.DuckDBPyConnection) -> None:
         "  '2.27.7', '580.95.05', '13.0', "
         "  list_extract(?::VARCHAR[], p.hclass + 1), 8, "
         "  CASE WHEN p.verb LIKE 'vllm-%' THEN '0.11.2' END, '0.1.0', "
-        f"  CASE WHEN p.verb IN ('vllm-bench', 'vllm-profile') THEN json_object('model', "
+        f"  CASE WHEN p.verb IN ('vllm-bench', 'vllm-profile', 'sglang-profile') THEN json_object('model', "
         f"    list_extract({models}, p.idx % 3 + 1), 'url', 'http://127.0.0.1:8000') "
         "    WHEN p.verb = 'profile' THEN json_object('model', 'kimi-k2.5', 'tp', 8, "
         "      'steps', 32) "

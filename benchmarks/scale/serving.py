@@ -1,7 +1,10 @@
-"""Serving tables of the scale store: vllm-bench sweeps, vllm-profile servers and loads, and
-one ``/metrics`` scrape per vllm-metrics run (gauges, counters, 11 histograms)."""
+"""Serving tables of the scale store: vllm-bench sweeps, vllm-profile and sglang-profile
+servers and loads, the served models' recorded config.json, and one ``/metrics`` scrape per
+vllm-metrics run (gauges, counters, 11 histograms)."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import duckdb
 
@@ -65,8 +68,47 @@ def insert_profile_servers(con: duckdb.DuckDBPyConnection) -> None:
         "INSERT INTO vllm_load SELECT p.run_id, r.i, r.i / 32 * 2.5, 120 + (hash(p.idx, r.i) "
         "% 200), 11 + (hash(r.i, p.idx) % 400) / 100.0, 1500 + r.i % 300, 11.5, 40.0, 128, "
         "1000, 128, CASE WHEN r.i = 255 AND p.status = 'partial' THEN 'timeout' END "
-        "FROM plan p, range(256) r(i) WHERE p.verb = 'vllm-profile'"
+        "FROM plan p, range(256) r(i) WHERE p.verb IN ('vllm-profile', 'sglang-profile')"
     )  # fmt: skip
+
+
+def insert_sglang_servers(con: duckdb.DuckDBPyConnection) -> None:
+    con.execute(
+        "INSERT INTO sglang_server SELECT p.run_id, 'http://127.0.0.1:30000', "
+        f"list_extract({MODELS}, p.idx % 3 + 1), '0.5.4', l[3], 1, l[4], l[5], l[1], l[2], "
+        "'server_info', 'python -m sglang.launch_server --tp 8 ...', p.run_id, "
+        "'/data/sglang-profiles/' || p.run_id, 8, 40.0 + p.idx % 30, 256, 32, 1000, 128 FROM "
+        f"(SELECT *, list_extract({LAYOUTS}, idx % 4 + 1) AS l FROM plan) p "
+        "WHERE p.verb = 'sglang-profile'"
+    )  # fmt: skip
+
+
+# Profile runs record their model's config.json as the collector does on a host that holds
+# the checkpoint: here the real HF configs from ../shared/fixtures (none when it is absent).
+CONFIG_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "serving" / "configs"
+CONFIG_FILES = {"moonshotai/Kimi-K2.5": "moonshotai--Kimi-K2.5_config.json",
+                "deepseek-ai/DeepSeek-V3": "deepseek-ai--DeepSeek-V3_config.json",
+                "MiniMaxAI/MiniMax-M2.5": "MiniMaxAI--MiniMax-M2.5_config.json"}  # fmt: skip
+
+
+def insert_model_configs(con: duckdb.DuckDBPyConnection, config_dir: Path = CONFIG_DIR) -> int:
+    """One ``serving_model_config`` row per profile run whose model's config is found;
+    returns how many models had one."""
+    found = [(m, str(config_dir / f), (config_dir / f).read_text())
+             for m, f in CONFIG_FILES.items() if (config_dir / f).is_file()]  # fmt: skip
+    if not found:
+        return 0
+    con.execute("CREATE TEMP TABLE scale_configs (model_id VARCHAR, source_path VARCHAR, "
+                "config_json VARCHAR)")  # fmt: skip
+    con.executemany("INSERT INTO scale_configs VALUES (?, ?, ?)", found)
+    con.execute(
+        "INSERT INTO serving_model_config SELECT p.run_id, c.model_id, c.source_path, "
+        "c.config_json, NULL FROM plan p JOIN scale_configs c "
+        f"ON c.model_id = list_extract({MODELS}, p.idx % 3 + 1) "
+        "WHERE p.verb IN ('vllm-profile', 'sglang-profile')"
+    )  # fmt: skip
+    con.execute("DROP TABLE scale_configs")
+    return len(found)
 
 
 def insert_metrics(con: duckdb.DuckDBPyConnection) -> None:

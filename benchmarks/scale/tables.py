@@ -41,7 +41,8 @@ def insert_host_and_gpu(con: duckdb.DuckDBPyConnection) -> None:
         "CASE WHEN g.i % 3 = 0 THEN 1 ELSE 5 END, 5, 16, 16, "
         f"list_extract({_NVLINKS}, p.hclass + 1), 600.0, 2430, 12481, 5120, "
         "list_extract(?::DOUBLE[], p.hclass + 1), g.i // 4, "
-        "CASE WHEN g.i < 4 THEN '0-63,128-191' ELSE '64-127,192-255' END "
+        "CASE WHEN g.i < 4 THEN '0-63,128-191' ELSE '64-127,192-255' END, "
+        "false, 0 "  # mig_enabled, mig_devices (0009)
         f"FROM plan p, range(8) g(i) WHERE p.verb = 'gpu' AND {OK}",
         [_models(), mem, [hc.mem_bw_gbps for hc in HOST_CLASSES]],
     )  # fmt: skip
@@ -74,7 +75,11 @@ def insert_comm(con: duckdb.DuckDBPyConnection) -> None:
         "CASE WHEN p.verb = 'nccl-tests' THEN '2.17.6' END, "
         "CASE WHEN p.hclass >= 2 THEN 310.0 ELSE 31.0 END + (p.h % 100) / 10.0, "
         "CASE WHEN p.verb = 'nccl-tests' THEN "
-        "  CASE WHEN p.hclass >= 2 THEN 310.0 ELSE 31.0 END + (p.h % 100) / 10.0 END "
+        "  CASE WHEN p.hclass >= 2 THEN 310.0 ELSE 31.0 END + (p.h % 100) / 10.0 END, "
+        # gpus_used, timing, pcie_gen_loaded, pcie_width_loaded (0009); imports have none
+        "CASE WHEN p.verb = 'comm' THEN '0,1,2,3,4,5,6,7' END, "
+        "CASE WHEN p.verb = 'comm' THEN 'cuda events after a pre-roll, cuda-graph replays' END, "
+        "CASE WHEN p.verb = 'comm' THEN 5 END, CASE WHEN p.verb = 'comm' THEN 16 END "
         f"FROM plan p WHERE p.verb IN ('comm', 'nccl-tests') AND {OK}",
         [_models()],
     )  # fmt: skip
@@ -84,7 +89,10 @@ def insert_comm(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(
         "INSERT INTO comm_results SELECT run_id, op, 'bf16', tok, 7168, b, b // 2, ip, 50, "
         "lat, lat * 0.95, lat * 1.1, lat * 0.9, lat * 1.02, b / lat / 1000.0, "
-        "b / lat / 1000.0 * CASE op WHEN 'all_reduce' THEN 1.75 ELSE 0.875 END, 0 FROM ("
+        "b / lat / 1000.0 * CASE op WHEN 'all_reduce' THEN 1.75 ELSE 0.875 END, 0, "
+        # nccl-tests' figure (burst mean over ranks, 0009): a little under the per-call p50
+        "lat * 0.97, b / (lat * 0.97) / 1000.0, "
+        "b / (lat * 0.97) / 1000.0 * CASE op WHEN 'all_reduce' THEN 1.75 ELSE 0.875 END FROM ("
         "SELECT p.run_id, o.op, t.tok, t.tok * 14336 AS b, ip.v AS ip, "
         f"{lat.replace('b /', '(t.tok * 14336) /')} AS lat "
         "FROM plan p, (VALUES ('all_reduce'), ('all_to_all'), ('all_gather'), "
@@ -94,7 +102,8 @@ def insert_comm(con: duckdb.DuckDBPyConnection) -> None:
     )  # fmt: skip
     con.execute(
         "INSERT INTO comm_results SELECT run_id, op, 'bf16', NULL, NULL, b, b // 2, ip, 20, "
-        "lat, NULL, NULL, NULL, NULL, b / lat / 1000.0, b / lat / 1000.0 * 1.75, 0 FROM ("
+        "lat, NULL, NULL, NULL, NULL, b / lat / 1000.0, b / lat / 1000.0 * 1.75, 0, "
+        "NULL, NULL, NULL FROM ("  # an import's one time is already nccl-tests' figure
         "SELECT p.run_id, list_extract(['all_reduce', 'all_gather', 'alltoall', "
         "'reduce_scatter'], p.idx % 4 + 1) AS op, (8 * pow(2, s.k))::BIGINT AS b, ip.v AS ip, "
         f"{lat.replace('b /', '(8 * pow(2, s.k)) /')} AS lat "
