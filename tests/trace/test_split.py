@@ -1,0 +1,91 @@
+"""Two-process reading of large traces (collectors/trace/split.py) gives exactly what one
+pass gives: the same RawTrace field for field and the same ingested tables, on every real
+fixture, cut into many small chunks so that both processes parse a share of each file."""
+
+from __future__ import annotations
+
+import functools
+import gzip
+
+import pytest
+
+from collectors.errors import InputError
+from collectors.trace import ingest, reader, split
+from tests.trace.conftest import TRACES, fixture
+
+BLOCK = 4096  # bytes read at a time: ~60 KB of JSON per chunk, dozens of chunks per file
+
+
+def _fixtures() -> list[str]:
+    found = sorted(str(p.relative_to(TRACES)) for p in TRACES.glob("*/*.json.gz"))
+    return found or ["tracelens/h100_qwen1.5_0.5b.json.gz"]  # absent: that test skips
+
+
+@pytest.mark.parametrize("rel", _fixtures())
+def test_two_processes_read_what_one_pass_reads(rel):
+    path = fixture(rel)
+    one = reader.read_trace(path, parallel=False)
+    two = reader.read_trace(path, parallel=True, block=BLOCK)
+    assert two == one
+    assert len(one.g_ts) > 0 and one.events_kept > 0
+
+
+def test_both_halves_take_a_share_and_merge_in_order():
+    """The halves in-process: each parses alternate chunks; the merge restores one pass."""
+    path = fixture("tracelens/h100_qwen1.5_0.5b.json.gz")
+    mine, theirs = split.Part(mine=0), split.Part(mine=1)
+    a, used = reader.scan(path, None, False, mine, BLOCK)
+    b, _ = reader.scan(path, None, False, theirs, BLOCK)
+    assert len(mine.marks) > 10 and len(theirs.marks) > 10
+    assert 0 < len(a.g_ts) < len(a.g_ts) + len(b.g_ts) and len(b.g_ts) > 0
+    assert a.names != b.names  # each numbered its names in its own order
+    one, one_used = reader.scan(path, None, False)
+    assert split.merge(a, mine.marks, b, theirs.marks) == one and used == one_used
+
+
+def test_truncated_tmp_and_plain_json(truncated_tmp, tmp_path):
+    plain = tmp_path / "h100.json"
+    plain.write_bytes(gzip.decompress(fixture("tracelens/h100_qwen1.5_0.5b.json.gz").read_bytes()))
+    for path in (truncated_tmp, plain):
+        one = reader.read_trace(path, parallel=False)
+        assert reader.read_trace(path, parallel=True, block=BLOCK << 4) == one
+    assert one.partial is False and reader.read_trace(truncated_tmp).partial is True
+
+
+def test_ingested_tables_are_identical(monkeypatch):
+    paths = [fixture("hta/sampled_rank-0.json.gz"), fixture("hta/sampled_rank-1.json.gz")]
+    one = ingest.ingest_traces(paths)
+    monkeypatch.setattr(ingest, "read_trace",
+                        functools.partial(reader.read_trace, parallel=True, block=BLOCK))
+    two = ingest.ingest_traces(paths)
+    assert set(two.tables) == set(one.tables)
+    for name, table in one.tables.items():
+        assert two.tables[name].equals(table), name
+    assert two.summary == one.summary and two.digest == one.digest
+    assert two.run_info == one.run_info and two.warnings == one.warnings
+
+
+def test_a_bad_event_in_the_workers_share_is_the_same_error(tmp_path):
+    """The worker fails, the file is read again in one pass: the same line, same index."""
+    text = gzip.decompress(fixture("tracelens/h100_qwen1.5_0.5b.json.gz").read_bytes())
+    at = text.index(b'"cat": "kernel"', len(text) * 3 // 4)
+    dur = text.index(b'"dur": ', at)
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(text[:dur] + b'"dur": -5, "was": ' + text[dur + 7 :])
+    with pytest.raises(InputError) as one:
+        reader.read_trace(bad, parallel=False)
+    for block in (BLOCK << 4, BLOCK << 5):  # the bad event in either process's share
+        with pytest.raises(InputError) as two:
+            reader.read_trace(bad, parallel=True, block=block)
+        assert str(two.value) == str(one.value)
+    assert "negative duration" in str(one.value)
+
+
+def test_only_large_files_on_several_cores_use_a_worker(monkeypatch):
+    path = fixture("tracelens/sglang_qwen3_8b_decode.json.gz")
+    assert split.worth_it(path) is False  # 37 KB
+    monkeypatch.setattr(split, "MIN_JSON_BYTES", 1)
+    monkeypatch.setattr(split.os, "sched_getaffinity", lambda _pid: {0, 1})
+    assert split.worth_it(path) is True
+    monkeypatch.setattr(split.os, "sched_getaffinity", lambda _pid: {0})
+    assert split.worth_it(path) is False
