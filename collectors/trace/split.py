@@ -29,7 +29,7 @@ from collectors.trace.columns import RawTrace, Sink
 from collectors.trace.reader import scan, truncation_note
 
 # Below this many bytes of JSON the worker's start (~0.1 s) costs more than it saves
-MIN_JSON_BYTES = 48 << 20
+MIN_JSON_BYTES = 32 << 20
 _GZIP_RATIO = 12  # a Kineto trace inflates 13-20x; be conservative
 # (name, column of names?) of the GPU and CPU columns, in RawTrace order
 _GPU = (("g_kind", False), ("g_ts", False), ("g_dur", False), ("g_stream", False),
@@ -62,10 +62,20 @@ class Part:
                            len(r.tids)))  # fmt: skip
 
 
+def cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def worker_env() -> dict[str, str]:
+    """The caller's environment with this project importable (workers run by name)."""
+    root = str(Path(__file__).resolve().parents[2])
+    extra = os.environ.get("PYTHONPATH")
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, extra) if p)}
+
+
 def worth_it(path: Path) -> bool:
     """A worker pays off for large files when a second core is there to run it."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    if (cores or 1) < 2:
+    if cores() < 2:
         return False
     try:
         size = path.stat().st_size
@@ -79,16 +89,13 @@ def worth_it(path: Path) -> bool:
 def read_parallel(path: Path, all_cpu_ops: bool | None, all_runtime: bool,
                   block: int = 0) -> tuple[RawTrace, bool | None]:  # fmt: skip
     """``reader.scan`` on two processes; falls back to one pass on any failure."""
-    root = str(Path(__file__).resolve().parents[2])
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        p for p in (root, os.environ.get("PYTHONPATH")) if p)}  # fmt: skip
     how = json.dumps([str(path), all_cpu_ops, all_runtime, block])
-    proc = subprocess.Popen([sys.executable, "-m", "collectors.trace.split", how], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    proc = subprocess.Popen([sys.executable, "-m", "collectors.trace.split", how], env=worker_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)  # fmt: skip
     part = Part(mine=0)
     try:
         raw, used = scan(path, all_cpu_ops, all_runtime, part, block)
-        out, _err = proc.communicate()
+        out, _ = proc.communicate()
     except Exception:
         _stop(proc)
         return scan(path, all_cpu_ops, all_runtime, block=block)

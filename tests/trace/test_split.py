@@ -10,7 +10,7 @@ import gzip
 import pytest
 
 from collectors.errors import InputError
-from collectors.trace import ingest, reader, split
+from collectors.trace import ingest, ranks, reader, split
 from tests.trace.conftest import TRACES, fixture
 
 BLOCK = 4096  # bytes read at a time: ~60 KB of JSON per chunk, dozens of chunks per file
@@ -52,17 +52,49 @@ def test_truncated_tmp_and_plain_json(truncated_tmp, tmp_path):
     assert one.partial is False and reader.read_trace(truncated_tmp).partial is True
 
 
-def test_ingested_tables_are_identical(monkeypatch):
-    paths = [fixture("hta/sampled_rank-0.json.gz"), fixture("hta/sampled_rank-1.json.gz")]
-    one = ingest.ingest_traces(paths)
-    monkeypatch.setattr(ingest, "read_trace",
-                        functools.partial(reader.read_trace, parallel=True, block=BLOCK))
-    two = ingest.ingest_traces(paths)
+def _one_process(monkeypatch) -> None:
+    """The reference: every file read here, in one pass each."""
+    monkeypatch.setattr(ranks, "read_all", lambda files: ((f, None) for f in files))
+    monkeypatch.setattr(ingest, "read_trace", functools.partial(reader.read_trace, parallel=False))
+
+
+def _same(one: ingest.TraceIngest, two: ingest.TraceIngest) -> None:
     assert set(two.tables) == set(one.tables)
     for name, table in one.tables.items():
         assert two.tables[name].equals(table), name
     assert two.summary == one.summary and two.digest == one.digest
     assert two.run_info == one.run_info and two.warnings == one.warnings
+
+
+@pytest.mark.parametrize("rel", _fixtures())
+def test_ingested_tables_are_identical_chunk_split(monkeypatch, rel):
+    path = fixture(rel)
+    split_read = functools.partial(reader.read_trace, parallel=True, block=BLOCK)
+    with monkeypatch.context() as m:
+        _one_process(m)
+        one = ingest.ingest_traces([path])
+        m.setattr(ingest, "read_trace", split_read)
+        two = ingest.ingest_traces([path])
+    _same(one, two)
+
+
+def test_ingested_tables_are_identical_file_split(monkeypatch, tmp_path):
+    """Several ranks: the worker reads every other file (and skips what one pass skips)."""
+    (tmp_path / "notes.json").write_text('{"not": "a trace"}')
+    for rel in ("hta/sampled_rank-0.json.gz", "hta/sampled_rank-1.json.gz",
+                "tracelens/h100_qwen1.5_0.5b.json.gz"):  # fmt: skip
+        src = fixture(rel)
+        (tmp_path / src.name.replace("h100_qwen1.5_0.5b", "x_rank2")).write_bytes(src.read_bytes())
+    files, _ = ingest.find_trace_files([tmp_path])
+    assert len(files) == 4
+    got = list(ranks.read_all(files))
+    assert [f for f, _ in got] == files and sum(raw is None for _, raw in got) == 1
+    two = ingest.ingest_traces([tmp_path])
+    with monkeypatch.context() as m:
+        _one_process(m)
+        one = ingest.ingest_traces([tmp_path])
+    _same(one, two)
+    assert any("notes.json" in w for w in one.warnings) and len(one.summary["ranks"]) == 3
 
 
 def test_a_bad_event_in_the_workers_share_is_the_same_error(tmp_path):
@@ -85,7 +117,7 @@ def test_only_large_files_on_several_cores_use_a_worker(monkeypatch):
     path = fixture("tracelens/sglang_qwen3_8b_decode.json.gz")
     assert split.worth_it(path) is False  # 37 KB
     monkeypatch.setattr(split, "MIN_JSON_BYTES", 1)
-    monkeypatch.setattr(split.os, "sched_getaffinity", lambda _pid: {0, 1})
+    monkeypatch.setattr(split, "cores", lambda: 2)
     assert split.worth_it(path) is True
-    monkeypatch.setattr(split.os, "sched_getaffinity", lambda _pid: {0})
+    monkeypatch.setattr(split, "cores", lambda: 1)
     assert split.worth_it(path) is False
