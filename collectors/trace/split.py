@@ -31,6 +31,9 @@ from collectors.trace.reader import scan, truncation_note
 # Below this many bytes of JSON the worker's start (~0.1 s) costs more than it saves
 MIN_JSON_BYTES = 32 << 20
 _GZIP_RATIO = 12  # a Kineto trace inflates 13-20x; be conservative
+# Smaller reads than one pass uses (~1 MB of JSON per chunk, not ~8 MB): the two shares
+# stay even on files of a few dozen chunks; per chunk overhead is negligible
+_BLOCK_GZ, _BLOCK_PLAIN = 64 << 10, 1 << 20
 # (name, column of names?) of the GPU and CPU columns, in RawTrace order
 _GPU = (("g_kind", False), ("g_ts", False), ("g_dur", False), ("g_stream", False),
         ("g_name", True), ("g_corr", False), ("g_coll", True), ("g_dtype", True))  # fmt: skip
@@ -79,16 +82,25 @@ def worth_it(path: Path) -> bool:
         return False
     try:
         size = path.stat().st_size
-        with path.open("rb") as f:
-            gz = f.read(2) == b"\x1f\x8b"
+        gz = _is_gzip(path)
     except OSError:
         return False  # the single pass reports it
     return size * (_GZIP_RATIO if gz else 1) >= MIN_JSON_BYTES
 
 
+def _is_gzip(path: Path) -> bool:
+    with path.open("rb") as f:
+        return f.read(2) == b"\x1f\x8b"
+
+
 def read_parallel(path: Path, all_cpu_ops: bool | None, all_runtime: bool,
                   block: int = 0) -> tuple[RawTrace, bool | None]:  # fmt: skip
     """``reader.scan`` on two processes; falls back to one pass on any failure."""
+    if not block:
+        try:
+            block = _BLOCK_GZ if _is_gzip(path) else _BLOCK_PLAIN
+        except OSError:
+            return scan(path, all_cpu_ops, all_runtime)  # raises the one-pass error
     how = json.dumps([str(path), all_cpu_ops, all_runtime, block])
     proc = subprocess.Popen([sys.executable, "-m", "collectors.trace.split", how], env=worker_env(),
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)  # fmt: skip
