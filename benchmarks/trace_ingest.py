@@ -127,6 +127,7 @@ def main() -> None:
     p.add_argument("--real", type=Path, help="a real trace to tile in time instead")
     p.add_argument("--copies", default="10,70")
     p.add_argument("--ranks", type=int, default=0, help="with --real: also N rank files")
+    p.add_argument("--skip-hta", action="store_true", help="ours and gzip only (HTA unchanged)")
     args = p.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     if args.real:
@@ -137,14 +138,14 @@ def main() -> None:
     else:
         files = ensure_traces([int(s) for s in args.sizes.split(",")])
         hta_tool = "hta"
-    hta_python = ensure_hta()
+    hta_python = None if args.skip_hta else ensure_hta()
     rows = []
     for mb, path in files:
         size = json_bytes(path)
         tools = [("ours", Path(sys.executable))]
         if args.real:
             tools.append(("ours_one", Path(sys.executable)))
-        if mb <= args.hta_max_mb:
+        if mb <= args.hta_max_mb and not args.skip_hta:
             tools.append((hta_tool, hta_python))
         if path.suffix == ".gz" or path.is_dir():
             tools.append(("gzip", Path(sys.executable)))
