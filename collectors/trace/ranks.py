@@ -18,13 +18,13 @@ from pathlib import Path
 
 from collectors.trace.columns import RawTrace
 from collectors.trace.reader import read_trace
-from collectors.trace.split import cores, worker_env
+from collectors.trace.split import spare_core, worker_env
 
 
 def read_all(files: list[Path]) -> Iterator[tuple[Path, RawTrace | None]]:
     """(file, RawTrace) in file order; None where the worker failed and the caller must
     read the file itself (to raise, or skip, exactly as it would have)."""
-    if len(files) < 2 or cores() < 2:
+    if len(files) < 2 or not spare_core():
         for f in files:
             yield f, None
         return

@@ -69,6 +69,11 @@ def cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
+def spare_core() -> bool:
+    """A second core to run a worker on, and an interpreter to start it with."""
+    return cores() >= 2 and bool(sys.executable)
+
+
 def worker_env() -> dict[str, str]:
     """The caller's environment with this project importable (workers run by name)."""
     root = str(Path(__file__).resolve().parents[2])
@@ -78,7 +83,7 @@ def worker_env() -> dict[str, str]:
 
 def worth_it(path: Path) -> bool:
     """A worker pays off for large files when a second core is there to run it."""
-    if cores() < 2:
+    if not spare_core():
         return False
     try:
         size = path.stat().st_size
