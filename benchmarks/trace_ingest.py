@@ -7,8 +7,8 @@
 The second form tiles a real trace in time (benchmarks/trace_tile.py) and compares against
 HTA's load + kernel breakdown (``hta_breakdown``), the whole job a user would ask HTA for;
 ``--ranks N`` adds a run of N rank files (copies of the first tiled file, one folder).
-``ours`` is the importer as shipped (two processes for large or several files),
-``ours_one`` the same in one process.
+``ours_one`` is the importer in one process, ``ours_two`` with its worker process
+(shipped: the worker is used for large or several files when a core is idle).
 
 Generates Kineto traces of the given sizes (MB of JSON) under benchmarks/out/, creates
 the benchmark's own venv ``.venv-bench`` with HTA (holistictraceanalysis==0.5.0 and
@@ -144,7 +144,7 @@ def main() -> None:
         size = json_bytes(path)
         tools = [("ours", Path(sys.executable))]
         if args.real:
-            tools.append(("ours_one", Path(sys.executable)))
+            tools = [("ours_one", Path(sys.executable)), ("ours_two", Path(sys.executable))]
         if mb <= args.hta_max_mb and not args.skip_hta:
             tools.append((hta_tool, hta_python))
         if path.suffix == ".gz" or path.is_dir():

@@ -1,10 +1,11 @@
 """One measurement in a fresh process: load a trace with TOOL, print wall time and peak RSS.
 
-    python benchmarks/trace_measure.py ours|ours_one|hta|hta_breakdown|gzip FILE|DIR
+    python benchmarks/trace_measure.py ours|ours_one|ours_two|hta|hta_breakdown|gzip FILE|DIR
 
-``ours`` is the importer as shipped (a large file is parsed by this process and a worker,
-collectors/trace/split.py: CPU time and peak memory add the worker's); ``ours_one`` the same
-in one process. A DIR holds the rank files of one run. ``hta`` is HTA's loader alone; ``hta_breakdown`` what a user runs for a kernel breakdown:
+``ours`` is the importer as shipped (on an idle core, a large file or a run's rank files
+are parsed by this process and a worker, collectors/trace/split.py and ranks.py: CPU time
+and peak memory add the worker's); ``ours_one`` forced into one process, ``ours_two``
+forced to use the worker whatever the load. A DIR holds the rank files of one run. ``hta`` is HTA's loader alone; ``hta_breakdown`` what a user runs for a kernel breakdown:
 ``TraceAnalysis(trace_files={0: FILE})`` (load, parse, symbol table, correlation) then
 ``get_gpu_kernel_breakdown(visualize=False)``.
 
@@ -39,6 +40,17 @@ def _ours_one_setup():
 
     ingest.read_trace = functools.partial(reader.read_trace, parallel=False)
     ranks.read_all = lambda files: ((f, None) for f in files)
+    return ingest_traces
+
+
+def _ours_two_setup():
+    import functools
+
+    ingest_traces = _ours_setup()
+    from collectors.trace import ingest, ranks, reader
+
+    ingest.read_trace = functools.partial(reader.read_trace, parallel=True)
+    ranks.spare_core = lambda: True
     return ingest_traces
 
 
@@ -93,11 +105,12 @@ def _files(path: Path) -> list[Path]:
 
 def main() -> None:
     tool, path = sys.argv[1], Path(sys.argv[2])
-    setup = {"ours": _ours_setup, "ours_one": _ours_one_setup, "hta": _hta_setup, "hta_breakdown": _hta_breakdown_setup,
+    setup = {"ours": _ours_setup, "ours_one": _ours_one_setup,
+             "ours_two": _ours_two_setup, "hta": _hta_setup, "hta_breakdown": _hta_breakdown_setup,
              "gzip": lambda: None}[tool]()  # fmt: skip
     before = _usage()
     t0 = time.perf_counter()
-    info = {"ours": _ours, "ours_one": _ours, "hta": _hta, "hta_breakdown": _hta_breakdown,
+    info = {"ours": _ours, "ours_one": _ours, "ours_two": _ours, "hta": _hta, "hta_breakdown": _hta_breakdown,
             "gzip": _gzip}[tool](path, setup)  # fmt: skip
     wall = time.perf_counter() - t0
     after = _usage()

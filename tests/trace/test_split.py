@@ -85,6 +85,7 @@ def test_ingested_tables_are_identical_file_split(monkeypatch, tmp_path):
                 "tracelens/h100_qwen1.5_0.5b.json.gz"):  # fmt: skip
         src = fixture(rel)
         (tmp_path / src.name.replace("h100_qwen1.5_0.5b", "x_rank2")).write_bytes(src.read_bytes())
+    monkeypatch.setattr(ranks, "spare_core", lambda: True)  # whatever the box's load
     files, _ = ingest.find_trace_files([tmp_path])
     assert len(files) == 4
     got = list(ranks.read_all(files))
@@ -113,11 +114,15 @@ def test_a_bad_event_in_the_workers_share_is_the_same_error(tmp_path):
     assert "negative duration" in str(one.value)
 
 
-def test_only_large_files_on_several_cores_use_a_worker(monkeypatch):
+def test_only_large_files_on_an_idle_core_use_a_worker(monkeypatch):
     path = fixture("tracelens/sglang_qwen3_8b_decode.json.gz")
     assert split.worth_it(path) is False  # 37 KB
     monkeypatch.setattr(split, "MIN_JSON_BYTES", 1)
     monkeypatch.setattr(split, "cores", lambda: 2)
+    monkeypatch.setattr(split.os, "getloadavg", lambda: (0.9, 0.0, 0.0))
     assert split.worth_it(path) is True
+    monkeypatch.setattr(split.os, "getloadavg", lambda: (1.6, 0.0, 0.0))  # the box is busy
+    assert split.worth_it(path) is False
     monkeypatch.setattr(split, "cores", lambda: 1)
+    monkeypatch.setattr(split.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
     assert split.worth_it(path) is False
