@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import json
 import pickle
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 from collectors.trace.columns import RawTrace
 from collectors.trace.reader import read_trace
-from collectors.trace.split import spare_core, worker_env
+from collectors.trace.split import spare_core, start_worker
 
 
 def read_all(files: list[Path]) -> Iterator[tuple[Path, RawTrace | None]]:
@@ -29,9 +28,12 @@ def read_all(files: list[Path]) -> Iterator[tuple[Path, RawTrace | None]]:
             yield f, None
         return
     theirs = files[1::2]
-    proc = subprocess.Popen([sys.executable, "-m", "collectors.trace.ranks",
-                             json.dumps([str(f) for f in theirs])], env=worker_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        proc = start_worker("collectors.trace.ranks", json.dumps([str(f) for f in theirs]))
+    except OSError:  # no worker today: the caller reads every file
+        for f in files:
+            yield f, None
+        return
     try:
         mine = {f: _read(f) for f in files[0::2]}
         out, _ = proc.communicate()
@@ -39,10 +41,19 @@ def read_all(files: list[Path]) -> Iterator[tuple[Path, RawTrace | None]]:
         proc.kill()
         proc.communicate()
         raise
-    got = pickle.loads(out) if proc.returncode == 0 and out else [None] * len(theirs)
+    got = _unpickle(out) if proc.returncode == 0 else None
+    if not isinstance(got, list) or len(got) != len(theirs):
+        got = [None] * len(theirs)  # the caller reads these files itself
     read = {**mine, **dict(zip(theirs, got, strict=True))}
     for f in files:
         yield f, read[f]
+
+
+def _unpickle(out: bytes) -> object:
+    try:
+        return pickle.loads(out)
+    except Exception:  # noqa: BLE001 - a broken answer is no answer
+        return None
 
 
 def _read(path: Path) -> RawTrace | None:

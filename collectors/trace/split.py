@@ -72,8 +72,8 @@ def cores() -> int:
 def spare_core() -> bool:
     """A core that is idle (1-minute load average below cores - 0.5; this import counts
     for up to 1) and an interpreter to start a worker with. On a busy machine a worker
-    only adds its start and a second inflate: measured +25-50% CPU and slower wall at a
-    load of 4-5 on 2 cores (docs/benchmarks.md)."""
+    only adds its start and a second inflate: measured +10-50% CPU and a slower wall time
+    at a load of 4-5 on 2 cores (docs/benchmarks.md)."""
     n = cores()
     if n < 2 or not sys.executable:
         return False
@@ -117,22 +117,33 @@ def read_parallel(path: Path, all_cpu_ops: bool | None, all_runtime: bool,
         except OSError:
             return scan(path, all_cpu_ops, all_runtime)  # raises the one-pass error
     how = json.dumps([str(path), all_cpu_ops, all_runtime, block])
-    proc = subprocess.Popen([sys.executable, "-m", "collectors.trace.split", how], env=worker_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        proc = start_worker("collectors.trace.split", how)
+    except OSError:  # no worker today: one pass
+        return scan(path, all_cpu_ops, all_runtime)
     part = Part(mine=0)
     try:
         raw, used = scan(path, all_cpu_ops, all_runtime, part, block)
         out, _ = proc.communicate()
-    except Exception:
+    except Exception:  # the one pass raises it (or shows it was the split's fault)
         _stop(proc)
-        return scan(path, all_cpu_ops, all_runtime, block=block)
+        return scan(path, all_cpu_ops, all_runtime)
     except BaseException:  # KeyboardInterrupt: no orphan worker
         _stop(proc)
         raise
-    if proc.returncode != 0:  # the worker met an error: one pass raises it in order
-        return scan(path, all_cpu_ops, all_runtime, block=block)
-    theirs, their_marks = pickle.loads(out)
-    return merge(raw, part.marks, theirs, their_marks), used
+    try:
+        if proc.returncode != 0:  # the worker met an error: one pass raises it in order
+            raise ValueError(f"worker exit {proc.returncode}")
+        theirs, their_marks = pickle.loads(out)
+        return merge(raw, part.marks, theirs, their_marks), used
+    except Exception:  # noqa: BLE001 - whatever went wrong, one pass is the reference
+        return scan(path, all_cpu_ops, all_runtime)
+
+
+def start_worker(module: str, arg: str) -> subprocess.Popen:
+    """``python -m MODULE ARG`` with this project importable; its stdout is piped back."""
+    return subprocess.Popen([sys.executable, "-m", module, arg], env=worker_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)  # fmt: skip
 
 
 def _stop(proc: subprocess.Popen) -> None:

@@ -126,3 +126,26 @@ def test_only_large_files_on_an_idle_core_use_a_worker(monkeypatch):
     monkeypatch.setattr(split, "cores", lambda: 1)
     monkeypatch.setattr(split.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
     assert split.worth_it(path) is False
+
+
+@pytest.mark.parametrize("worker", ["cannot start", "answers garbage"])
+def test_a_worker_that_fails_leaves_the_one_pass_result(monkeypatch, tmp_path, worker):
+    import subprocess
+    import sys
+
+    def start(_module: str, _arg: str) -> subprocess.Popen:
+        if worker == "cannot start":
+            raise OSError("no interpreter")
+        return subprocess.Popen([sys.executable, "-c", "print('not a pickle')"],
+                                stdout=subprocess.PIPE)  # fmt: skip
+
+    monkeypatch.setattr(split, "start_worker", start)
+    monkeypatch.setattr(ranks, "start_worker", start)
+    monkeypatch.setattr(ranks, "spare_core", lambda: True)
+    path = fixture("tracelens/h100_qwen1.5_0.5b.json.gz")
+    assert reader.read_trace(path, parallel=True, block=BLOCK) == reader.read_trace(
+        path, parallel=False)
+    files = [fixture("hta/sampled_rank-0.json.gz"), fixture("hta/sampled_rank-1.json.gz")]
+    got = dict(ranks.read_all(files))  # None: the caller reads the file itself
+    first = None if worker == "cannot start" else reader.read_trace(files[0], parallel=False)
+    assert got[files[1]] is None and got[files[0]] == first
