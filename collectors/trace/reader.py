@@ -81,8 +81,8 @@ def read_trace(path: Path, all_cpu_ops: bool | None = None, all_runtime: bool = 
     ``all_cpu_ops``: keep every CPU op (CPU-only traces are analysed on them); None
     decides from the header and re-reads the file if the guess was wrong. ``all_runtime``:
     keep every runtime call, not only launches (a fallback, see _LAUNCHES). ``parallel``:
-    parse every other chunk in a worker process (``split``); None: for large files on a
-    machine with two cores or more. ``block``: read size (tests: many small chunks).
+    parse every other chunk in a worker process (``split``); None: for large files when a
+    core is idle. ``block``: read size (tests: many small chunks).
     """
     from collectors.trace import split
 
