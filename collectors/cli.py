@@ -18,7 +18,6 @@ from collectors.errors import (
     InputError,
     MeasurementError,
 )
-from collectors.lock import LockHeld, measurement_lock
 from collectors.log import setup as setup_logging
 from store import settings
 from store.location import check_usable
@@ -101,7 +100,10 @@ def _measure_flags() -> argparse.ArgumentParser:
     return p
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The full parser; ``only``: import just that verb's module for its arguments (the
+    others keep their name and help, which is all ``--help`` lists), so running one verb
+    does not import every collector (start-up time, issue 12)."""
     parser = argparse.ArgumentParser(
         prog="python -m collectors",
         description="Stepscope collectors: measure or import, then commit a run to the store.",
@@ -114,12 +116,21 @@ def build_parser() -> argparse.ArgumentParser:
         parents = [common, measure] if verb.measures else [common]
         p = sub.add_parser(verb.name, help=verb.help, description=verb.help, parents=parents)
         p.set_defaults(_verb=verb)
-        importlib.import_module(verb.module).add_arguments(p)
+        if only is None or verb.name == only:
+            importlib.import_module(verb.module).add_arguments(p)
     return parser
 
 
+def _verb_named(argv: list[str]) -> str | None:
+    """The verb of a command line (the top-level parser takes no option values, so it is
+    the first word that is not an option), or None."""
+    word = next((a for a in argv if not a.startswith("-")), None)
+    return word if word in {v.name for v in VERBS} else None
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(only=_verb_named(argv))
     args = parser.parse_args(argv)
     verb: Verb | None = getattr(args, "_verb", None)
     if verb is None:
@@ -135,6 +146,8 @@ def main(argv: list[str] | None = None) -> int:
         module = importlib.import_module(verb.module)
         if not verb.measures:
             return module.run(args, ctx)
+        from collectors.lock import LockHeld, measurement_lock
+
         try:
             with measurement_lock(verb.name, args.wait, args.wait_timeout):
                 return module.run(args, ctx)

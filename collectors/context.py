@@ -13,7 +13,6 @@ from typing import Any
 from collectors import env as env_mod
 from collectors.errors import EXIT_OK, EXIT_STORE_BUSY
 from store.bundle import Bundle, RunRecord, utc_now_iso, write_spool
-from store.commit import DEFAULT_COMMIT_TIMEOUT_S, commit_entry, flush
 from store.errors import StoreBusy, StoreError
 from store.location import StoreLocation, resolve
 
@@ -34,6 +33,8 @@ class Context:
 
     @property
     def commit_timeout(self) -> float:
+        from store.commit import DEFAULT_COMMIT_TIMEOUT_S
+
         value = getattr(self.args, "commit_timeout", None)
         return DEFAULT_COMMIT_TIMEOUT_S if value is None else value
 
@@ -79,6 +80,9 @@ class Context:
             self.log.info(f"dry run: run {bundle.run.run_id} not committed (rows: {rows})")
             self.emit({**summary, "committed": False, "dry_run": True})
             return EXIT_OK
+        # store.commit imports duckdb (~40 ms): only a verb that commits pays for it
+        from store.commit import commit_entry
+
         entry = write_spool(bundle, self.loc.spool_dir)
         self.log.debug(f"spooled {entry}")
         try:
@@ -105,6 +109,8 @@ class Context:
 
     def _flush_backlog(self) -> None:
         """Earlier runs left by a busy store go in now; a still-busy store is not an error."""
+        from store.commit import flush
+
         try:
             report = flush(self.loc, timeout_s=min(self.commit_timeout, 5.0))
         except StoreBusy:

@@ -105,7 +105,7 @@ def assign_ranks(items: list[tuple[Path, Any]], warnings: list[str]) -> list[tup
 
 def ingest_traces(paths: list[Path], log: logging.Logger | None = None) -> TraceIngest:
     """Read, analyse and tabulate the trace files of one run (raises InputError)."""
-    from collectors.trace import analyze, tables
+    from collectors.trace import analyze, ranks, tables
 
     log = log or logging.getLogger("stepscope.trace")
     files, walked = find_trace_files(list(paths))
@@ -115,9 +115,9 @@ def ingest_traces(paths: list[Path], log: logging.Logger | None = None) -> Trace
     for f in frontend:
         warnings.append(f"skipped {f}: vLLM's frontend (AsyncLLM) CPU trace, not a rank")
     files = [f for f in files if f not in frontend]
-    for f in files:
+    for f, raw in ranks.read_all(files):  # several ranks: a worker reads every other file
         try:
-            raw = read_trace(f)
+            raw = raw if raw is not None else read_trace(f)
         except NotATrace as exc:
             if f not in walked:
                 raise

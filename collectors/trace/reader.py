@@ -74,30 +74,48 @@ _MAX_HEADER = 256 << 20
 _MAX_EVENT = 64 << 20  # one event larger than this means broken JSON
 
 
-def read_trace(path: Path, all_cpu_ops: bool | None = None,
-               all_runtime: bool = False) -> RawTrace:  # fmt: skip
+def read_trace(path: Path, all_cpu_ops: bool | None = None, all_runtime: bool = False,
+               parallel: bool | None = None, block: int = 0) -> RawTrace:  # fmt: skip
     """Stream one trace file into a RawTrace; raise InputError on unusable input.
 
     ``all_cpu_ops``: keep every CPU op (CPU-only traces are analysed on them); None
     decides from the header and re-reads the file if the guess was wrong. ``all_runtime``:
-    keep every runtime call, not only launches (a fallback, see _LAUNCHES).
+    keep every runtime call, not only launches (a fallback, see _LAUNCHES). ``parallel``:
+    parse every other chunk in a worker process (``split``); None: for large files when a
+    core is idle. ``block``: read size (tests: many small chunks).
     """
+    from collectors.trace import split
+
+    if parallel is None:
+        parallel = split.worth_it(path)
+    if parallel:
+        raw, all_cpu_ops = split.read_parallel(path, all_cpu_ops, all_runtime, block)
+    else:
+        raw, all_cpu_ops = scan(path, all_cpu_ops, all_runtime, block=block)
+    if all_cpu_ops is False and not len(raw.g_ts):  # devices listed, but no GPU activity
+        return read_trace(path, all_cpu_ops=True, parallel=parallel, block=block)
+    if not all_runtime and len(raw.g_ts) and not len(raw.r_ts) and max(raw.g_corr) >= 0:
+        return read_trace(path, all_cpu_ops, all_runtime=True, parallel=parallel, block=block)
+    return raw
+
+
+def scan(path: Path, all_cpu_ops: bool | None, all_runtime: bool, part: Any = None,
+         block: int = 0) -> tuple[RawTrace, bool | None]:  # fmt: skip
+    """One pass over the file: (columns, the all_cpu_ops used). ``part``: a
+    ``split.Part`` when two processes share the parse (each takes its own chunks)."""
     raw = RawTrace(path=path)
     sink = Sink(raw)
     enabled = gc.isenabled()
     gc.disable()  # millions of short-lived dicts: the cyclic GC would rescan our buffers
     try:
         scanner = _Scanner(raw, sink, all_cpu_ops, all_runtime)
-        scanner.run(chunks(path, raw))
+        scanner.part = part
+        scanner.run(chunks(path, raw, block))
         sink.flush()
     finally:
         if enabled:
             gc.enable()
-    if scanner.all_cpu_ops is False and not len(raw.g_ts):
-        return read_trace(path, all_cpu_ops=True)  # devices listed, but no GPU activity
-    if not all_runtime and len(raw.g_ts) and not len(raw.r_ts) and max(raw.g_corr) >= 0:
-        return read_trace(path, all_cpu_ops=scanner.all_cpu_ops, all_runtime=True)
-    return raw
+    return raw, scanner.all_cpu_ops
 
 
 def _lists_devices(meta: dict[str, Any]) -> bool:
@@ -114,6 +132,7 @@ class _Scanner:
         self.raw, self.sink = raw, sink
         self.trailer: list[bytes] | None = None  # set once the events array has closed
         self.all_cpu_ops = all_cpu_ops
+        self.part: Any = None  # split.Part: this process parses only its share of chunks
 
     def run(self, chunks: Iterator[bytes]) -> None:
         buf = b""
@@ -180,6 +199,9 @@ class _Scanner:
     def _region(self, buf: bytes, stop: int, final: bool) -> None:
         """Parse the kept events in buf[:stop] (complete events, except at a truncation)."""
         raw, add, loads = self.raw, self.sink.add, _loads
+        part = self.part
+        if part is not None and not part.take(final):
+            return  # the other process's chunk (it counts its events too)
         base = raw.events_total
         raw.events_total += buf.count(b'"ph"', 0, stop)
         self.sink.locate = lambda offset: base + buf.count(b'"ph"', 0, offset)
@@ -201,6 +223,8 @@ class _Scanner:
             pos = end
             if ev.__class__ is dict:
                 add(ev, cat, start)
+        if part is not None:
+            part.mark(self.sink)
 
     def _matches(self, buf: bytes, stop: int) -> Iterator[re.Match]:
         """The kept events' "cat" matches in order (all CPU ops, or only the wanted ones)."""
@@ -236,7 +260,7 @@ class _Scanner:
 
     def _truncated(self) -> None:
         raw = self.raw
-        why = f"the file ends inside traceEvents; {raw.events_kept} complete events kept"
+        why = truncation_note(raw.events_kept)
         raw.partial_reason = f"{raw.partial_reason}; {why}" if raw.partial_reason else why
         raw.partial = True
 
@@ -294,6 +318,10 @@ class _Scanner:
             type(doc), type(doc).__name__
         )
         raise NotATrace(path, f"top level is a JSON {kind}, expected an object with traceEvents")
+
+
+def truncation_note(kept: int) -> str:
+    return f"the file ends inside traceEvents; {kept} complete events kept"
 
 
 def _last(matches: Iterator[re.Match]) -> re.Match | None:

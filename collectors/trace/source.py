@@ -33,16 +33,18 @@ def _inflater() -> tuple[ModuleType, type[Exception]]:
     return isal_zlib, isal_zlib.error
 
 
-def chunks(path: Path, raw: RawTrace) -> Iterator[bytes]:
-    """Decompressed chunks; gzip is inflated by a background thread."""
+def chunks(path: Path, raw: RawTrace, block: int = 0) -> Iterator[bytes]:
+    """Decompressed chunks; gzip is inflated by a background thread. ``block``: bytes per
+    read instead of the defaults (tests use small blocks to get many chunks)."""
     with path.open("rb") as f:
         gz = f.read(2) == b"\x1f\x8b"
     if not gz:
-        yield from _plain(path, raw)
+        yield from _plain(path, raw, block or _CHUNK)
         return
     q: queue.Queue = queue.Queue(maxsize=4)
     stop = threading.Event()
-    worker = threading.Thread(target=_inflate_into, args=(path, raw, q, stop), daemon=True)
+    worker = threading.Thread(target=_inflate_into, args=(path, raw, q, stop, block or _GZ_READ),
+                              daemon=True)  # fmt: skip
     worker.start()
     try:
         while True:
@@ -61,16 +63,34 @@ def chunks(path: Path, raw: RawTrace) -> Iterator[bytes]:
                 worker.join(0.05)
 
 
-def _plain(path: Path, raw: RawTrace) -> Iterator[bytes]:
+def _plain(path: Path, raw: RawTrace, block_size: int) -> Iterator[bytes]:
     crc = 0
-    head_sha = None
+    head = _Head(_CHUNK)
     with path.open("rb") as f:
-        while block := f.read(_CHUNK):
-            head_sha = head_sha or hashlib.sha256(block).hexdigest()
+        while block := f.read(block_size):
+            head.update(block)
             crc = zlib.crc32(block, crc)
             raw.size_bytes += len(block)
             yield block
-    _set_digest(raw, crc, head_sha)
+    _set_digest(raw, crc, head.hexdigest())
+
+
+class _Head:
+    """sha256 of a file's first ``size`` bytes, whatever the read size (the digest of a
+    file must not depend on how it was read)."""
+
+    def __init__(self, size: int) -> None:
+        self.left, self.sha, self.seen = size, hashlib.sha256(), False
+
+    def update(self, block: bytes) -> None:
+        if self.left > 0:
+            part = block[: self.left]
+            self.sha.update(part)
+            self.left -= len(part)
+            self.seen = True
+
+    def hexdigest(self) -> str | None:
+        return self.sha.hexdigest() if self.seen else None
 
 
 def _set_digest(raw: RawTrace, crc: int, head_sha: str | None) -> None:
@@ -79,15 +99,17 @@ def _set_digest(raw: RawTrace, crc: int, head_sha: str | None) -> None:
     raw.digest = hashlib.sha256(f"{raw.size_bytes}:{crc}:{head_sha}".encode()).hexdigest()
 
 
-def _inflate_into(path: Path, raw: RawTrace, q: queue.Queue, stop: threading.Event) -> None:
+def _inflate_into(
+    path: Path, raw: RawTrace, q: queue.Queue, stop: threading.Event, read_size: int
+) -> None:
     try:
         crc = 0
-        head_sha = None
+        head = _Head(_GZ_READ)
         lib, error = _inflater()
         d = lib.decompressobj(zlib.MAX_WBITS | 16)
         with path.open("rb") as f:
-            while (block := f.read(_GZ_READ)) and not stop.is_set():
-                head_sha = head_sha or hashlib.sha256(block).hexdigest()
+            while (block := f.read(read_size)) and not stop.is_set():
+                head.update(block)
                 crc = zlib.crc32(block, crc)
                 raw.size_bytes += len(block)
                 data = block
@@ -107,7 +129,7 @@ def _inflate_into(path: Path, raw: RawTrace, q: queue.Queue, stop: threading.Eve
         if not d.eof and not stop.is_set():
             raw.partial = True
             raw.partial_reason = "the gzip stream is truncated"
-        _set_digest(raw, crc, head_sha)
+        _set_digest(raw, crc, head.hexdigest())
         q.put(None)
     except BaseException as exc:  # handed to the reading thread
         q.put(exc)

@@ -115,3 +115,22 @@ def test_duplicate_rank_is_an_error(store_path, tmp_path):
     res = run_cli(store_path, "trace", str(a), str(b))
     assert res.code == 1 and "both claim rank 0" in res.stderr
     assert not store_path.exists()
+
+
+def test_dry_run_imports_only_the_trace_path(tmp_path):
+    """Start-up cost (issue 12): a ``trace`` that does not commit imports neither DuckDB nor
+    the other verbs' collectors; the full ``--help`` still lists every verb (test_cli)."""
+    import subprocess
+    import sys
+
+    trace = fixture("tracelens/vllm_mi300x_decode_fullgraph_bs32.json.gz")
+    probe = (
+        "import sys\nfrom collectors.cli import main\n"
+        f"code = main(['trace', '--dry-run', '--store', {str(tmp_path / 's.duckdb')!r}, "
+        f"{str(trace)!r}])\n"
+        "print(code, *sorted(m for m in sys.modules if m == 'duckdb' or m.startswith("
+        "('collectors.serving', 'collectors.vllm', 'collectors.sglang', 'collectors.comm'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         cwd=Path(__file__).resolve().parents[2], check=True)  # fmt: skip
+    assert out.stdout.split() == ["0"], out.stdout + out.stderr

@@ -1,0 +1,72 @@
+"""The trace CLI on a small trace, end to end: median wall and CPU of fresh processes.
+
+    python -m benchmarks.cli_startup TRACE --other TRACE2 [--before DIR] [--repeat 5]
+
+Runs ``python -m collectors trace TRACE --store S`` with ``--dry-run`` and with a commit
+into a store that already holds one run (``S`` is a fresh temporary store; the import
+of TRACE2 that fills it is not timed). ``--before DIR``: a checkout of another commit (``git archive REV |
+tar -x -C DIR``, with a ``.venv`` link), timed interleaved with this tree so that both see
+the same load. CPU is the child's user + system time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def once(root: Path, trace: Path, commit: bool, other: Path) -> tuple[float, float]:
+    tmp = Path(tempfile.mkdtemp(prefix="cli_startup_"))
+    try:
+        store = tmp / "s.duckdb"
+        base = [sys.executable, "-m", "collectors", "trace", "--store", str(store)]
+        if commit:  # a migrated store with a run in it, as a user's store is
+            subprocess.run([*base, str(other)], cwd=root, check=True, capture_output=True)
+        cmd = [*base, str(trace)] + ([] if commit else ["--dry-run"])
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        subprocess.run(cmd, cwd=root, check=True, capture_output=True)
+        wall = time.perf_counter() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("trace", type=Path)
+    p.add_argument("--other", type=Path, required=True,
+                   help="another trace, imported first to fill the store")  # fmt: skip
+    p.add_argument("--before", type=Path, help="a checkout of the commit to compare with")
+    p.add_argument("--repeat", type=int, default=5)
+    a = p.parse_args()
+    trace = a.trace.resolve()
+    other = a.other.resolve()
+    trees = {"this tree": ROOT, **({"before": a.before.resolve()} if a.before else {})}
+    times: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    for _ in range(a.repeat):
+        for mode in ("dry-run", "commit"):
+            for name, root in trees.items():
+                times.setdefault((name, mode), []).append(
+                    once(root, trace, mode == "commit", other))
+    print("| tree | mode | median wall s | median CPU s | walls |\n|---|---|---:|---:|---|")
+    for (name, mode), v in times.items():
+        walls = ", ".join(f"{w:.2f}" for w, _ in v)
+        print(f"| {name} | {mode} | {statistics.median(w for w, _ in v):.2f} | "
+              f"{statistics.median(c for _, c in v):.2f} | {walls} |")
+    print(f"load average: {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,234 @@
+"""Large traces on two cores: this process and a worker each parse every other chunk.
+
+Both processes stream the whole file (inflating gzip costs ~1/6 of the parse with ISA-L)
+and cut it at the same event boundaries, since the cuts depend only on the bytes: chunk
+``i`` of the events array is parsed by the worker when ``i`` is odd, here otherwise (and
+here always for the last chunk, the trailer and the header's decisions). The worker
+returns its columns with, after each of its chunks, how long every column was; the
+merge interleaves the slices in chunk order and renumbers names and threads in order of
+first appearance, so the result is the RawTrace a single pass builds, field for field
+(tests/trace/test_split.py). Any failure, in either process, reads the file again in one
+pass, which raises the same error a single pass would.
+
+The worker is ``python -m collectors.trace.split`` (a fresh interpreter: nothing of the
+caller's state, threads or CUDA context is forked), importing only the reader.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from collectors.trace.columns import RawTrace, Sink
+from collectors.trace.reader import scan, truncation_note
+
+# Below this many bytes of JSON the worker's start (~0.1 s) costs more than it saves
+MIN_JSON_BYTES = 32 << 20
+_GZIP_RATIO = 12  # a Kineto trace inflates 13-20x; be conservative
+# Smaller reads than one pass uses (~1 MB of JSON per chunk, not ~8 MB): the two shares
+# stay even on files of a few dozen chunks; per chunk overhead is negligible
+_BLOCK_GZ, _BLOCK_PLAIN = 64 << 10, 1 << 20
+# (name, column of names?) of the GPU and CPU columns, in RawTrace order
+_GPU = (("g_kind", False), ("g_ts", False), ("g_dur", False), ("g_stream", False),
+        ("g_name", True), ("g_corr", False), ("g_coll", True), ("g_dtype", True))  # fmt: skip
+_CPU = (("c_ts", False), ("c_dur", False), ("c_tid", False), ("c_name", True),
+        ("c_dtype", True))  # fmt: skip
+_RUNTIME = ("r_corr", "r_ts", "r_graph")
+_LISTS = ("exec_frames", "cpu_annotations", "gpu_annotations", "comm_annotation_dtypes")
+
+
+@dataclass
+class Part:
+    """Which chunks this process parses, and how long its columns were after each."""
+
+    mine: int  # 0: the caller (also the final chunk), 1: the worker
+    chunk: int = 0
+    # (chunk, gpu, cpu, runtime rows, *list lengths, names, tids) after each own chunk
+    marks: list[tuple[int, ...]] = field(default_factory=list)
+
+    def take(self, final: bool) -> bool:
+        i = self.chunk
+        self.chunk += 1
+        return self.mine == 0 if final else i % 2 == self.mine
+
+    def mark(self, sink: Sink) -> None:
+        sink.flush()
+        r = sink.raw
+        self.marks.append((self.chunk - 1, len(r.g_ts), len(r.c_ts), len(r.r_ts),
+                           *(len(getattr(r, k)) for k in _LISTS), len(r.names),
+                           len(r.tids)))  # fmt: skip
+
+
+def cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def spare_core() -> bool:
+    """A core that is idle (1-minute load average below cores - 0.5; this import counts
+    for up to 1) and an interpreter to start a worker with. On a busy machine a worker
+    only adds its start and a second inflate: measured +10-50% CPU and a slower wall time
+    at a load of 4-5 on 2 cores (docs/benchmarks.md)."""
+    n = cores()
+    if n < 2 or not sys.executable:
+        return False
+    try:
+        load = os.getloadavg()[0]
+    except OSError:  # not available on this platform: assume idle
+        return True
+    return load < n - 0.5
+
+
+def worker_env() -> dict[str, str]:
+    """The caller's environment with this project importable (workers run by name)."""
+    root = str(Path(__file__).resolve().parents[2])
+    extra = os.environ.get("PYTHONPATH")
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, extra) if p)}
+
+
+def worth_it(path: Path) -> bool:
+    """A worker pays off for large files when a second core is there to run it."""
+    if not spare_core():
+        return False
+    try:
+        size = path.stat().st_size
+        gz = _is_gzip(path)
+    except OSError:
+        return False  # the single pass reports it
+    return size * (_GZIP_RATIO if gz else 1) >= MIN_JSON_BYTES
+
+
+def _is_gzip(path: Path) -> bool:
+    with path.open("rb") as f:
+        return f.read(2) == b"\x1f\x8b"
+
+
+def read_parallel(path: Path, all_cpu_ops: bool | None, all_runtime: bool,
+                  block: int = 0) -> tuple[RawTrace, bool | None]:  # fmt: skip
+    """``reader.scan`` on two processes; falls back to one pass on any failure."""
+    if not block:
+        try:
+            block = _BLOCK_GZ if _is_gzip(path) else _BLOCK_PLAIN
+        except OSError:
+            return scan(path, all_cpu_ops, all_runtime)  # raises the one-pass error
+    how = json.dumps([str(path), all_cpu_ops, all_runtime, block])
+    try:
+        proc = start_worker("collectors.trace.split", how)
+    except OSError:  # no worker today: one pass
+        return scan(path, all_cpu_ops, all_runtime)
+    part = Part(mine=0)
+    try:
+        raw, used = scan(path, all_cpu_ops, all_runtime, part, block)
+        out, _ = proc.communicate()
+    except Exception:  # the one pass raises it (or shows it was the split's fault)
+        _stop(proc)
+        return scan(path, all_cpu_ops, all_runtime)
+    except BaseException:  # KeyboardInterrupt: no orphan worker
+        _stop(proc)
+        raise
+    try:
+        if proc.returncode != 0:  # the worker met an error: one pass raises it in order
+            raise ValueError(f"worker exit {proc.returncode}")
+        theirs, their_marks = pickle.loads(out)
+        return merge(raw, part.marks, theirs, their_marks), used
+    except Exception:  # noqa: BLE001 - whatever went wrong, one pass is the reference
+        return scan(path, all_cpu_ops, all_runtime)
+
+
+def start_worker(module: str, arg: str) -> subprocess.Popen:
+    """``python -m MODULE ARG`` with this project importable; its stdout is piped back."""
+    return subprocess.Popen([sys.executable, "-m", module, arg], env=worker_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)  # fmt: skip
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    proc.kill()
+    proc.communicate()
+
+
+def merge(mine: RawTrace, my_marks: list[tuple[int, ...]], theirs: RawTrace,
+          their_marks: list[tuple[int, ...]]) -> RawTrace:  # fmt: skip
+    """The RawTrace of one pass, from the two processes' columns and marks."""
+    import numpy as np
+
+    out = RawTrace(path=mine.path, size_bytes=mine.size_bytes, digest=mine.digest,
+                   partial=mine.partial, partial_reason=mine.partial_reason, meta=mine.meta,
+                   events_total=mine.events_total + theirs.events_total,
+                   events_kept=mine.events_kept + theirs.events_kept)  # fmt: skip
+    if out.partial_reason:  # the note counted this process's events only
+        out.partial_reason = out.partial_reason.replace(
+            truncation_note(mine.events_kept), truncation_note(out.events_kept))
+    sources = (mine, theirs)
+    order = sorted([(m[0], 0, k) for k, m in enumerate(my_marks)]
+                   + [(m[0], 1, k) for k, m in enumerate(their_marks)])  # fmt: skip
+    marks = (my_marks, their_marks)
+    spans = []  # (source, previous mark, this mark) in chunk order
+    name_ids: dict[str, int] = {}
+    tid_ids: dict[Any, int] = {}
+    name_map: tuple[list[int], list[int]] = ([], [])  # local id -> merged id, per source
+    tid_map: tuple[list[int], list[int]] = ([], [])
+    zero = (0,) * (4 + len(_LISTS) + 2)
+    for _chunk, src, k in order:
+        raw = sources[src]
+        prev, cur = (marks[src][k - 1] if k else zero), marks[src][k]
+        # a name first met in this chunk (of this source) gets the next merged id: that is
+        # the order of first appearance over the whole file, as one pass numbers them
+        for name in raw.names[prev[-2] : cur[-2]]:
+            name_map[src].append(_intern(name_ids, out.names, name))
+        for tid in raw.tids[prev[-1] : cur[-1]]:
+            tid_map[src].append(_intern(tid_ids, out.tids, tid))
+        spans.append((src, prev, cur))
+    # -1 (no name) indexes the extra last entry
+    names_np = [np.array([*m, -1], dtype=np.int64) for m in name_map]
+    tids_np = [np.array([*m, -1], dtype=np.int64) for m in tid_map]
+    for src, prev, cur in spans:
+        raw = sources[src]
+        _copy(out, raw, _GPU, prev[1], cur[1], names_np[src], None)
+        _copy(out, raw, _CPU, prev[2], cur[2], names_np[src], tids_np[src])
+        for key in _RUNTIME:
+            getattr(out, key).extend(getattr(raw, key)[prev[3] : cur[3]])
+        for i, key in enumerate(_LISTS, start=4):
+            rows = getattr(raw, key)[prev[i] : cur[i]]
+            if key == "comm_annotation_dtypes":  # (ts, name, label name id)
+                rows = [(ts, n, int(names_np[src][label])) for ts, n, label in rows]
+            getattr(out, key).extend(rows)
+    return out
+
+
+def _intern(ids: dict, values: list, value: Any) -> int:
+    i = ids.get(value)
+    if i is None:
+        i = ids[value] = len(values)
+        values.append(value)
+    return i
+
+
+def _copy(out: RawTrace, raw: RawTrace, columns: tuple[tuple[str, bool], ...], a: int, b: int,
+          names: Any, tids: Any) -> None:  # fmt: skip
+    import numpy as np
+
+    for key, is_name in columns:
+        col = getattr(raw, key)
+        if key == "c_tid" or is_name:
+            local = np.frombuffer(col, dtype=f"i{col.itemsize}")[a:b]
+            merged = (tids if key == "c_tid" else names)[local]
+            getattr(out, key).frombytes(merged.astype(f"i{col.itemsize}").tobytes())
+        else:
+            getattr(out, key).extend(col[a:b])
+
+
+def main() -> None:
+    """The worker: parse the odd chunks, write (columns, marks) as a pickle on stdout."""
+    path, all_cpu_ops, all_runtime, block = json.loads(sys.argv[1])
+    part = Part(mine=1)
+    raw, _used = scan(Path(path), all_cpu_ops, all_runtime, part, block)
+    sys.stdout.buffer.write(pickle.dumps((raw, part.marks), protocol=pickle.HIGHEST_PROTOCOL))
+
+
+if __name__ == "__main__":
+    main()
