@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -37,13 +36,8 @@ def sglang_server(tmp_path: Path) -> Iterator[Callable[..., ServerProc]]:
         cfg = {"model": MODEL, "version": "0.5.4", "tp": 2, "trace_dir": str(trace_dir),
                "trace_sources": [str(p) for p in traces or []], "flush_delay_s": 0.3,
                **overrides}  # fmt: skip
-        path = tmp_path / f"sgl-server-{len(started)}.json"
-        path.write_text(json.dumps(cfg))
-        proc = subprocess.Popen([sys.executable, "-m", "tests.sglang.server", str(path)],
-                                cwd=ROOT, stdout=subprocess.PIPE, text=True)  # fmt: skip
-        line = proc.stdout.readline()
-        assert line.startswith("PORT "), f"SGLang test server did not start: {line!r}"
-        server = ServerProc(proc, int(line.split()[1]), trace_dir)
+        server = ServerProc.launch("tests.sglang.server", cfg,
+                                   tmp_path / f"sgl-server-{len(started)}.json", trace_dir)  # fmt: skip
         started.append(server)
         return server
 

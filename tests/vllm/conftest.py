@@ -48,6 +48,16 @@ class ServerProc:
     def __init__(self, proc: subprocess.Popen, port: int, trace_dir: Path) -> None:
         self.proc, self.port, self.trace_dir = proc, port, trace_dir
 
+    @classmethod
+    def launch(cls, module: str, cfg: dict, cfg_path: Path, trace_dir: Path) -> ServerProc:
+        """Start ``python -m module cfg_path`` (a test server) and wait for its ``PORT n``."""
+        cfg_path.write_text(json.dumps(cfg))
+        proc = subprocess.Popen([sys.executable, "-m", module, str(cfg_path)], cwd=ROOT,
+                                stdout=subprocess.PIPE, text=True)  # fmt: skip
+        line = proc.stdout.readline()
+        assert line.startswith("PORT "), f"{module} did not start: {line!r}"
+        return cls(proc, int(line.split()[1]), trace_dir)
+
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
@@ -72,13 +82,8 @@ def vllm_server(tmp_path: Path) -> Iterator[Callable[..., ServerProc]]:
         cfg = {"version": "0.16.0", "model": MODEL, "max_model_len": 8192, "profiler": True,
                "trace_dir": str(trace_dir), "trace_sources": [str(p) for p in traces or []],
                "flush_delay_s": 0.6, "token_delay_s": 0.002, **overrides}  # fmt: skip
-        cfg_path = tmp_path / f"server-{len(started)}.json"
-        cfg_path.write_text(json.dumps(cfg))
-        proc = subprocess.Popen([sys.executable, "-m", "tests.vllm.server", str(cfg_path)],
-                                cwd=ROOT, stdout=subprocess.PIPE, text=True)  # fmt: skip
-        line = proc.stdout.readline()
-        assert line.startswith("PORT "), f"test server did not start: {line!r}"
-        server = ServerProc(proc, int(line.split()[1]), trace_dir)
+        server = ServerProc.launch("tests.vllm.server", cfg,
+                                   tmp_path / f"server-{len(started)}.json", trace_dir)  # fmt: skip
         started.append(server)
         return server
 

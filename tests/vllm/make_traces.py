@@ -11,7 +11,9 @@ import sys
 from pathlib import Path
 
 
-def main(out_dir: str, ranks: int) -> None:
+def main(out_dir: str, ranks: int, step: str = "execute_context_0(0)_generation_4(4)",
+         file_name: str = "rank{rank}.pt.trace.json.gz") -> None:
+    """``ranks`` traces of 3 annotated steps; ``step`` and ``file_name`` follow the engine."""
     import torch
     from torch.profiler import ProfilerActivity, profile, record_function
 
@@ -21,10 +23,10 @@ def main(out_dir: str, ranks: int) -> None:
         a, b = torch.randn(128, 256), torch.randn(256, 256)
         with profile(activities=[ProfilerActivity.CPU]) as prof:
             for _ in range(3):
-                with record_function("execute_context_0(0)_generation_4(4)"):
+                with record_function(step):
                     for _ in range(4):
                         a = torch.tanh(a @ b) * 0.5
-        prof.export_chrome_trace(str(out / f"rank{rank}.pt.trace.json.gz"))
+        prof.export_chrome_trace(str(out / file_name.format(rank=rank)))
 
 
 if __name__ == "__main__":
