@@ -32,6 +32,23 @@ class Engine:
     env_key: str  # the run's env entry that holds the server's version
 
 
+def add_sweep_arguments(parser: argparse.ArgumentParser) -> argparse._ArgumentGroup:
+    """The bench verbs' sweep flags, shared by every engine; the group, for an engine to
+    add its own."""
+    run = parser.add_argument_group("sweep (with --url)")
+    run.add_argument("--concurrency", default="1,2,4,8,16,32",
+                     help="comma-separated --max-concurrency values (default 1,2,4,8,16,32)")  # fmt: skip
+    run.add_argument("--num-prompts", type=int, default=None,
+                     help="requests per concurrency (default max(4 x c, 16))")  # fmt: skip
+    run.add_argument("--input-len", type=int, default=1024, help="prompt tokens (default 1024)")
+    run.add_argument("--output-len", type=int, default=256, help="output tokens (default 256)")
+    run.add_argument("--wait", action="store_true",
+                     help="wait for another measurement to finish instead of skipping")  # fmt: skip
+    run.add_argument("--wait-timeout", type=float, default=None, metavar="S",
+                     help="give up waiting after S seconds (exit 0, skipped)")  # fmt: skip
+    return run
+
+
 def run_verb(args: argparse.Namespace, ctx: Context, engine: Engine,
              parse_layout: Callable[[str], Layout], version: str | None,
              sweep: Callable[[argparse.Namespace, Context, Layout | None], int]) -> int:  # fmt: skip

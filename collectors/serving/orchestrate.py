@@ -43,6 +43,19 @@ class ProfileOutcome:
     waited: traces.WaitResult
 
 
+def add_load_arguments(parser: argparse.ArgumentParser) -> None:
+    """The profile verbs' load flags (what ``check_load_args`` checks)."""
+    g = parser.add_argument_group("load while profiling")
+    g.add_argument("--num-requests", type=int, default=8, help="requests (default 8)")
+    g.add_argument("--concurrency", type=int, default=4, help="concurrent requests (default 4)")
+    g.add_argument("--input-len", type=int, default=128, help="prompt tokens (default 128)")
+    g.add_argument("--output-len", type=int, default=32, help="output tokens (default 32)")
+    g.add_argument("--warmup", type=int, default=1,
+                   help="requests sent before the profiler starts (default 1)")  # fmt: skip
+    g.add_argument("--request-timeout", type=float, default=120.0, metavar="S",
+                   help="per-request timeout (default 120)")  # fmt: skip
+
+
 def check_load_args(args: argparse.Namespace) -> str:
     """The profile verbs' common checks (``--url`` and the load's sizes); the server's base
     URL."""

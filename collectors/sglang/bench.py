@@ -32,21 +32,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="import bench_serving --output-file JSONL, logs with its printed "
                      "result blocks, or folders of them")  # fmt: skip
     src.add_argument("--url", help="run `python -m sglang.bench_serving` against this server")
-    run = parser.add_argument_group("sweep (with --url)")
-    run.add_argument("--concurrency", default="1,2,4,8,16,32",
-                     help="comma-separated --max-concurrency values (default 1,2,4,8,16,32)")  # fmt: skip
-    run.add_argument("--num-prompts", type=int, default=None,
-                     help="requests per concurrency (default max(4 x c, 16))")  # fmt: skip
-    run.add_argument("--input-len", type=int, default=1024, help="prompt tokens (default 1024)")
-    run.add_argument("--output-len", type=int, default=256, help="output tokens (default 256)")
+    run = bench_import.add_sweep_arguments(parser)
     run.add_argument("--python", default=sys.executable,
                      help="the Python that has sglang installed (default: this one)")  # fmt: skip
     run.add_argument("--bench-args", default="",
                      help="extra arguments for sglang.bench_serving, one quoted string")  # fmt: skip
-    run.add_argument("--wait", action="store_true",
-                     help="wait for another measurement to finish instead of skipping")  # fmt: skip
-    run.add_argument("--wait-timeout", type=float, default=None, metavar="S",
-                     help="give up waiting after S seconds (exit 0, skipped)")  # fmt: skip
     lay = parser.add_argument_group("the server the results describe")
     lay.add_argument("--server-args",
                      help="the `python -m sglang.launch_server` command line, e.g. "

@@ -40,14 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="profiler activities (default CPU,GPU)")  # fmt: skip
     parser.add_argument("--num-steps", type=int, default=None,
                         help="let the server stop after N forward steps (no /stop_profile)")  # fmt: skip
-    g = parser.add_argument_group("load while profiling")
-    g.add_argument("--num-requests", type=int, default=8, help="requests (default 8)")
-    g.add_argument("--concurrency", type=int, default=4, help="concurrent requests (default 4)")
-    g.add_argument("--input-len", type=int, default=128, help="prompt tokens (default 128)")
-    g.add_argument("--output-len", type=int, default=32, help="output tokens (default 32)")
-    g.add_argument("--warmup", type=int, default=1, help="requests before the profiler starts")
-    g.add_argument("--request-timeout", type=float, default=120.0, metavar="S",
-                   help="per-request timeout (default 120)")  # fmt: skip
+    orchestrate.add_load_arguments(parser)
     w = parser.add_argument_group("trace files")
     w.add_argument("--flush-timeout", type=float, default=900.0, metavar="S",
                    help="give up waiting for final trace files after S seconds (default 900)")  # fmt: skip

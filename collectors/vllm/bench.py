@@ -28,13 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     src.add_argument("--results", nargs="+", type=Path, metavar="PATH",
                      help="import saved result JSON files, logs with printed result blocks, or folders of them")  # fmt: skip
     src.add_argument("--url", help="run `vllm bench serve` against this server")
-    run = parser.add_argument_group("sweep (with --url)")
-    run.add_argument("--concurrency", default="1,2,4,8,16,32",
-                     help="comma-separated --max-concurrency values (default 1,2,4,8,16,32)")  # fmt: skip
-    run.add_argument("--num-prompts", type=int, default=None,
-                     help="requests per concurrency (default max(4 x c, 16))")  # fmt: skip
-    run.add_argument("--input-len", type=int, default=1024, help="prompt tokens (default 1024)")
-    run.add_argument("--output-len", type=int, default=256, help="output tokens (default 256)")
+    run = bench_import.add_sweep_arguments(parser)
     run.add_argument("--model", help="served model name (default: the server's first model); "
                      "with --results: the model of results that name none")  # fmt: skip
     run.add_argument("--api-key", default=os.environ.get("VLLM_API_KEY"),
@@ -42,10 +36,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--vllm-bin", default="vllm", help="the vllm executable (default: vllm)")
     run.add_argument("--bench-args", default="",
                      help="extra arguments for `vllm bench serve`, one quoted string")  # fmt: skip
-    run.add_argument("--wait", action="store_true",
-                     help="wait for another measurement to finish instead of skipping")  # fmt: skip
-    run.add_argument("--wait-timeout", type=float, default=None, metavar="S",
-                     help="give up waiting after S seconds (exit 0, skipped)")  # fmt: skip
     lay = parser.add_argument_group("layout the server ran with")
     lay.add_argument("--server-args",
                      help="the `vllm serve` command line, e.g. \"-tp 8 --enable-expert-parallel\"")  # fmt: skip
