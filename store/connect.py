@@ -6,6 +6,7 @@ writers open only to commit and readers open short-lived read-only connections.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -14,6 +15,7 @@ import duckdb
 from store.errors import StoreBusy, StoreError, StoreMissing, is_lock_conflict
 from store.location import StoreLocation
 from store.retry import retry
+from store.turnstile import take_turn
 
 
 def _open_once(loc: StoreLocation, read_only: bool) -> duckdb.DuckDBPyConnection:
@@ -34,8 +36,27 @@ def _open_once(loc: StoreLocation, read_only: bool) -> duckdb.DuckDBPyConnection
 def open_with_retry(
     loc: StoreLocation, *, read_only: bool, timeout_s: float
 ) -> duckdb.DuckDBPyConnection:
-    """Open ``loc``; on a lock conflict back off (jittered, doubling) until ``timeout_s``."""
+    """Open ``loc``; on a lock conflict wait until ``timeout_s``.
 
+    An embedded file is opened through its turnstile (store/turnstile.py): once this
+    process holds the turn it is next, so it polls the file lock briefly instead of
+    backing off to a second and losing races to a writer that commits in a loop.
+    """
+    if loc.kind != "duckdb" or loc.path is None:
+        return _retry_open(loc, read_only, timeout_s, max_delay_s=1.0)
+    deadline = time.monotonic() + timeout_s
+    if not read_only:
+        loc.path.parent.mkdir(parents=True, exist_ok=True)
+    with take_turn(loc.path, deadline) as held:
+        left = max(deadline - time.monotonic(), 0.0)
+        return _retry_open(loc, read_only, left, max_delay_s=0.02 if held else 1.0,
+                           timeout_s=timeout_s)  # fmt: skip
+
+
+def _retry_open(
+    loc: StoreLocation, read_only: bool, left_s: float, *, max_delay_s: float,
+    timeout_s: float | None = None,
+) -> duckdb.DuckDBPyConnection:  # fmt: skip
     def attempt() -> duckdb.DuckDBPyConnection:
         try:
             return _open_once(loc, read_only)
@@ -46,13 +67,15 @@ def open_with_retry(
             raise StoreError(f"store {loc.describe()}: cannot open ({exc})") from None
 
     mode = "read-only" if read_only else "read-write"
+    shown = left_s if timeout_s is None else timeout_s
     return retry(
         attempt,
         transient=lambda exc: isinstance(exc, duckdb.Error) and is_lock_conflict(exc),
-        timeout_s=timeout_s,
+        timeout_s=left_s,
+        max_delay_s=max_delay_s,
         give_up=lambda _exc: StoreBusy(
             f"store {loc.describe()} is busy: another process holds it; "
-            f"could not open {mode} within {timeout_s:g} s"
+            f"could not open {mode} within {shown:g} s"
         ),
     )
 
