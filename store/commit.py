@@ -8,6 +8,7 @@ import logging
 import os
 import re
 import shutil
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -56,18 +57,33 @@ def _store_tables(con: duckdb.DuckDBPyConnection) -> set[str]:
     return {r[0] for r in rows}
 
 
-def _insert_run(con: duckdb.DuckDBPyConnection, run: dict[str, Any]) -> None:
+def run_row(run: dict[str, Any]) -> dict[str, Any]:
+    """The ``runs`` row of a manifest's run (``committed_at`` is added by the commit)."""
     env = run.get("env") or {}
-    columns = ["run_id", "verb", "label", "host", "started_at", "finished_at", "status",
-               "message", *ENV_COLUMNS, "args", "env"]  # fmt: skip
-    values = [run["run_id"], run["verb"], run.get("label"), run["host"], run["started_at"],
-              run["finished_at"], run["status"], run.get("message"),
-              *(env.get(k) for k in ENV_COLUMNS),
-              json.dumps(run.get("args") or {}, default=str), json.dumps(env, default=str)]  # fmt: skip
-    marks = ", ".join("?" for _ in values)
-    con.execute(
-        f"INSERT INTO runs ({', '.join(columns)}, committed_at) VALUES ({marks}, now())", values
-    )
+    row = {"run_id": run["run_id"], "verb": run["verb"], "label": run.get("label"),
+           "host": run["host"], "started_at": run["started_at"],
+           "finished_at": run["finished_at"], "status": run["status"],
+           "message": run.get("message"), **{k: env.get(k) for k in ENV_COLUMNS},
+           "args": json.dumps(run.get("args") or {}, default=str),
+           "env": json.dumps(env, default=str)}  # fmt: skip
+    return {k: v if v is None or isinstance(v, str | int | float) else str(v)
+            for k, v in row.items()}  # fmt: skip
+
+
+def _run_row_relation(con: duckdb.DuckDBPyConnection, run: dict[str, Any], folder: Path):
+    """The run row as a relation read from a file, so the commit binds no Python values.
+
+    Why: duckdb 1.5.5 imports pandas (about 0.35 s) the first time any Python value is
+    bound to a statement or turned into Arrow (it compares values with ``pandas.NA``), which
+    would double a small import's time. The row is written as one JSON string (a string is
+    never auto-detected as a date) and taken apart in SQL; store/reader.py's queries still
+    bind their values as parameters.
+    """
+    row = run_row(run)
+    path = folder / "run.json"
+    path.write_text(json.dumps({"row": json.dumps(row)}))
+    fields = ", ".join(f"json_extract_string(row, '$.{col}') AS {col}" for col in row)
+    return con.read_json(str(path), format="newline_delimited").select(fields)
 
 
 def commit_entry(
@@ -103,7 +119,8 @@ def _commit_once(
     Returns whether the run was already in the store.
     """
     run = manifest["run"]
-    with connection(loc, read_only=False, timeout_s=timeout_s) as con:
+    with tempfile.TemporaryDirectory(prefix="stepscope-commit-") as scratch, \
+            connection(loc, read_only=False, timeout_s=timeout_s) as con:  # fmt: skip
         migrate.upgrade(con)
         known = _store_tables(con)
         for name in manifest["tables"]:
@@ -111,20 +128,20 @@ def _commit_once(
                 raise StoreError(
                     f"bundle {entry.name} has table {name!r} that this store's schema lacks"
                 )
+        # Relations over the files, named only inside each statement (temporary views).
+        row = _run_row_relation(con, run, Path(scratch))
+        run_id = row.select("run_id")
         con.execute("BEGIN TRANSACTION")
         try:
-            exists = con.execute(
-                "SELECT count(*) FROM runs WHERE run_id = ?", [run["run_id"]]
+            exists = run_id.query(
+                "spool_run", "SELECT count(*) FROM runs WHERE run_id IN (FROM spool_run)"
             ).fetchone()[0]
             if not exists:
                 for name, info in manifest["tables"].items():
-                    path = str(entry / info["file"])
-                    con.execute(
-                        f"INSERT INTO {name} BY NAME "
-                        "SELECT ?::VARCHAR AS run_id, * FROM read_parquet(?)",
-                        [run["run_id"], path],
-                    )
-                _insert_run(con, run)
+                    rows = run_id.cross(con.read_parquet(str(entry / info["file"])))
+                    rows.query("spool_rows", f"INSERT INTO {name} BY NAME FROM spool_rows")
+                row.query("spool_run",
+                          "INSERT INTO runs BY NAME SELECT *, now() AS committed_at FROM spool_run")  # fmt: skip
             con.execute("COMMIT")
         except Exception:
             # A failed COMMIT (a DuckLake conflict) has already ended the transaction; a

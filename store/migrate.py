@@ -74,8 +74,10 @@ def upgrade(con: duckdb.DuckDBPyConnection) -> list[int]:
                     "applied_at TIMESTAMP WITH TIME ZONE NOT NULL)"
                 )
             con.execute(mig.sql)
+            # Inline on purpose: both come from a file name checked by _NAME (digits; a-z0-9_),
+            # and binding Python values makes duckdb import pandas (see store/commit.py).
             con.execute(
-                "INSERT INTO stepscope_schema VALUES (?, ?, now())", [mig.version, mig.name]
+                f"INSERT INTO stepscope_schema VALUES ({mig.version:d}, '{mig.name}', now())"
             )
             con.execute("COMMIT")
         except Exception:

@@ -12,8 +12,20 @@ from tests.helpers import query, run_cli
 from tests.trace.conftest import fixture
 from tests.trace.synth import decode_step_trace
 
-ITEM7 = {"run_id", "ranks", "steps", "partial", "categories", "per_rank", "committed",
-         "outside_steps", "comm_sources", "gpu_events", "graph_mode", "step_source"}
+ITEM7 = {
+    "run_id",
+    "ranks",
+    "steps",
+    "partial",
+    "categories",
+    "per_rank",
+    "committed",
+    "outside_steps",
+    "comm_sources",
+    "gpu_events",
+    "graph_mode",
+    "step_source",
+}
 
 
 def test_json_summary_and_reimport_is_a_no_op(store_path):
@@ -134,3 +146,25 @@ def test_dry_run_imports_only_the_trace_path(tmp_path):
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          cwd=Path(__file__).resolve().parents[2], check=True)  # fmt: skip
     assert out.stdout.split() == ["0"], out.stdout + out.stderr
+
+
+def test_a_committed_import_never_loads_pandas(tmp_path):
+    """Start-up cost (issue 12): pandas costs ~0.35 s to import, and duckdb loads it for any
+    bound Python value; the commit reads every value from files instead (store/commit.py)."""
+    import subprocess
+    import sys
+
+    trace = fixture("tracelens/vllm_mi300x_decode_fullgraph_bs32.json.gz")
+    store = tmp_path / "s.duckdb"
+    probe = (
+        "import sys\nfrom collectors.cli import main\n"
+        f"code = main(['trace', '--store', {str(store)!r}, {str(trace)!r}])\n"
+        "print(code, 'pandas' in sys.modules, 'pyarrow.compute' in sys.modules)"
+    )
+    for _ in range(2):  # a new store (migrations), then a store that exists
+        out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                             cwd=Path(__file__).resolve().parents[2], check=True)  # fmt: skip
+        assert out.stdout.split() == ["0", "False", "False"], out.stdout + out.stderr
+    ((run_id, args),) = query(store, "SELECT run_id, args FROM runs")
+    assert run_id.startswith("trace-") and json.loads(args)["paths"] == [str(trace)]
+    assert query(store, "SELECT count(*) FROM trace_kernels WHERE run_id = ?", [run_id]) == [(434,)]
