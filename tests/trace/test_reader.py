@@ -177,3 +177,26 @@ def test_runtime_calls_in_another_key_order_are_read_again(tmp_path):
                       "tid": 1, "ts": 10.0, "dur": 2.0, "args": {"correlation": 101}})  # fmt: skip
     raw = read_trace(b.write(tmp_path / "t.json"))
     assert list(raw.r_corr) == [101] and list(raw.g_corr) == [101]
+
+
+@pytest.mark.parametrize("block", [0, 4096])
+def test_mixed_spacing_between_events_reads_every_event(tmp_path, block):
+    # The reader cuts events at the first separator's exact bytes (Kineto: "},\n  {"); a
+    # file written by hand or re-dumped can change spacing midway, and then the regex cut
+    # must take over rather than swallow two events or call the file invalid.
+    path = fixture("tracelens/vllm_mi300x_decode_fullgraph_bs32.json.gz")
+    doc = json.loads(gzip.decompress(path.read_bytes()))
+    events = doc.pop("traceEvents")
+    spacings = [",\n  ", ", ", ",", " ,\n\t"]
+    body = "".join(
+        (spacings[(i // 7) % len(spacings)] if i else "") + json.dumps(e)
+        for i, e in enumerate(events)
+    )  # fmt: skip
+    head = json.dumps(doc)[1:-1]
+    mixed = tmp_path / "mixed.json"
+    mixed.write_text("{" + head + ', "traceEvents": [\n  ' + body + "\n]}")
+    raw = read_trace(mixed, block=block)
+    reference = read_trace(path)
+    assert raw.events_total == len(events)
+    assert list(raw.g_ts) == list(reference.g_ts) and list(raw.g_corr) == list(reference.g_corr)
+    assert list(raw.r_corr) == list(reference.r_corr) and not raw.partial
