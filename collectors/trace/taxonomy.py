@@ -197,27 +197,47 @@ ENCLOSING_OP_PATTERNS: tuple[tuple[str, str], ...] = (
     ),  # fmt: skip
 )
 
-_KERNEL_RE = [(cat, re.compile(p, re.IGNORECASE)) for cat, p in KERNEL_PATTERNS]
+
+def _lowercase_pattern(pattern: str) -> str:
+    """``pattern`` for lowercased text: literals lowercased, escapes (\\b, \\w, \\d) kept.
+
+    Searching ``name.lower()`` with this pattern finds what an IGNORECASE search of
+    ``name`` finds, ~5x faster on long templated kernel names: sre cannot skip ahead by a
+    pattern's first characters under IGNORECASE, so it tries every branch at every offset
+    (0.21 s -> 0.04 s for the 334 kernel names of the fixtures; a small trace's import is
+    ~0.3 s). A test checks that every fixture name gets the same category both ways.
+    """
+    out, i = [], 0
+    while i < len(pattern):
+        step = 2 if pattern[i] == "\\" else 1
+        out.append(pattern[i : i + step] if step == 2 else pattern[i].lower())
+        i += step
+    return "".join(out)
+
+
+_KERNEL_RE = [(cat, re.compile(_lowercase_pattern(p))) for cat, p in KERNEL_PATTERNS]
 _ENCLOSING_RE = [(cat, re.compile(p)) for cat, p in ENCLOSING_OP_PATTERNS]
-_CPU_RE = [(cat, re.compile(p, re.IGNORECASE)) for cat, p in CPU_OP_PATTERNS]
+_CPU_RE = [(cat, re.compile(_lowercase_pattern(p))) for cat, p in CPU_OP_PATTERNS]
 _GENERIC_NCCL = re.compile(r"nccl\w*_(sendrecv|send|recv|generic)|ncclDevKernel_Generic", re.I)
 _DIRECT_COPY = re.compile(r"direct_copy_kernel", re.I)
 
 
 @lru_cache(maxsize=65536)
 def kernel_category(name: str) -> str:
-    """Category of a GPU kernel from its name alone."""
+    """Category of a GPU kernel from its name alone (case-insensitive)."""
+    lowered = name.lower()
     for cat, rx in _KERNEL_RE:
-        if rx.search(name):
+        if rx.search(lowered):
             return cat
     return "other"
 
 
 @lru_cache(maxsize=16384)
 def cpu_op_category(name: str) -> str:
-    """Category of a top-level CPU op (CPU-only traces)."""
+    """Category of a top-level CPU op (CPU-only traces; case-insensitive)."""
+    lowered = name.lower()
     for cat, rx in _CPU_RE:
-        if rx.search(name):
+        if rx.search(lowered):
             return cat
     return "other"
 

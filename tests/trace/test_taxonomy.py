@@ -162,3 +162,35 @@ def test_collective_names(label, category):
 ])  # fmt: skip
 def test_cpu_op_category(op, category):
     assert taxonomy.cpu_op_category(op) == category
+
+
+def test_lowercased_patterns_keep_their_escapes():
+    pattern = r"\bGEMM\w*|Cijk_\d+|\WMarlinMoE"
+    assert taxonomy._lowercase_pattern(pattern) == r"\bgemm\w*|cijk_\d+|\Wmarlinmoe"
+
+
+def test_every_real_kernel_and_op_name_gets_the_ignorecase_category():
+    # The lowercased patterns are a speed-up only: every name of every fixture trace, and
+    # the real names the taxonomy tests use, must land where an IGNORECASE search puts them.
+    import re
+    from pathlib import Path
+
+    from collectors.trace.reader import read_trace
+    from tests.trace.conftest import TRACES
+    from tests.trace.test_taxonomy_real import REAL
+
+    names = {row[0] for row in REAL}
+    paths = sorted(Path(TRACES).glob("*/*.json.gz"))
+    for path in paths:
+        names |= set(read_trace(path, all_cpu_ops=True).names)
+    assert len(names) > (500 if paths else 10)
+
+    def by_ignorecase(patterns: tuple[tuple[str, str], ...], name: str) -> str:
+        for cat, pattern in patterns:
+            if re.search(pattern, name, re.IGNORECASE):
+                return cat
+        return "other"
+
+    for name in names:
+        assert taxonomy.kernel_category(name) == by_ignorecase(taxonomy.KERNEL_PATTERNS, name)
+        assert taxonomy.cpu_op_category(name) == by_ignorecase(taxonomy.CPU_OP_PATTERNS, name)
