@@ -8,8 +8,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
@@ -20,6 +18,7 @@ from store.commit import commit_entry
 from store.location import resolve
 from tests.helpers import ROOT, cli_env, query, run_cli
 from tests.store.bundles import host_bundle
+from tests.store.holders import FILE_HOLDER, held_by_another_process
 
 pytestmark = pytest.mark.slow
 
@@ -55,26 +54,9 @@ def test_writer_and_readers_for_20_seconds_lose_nothing(store_path: Path, tmp_pa
         assert res["reads"] > 10
 
 
-@contextmanager
-def _store_held_rw(store_path: Path) -> Iterator[None]:
-    """Another process holds the store read-write for the duration of the block."""
-    code = (
-        "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); "
-        "c.execute('select 1'); print('held', flush=True); time.sleep(600)"
-    )
-    holder = subprocess.Popen([sys.executable, "-c", code, str(store_path)], stdout=subprocess.PIPE,
-                              text=True)  # fmt: skip
-    try:
-        assert holder.stdout.readline().strip() == "held"
-        yield
-    finally:
-        holder.kill()
-        holder.wait()
-
-
 def test_busy_store_exits_75_keeps_bundle_and_says_what_to_run(store_path: Path) -> None:
     assert run_cli(store_path, "host").code == 0
-    with _store_held_rw(store_path):
+    with held_by_another_process(FILE_HOLDER, store_path):
         result = run_cli(store_path, "host", "--commit-timeout", "1", "--json")
     assert result.code == 75
     assert "busy" in result.stderr and "python -m collectors flush" in result.stderr
@@ -89,7 +71,7 @@ def test_busy_store_exits_75_keeps_bundle_and_says_what_to_run(store_path: Path)
 def test_collector_killed_after_spooling_loses_nothing(store_path: Path) -> None:
     assert run_cli(store_path, "host").code == 0
     spool = Path(str(store_path) + ".spool")
-    with _store_held_rw(store_path):  # keeps the collector between spool and commit
+    with held_by_another_process(FILE_HOLDER, store_path):  # keeps the collector between spool and commit
         proc = subprocess.Popen(
             [sys.executable, "-m", "collectors", "host", "--commit-timeout", "120"],
             cwd=ROOT, env=cli_env(store_path), stdout=subprocess.DEVNULL,
@@ -113,7 +95,7 @@ def test_collector_killed_after_spooling_loses_nothing(store_path: Path) -> None
 
 def test_next_collector_run_commits_the_backlog(store_path: Path) -> None:
     assert run_cli(store_path, "host").code == 0
-    with _store_held_rw(store_path):
+    with held_by_another_process(FILE_HOLDER, store_path):
         busy = run_cli(store_path, "host", "--commit-timeout", "0.5", "--json")
     assert busy.code == 75
     again = run_cli(store_path, "host")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -14,30 +12,14 @@ from store.connect import connection
 from store.errors import StoreBusy
 from store.location import resolve
 from store.turnstile import take_turn, turn_path
-from tests.helpers import ROOT
-
-
-def _hold_turn_in_another_process(store_file: Path) -> subprocess.Popen:
-    code = (
-        "import sys, time; from pathlib import Path; from store.turnstile import take_turn\n"
-        "with take_turn(Path(sys.argv[1]), time.monotonic() + 5) as held:\n"
-        "    print('held' if held else 'missed', flush=True); time.sleep(600)\n"
-    )
-    proc = subprocess.Popen([sys.executable, "-c", code, str(store_file)], cwd=ROOT,
-                            stdout=subprocess.PIPE, text=True)  # fmt: skip
-    assert proc.stdout.readline().strip() == "held"
-    return proc
+from tests.store.holders import FILE_HOLDER, TURN_HOLDER, held_by_another_process
 
 
 def test_a_held_turn_makes_the_next_process_wait_then_lets_it_in(tmp_path: Path) -> None:
     store_file = tmp_path / "s.duckdb"
-    holder = _hold_turn_in_another_process(store_file)
-    try:
-        with take_turn(store_file, time.monotonic() + 0.2) as held:
-            assert held is False  # the other process is next, not us
-    finally:
-        holder.kill()
-        holder.wait()
+    with held_by_another_process(TURN_HOLDER, store_file), \
+            take_turn(store_file, time.monotonic() + 0.2) as held:  # fmt: skip
+        assert held is False  # the other process is next, not us
     with take_turn(store_file, time.monotonic() + 0.2) as held:
         assert held is True  # a process that dies gives its turn back
     assert turn_path(store_file).exists()
@@ -46,14 +28,10 @@ def test_a_held_turn_makes_the_next_process_wait_then_lets_it_in(tmp_path: Path)
 def test_a_reader_waits_behind_a_held_turn_and_gives_up_with_one_line(tmp_path: Path) -> None:
     store_file = tmp_path / "s.duckdb"
     duckdb.connect(str(store_file)).close()
-    holder = _hold_turn_in_another_process(store_file)
-    try:
-        # No turn and a file nobody writes: the reader still gets in (the turn only orders).
-        with connection(resolve(store_file), read_only=True, timeout_s=0.3) as con:
-            assert con.execute("select 42").fetchone() == (42,)
-    finally:
-        holder.kill()
-        holder.wait()
+    # No turn and a file nobody writes: the reader still gets in (the turn only orders).
+    with held_by_another_process(TURN_HOLDER, store_file), \
+            connection(resolve(store_file), read_only=True, timeout_s=0.3) as con:  # fmt: skip
+        assert con.execute("select 42").fetchone() == (42,)
 
 
 def test_a_sidecar_that_cannot_be_written_still_queues_by_reading(tmp_path: Path) -> None:
@@ -70,23 +48,13 @@ def test_a_sidecar_that_cannot_be_written_still_queues_by_reading(tmp_path: Path
 
 def test_a_writer_that_never_leaves_still_ends_in_store_busy(tmp_path: Path) -> None:
     store_file = tmp_path / "s.duckdb"
-    code = (
-        "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); "
-        "print('held', flush=True); time.sleep(600)"
-    )
-    holder = subprocess.Popen([sys.executable, "-c", code, str(store_file)],
-                              stdout=subprocess.PIPE, text=True)  # fmt: skip
-    try:
-        assert holder.stdout.readline().strip() == "held"
+    with held_by_another_process(FILE_HOLDER, store_file):
         busy = pytest.raises(StoreBusy, match="could not open read-only within 0.5 s")
         with busy, connection(resolve(store_file), read_only=True, timeout_s=0.5):
             pass
         # The turn was given back on the way out: the next process can take it at once.
         with take_turn(store_file, time.monotonic() + 0.05) as held:
             assert held is True
-    finally:
-        holder.kill()
-        holder.wait()
 
 
 def test_a_sidecar_that_cannot_be_made_never_stops_a_reader(tmp_path: Path) -> None:
