@@ -15,6 +15,7 @@ import numpy as np
 from collectors.trace import anatomy, metrics, taxonomy
 from collectors.trace import steps as steps_mod
 from collectors.trace.columns import RawTrace
+from collectors.trace.npx import unique_sorted
 from store import trace_vocab
 
 KINDS = ("kernel", "memcpy", "memset", "cpu_op")
@@ -235,7 +236,7 @@ def _find_steps(raw: RawTrace, launches: np.ndarray, graph: np.ndarray) -> list[
     if not found and raw.exec_frames:
         found = steps_mod.frame_steps(raw.exec_frames)
     if not found and len(launches) and graph.mean() > 0.5 and graph.sum() >= 200 * len(
-        np.unique(launches)
+        unique_sorted(launches)
     ):  # fmt: skip
         last = max((float(np.max(np.frombuffer(a, dtype=np.float64)))
                     for a in (raw.r_ts, raw.c_ts) if len(a)), default=0.0)  # fmt: skip

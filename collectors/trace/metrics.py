@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from collectors.trace.npx import unique_sorted
+
 
 @dataclass(frozen=True)
 class Intervals:
@@ -64,7 +66,7 @@ def difference(a: Intervals, b: Intervals) -> Intervals:
     """The parts of ``a`` not covered by ``b``."""
     if not len(a.start) or not len(b.start):
         return a
-    bounds = np.unique(np.concatenate((a.start, a.end, b.start, b.end)))
+    bounds = unique_sorted(np.concatenate((a.start, a.end, b.start, b.end)))
     lo, hi = bounds[:-1], bounds[1:]
     mid = (lo + hi) / 2
     keep = _inside(a, mid) & ~_inside(b, mid)

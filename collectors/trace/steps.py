@@ -28,6 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from collectors.trace.npx import unique_sorted
+
 _VLLM_NEW = re.compile(
     r"^execute_(?:\d+_)?context_(?P<cr>\d+)\((?P<ct>[^)]*)\)_generation_(?P<gr>\d+)"
     r"\((?P<gt>[^)]*)\)"
@@ -138,7 +140,7 @@ def frame_steps(frames: list[tuple[str, float, float, object]]) -> list[Step]:
 def graph_launch_steps(launch_ts: np.ndarray, last_cpu: float) -> list[Step]:
     """One step per full-model graph launch: from a launch to the next (the inputs copied
     before a launch land in the previous step; the sampler after it in this one)."""
-    ts = np.unique(launch_ts)
+    ts = unique_sorted(launch_ts)
     ends = np.r_[ts[1:], max(last_cpu, float(ts[-1]) + 1.0)] if len(ts) else ts
     return [Step(f"graph#{i}", "graph_launch", float(a), float(b))
             for i, (a, b) in enumerate(zip(ts, ends, strict=True))]

@@ -10,6 +10,7 @@ import numpy as np
 from collectors.trace import taxonomy
 from collectors.trace.analyze import KINDS, RankResult, meta_value
 from collectors.trace.arrow import _bools, _col, _dict_array, _from_rows, _strings
+from collectors.trace.npx import unique_sorted
 from store.trace_vocab import COMM_SOURCES
 
 CATS = np.array(taxonomy.CATEGORIES, dtype=object)
@@ -175,7 +176,7 @@ def _kernel_stats(res: RankResult, rank: int):
     np.minimum.at(lo, inverse, res.dur)
     np.maximum.at(hi, inverse, res.dur)
     sel = res.step >= 0
-    pairs = np.unique(inverse[sel].astype(np.int64) * (int(res.step.max(initial=0)) + 1)
+    pairs = unique_sorted(inverse[sel].astype(np.int64) * (int(res.step.max(initial=0)) + 1)
                       + res.step[sel])  # fmt: skip
     steps_seen = np.bincount(pairs // (int(res.step.max(initial=0)) + 1), minlength=m)
     names = res.raw.names

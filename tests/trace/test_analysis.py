@@ -257,3 +257,24 @@ def test_unannotated_trace_splits_steps_at_idle_gaps(tmp_path):
     assert [s["wall_us"] for s in steps_t] == [75.0, 75.0]
     r = res.summary["per_rank"][0]
     assert r["span_us"] == pytest.approx(5075.0) and r["busy_us"] == pytest.approx(120.0)
+
+
+@pytest.mark.parametrize(
+    "values", [[], [3.0], [2, 2, 2], [5, 1, 5, 3, 1, 9], [0.5, -1.0, 0.5, 2.25]]
+)
+def test_unique_sorted_is_np_unique(values):
+    from collectors.trace.npx import unique_sorted
+
+    arr = np.array(
+        values, dtype=np.float64 if any(isinstance(v, float) for v in values) else np.int64
+    )
+    got = unique_sorted(arr)
+    assert got.dtype == arr.dtype and list(got) == list(np.unique(arr))
+
+
+def test_unique_sorted_on_many_random_values():
+    from collectors.trace.npx import unique_sorted
+
+    rng = np.random.default_rng(7)
+    arr = rng.integers(0, 500, size=10_000)
+    assert np.array_equal(unique_sorted(arr), np.unique(arr))

@@ -131,7 +131,8 @@ def test_duplicate_rank_is_an_error(store_path, tmp_path):
 
 def test_dry_run_imports_only_the_trace_path(tmp_path):
     """Start-up cost (issue 12): a ``trace`` that does not commit imports neither DuckDB nor
-    the other verbs' collectors; the full ``--help`` still lists every verb (test_cli)."""
+    the other verbs' collectors, nor numpy.ma (collectors/trace/npx.py); the full ``--help``
+    still lists every verb (test_cli)."""
     import subprocess
     import sys
 
@@ -140,7 +141,7 @@ def test_dry_run_imports_only_the_trace_path(tmp_path):
         "import sys\nfrom collectors.cli import main\n"
         f"code = main(['trace', '--dry-run', '--store', {str(tmp_path / 's.duckdb')!r}, "
         f"{str(trace)!r}])\n"
-        "print(code, *sorted(m for m in sys.modules if m == 'duckdb' or m.startswith("
+        "print(code, *sorted(m for m in sys.modules if m in ('duckdb', 'numpy.ma') or m.startswith("
         "('collectors.serving', 'collectors.vllm', 'collectors.sglang', 'collectors.comm'))))"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
