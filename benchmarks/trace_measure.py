@@ -50,7 +50,7 @@ def _ours_two_setup():
     from collectors.trace import ingest, ranks, reader
 
     ingest.read_trace = functools.partial(reader.read_trace, parallel=True)
-    ranks.spare_core = lambda: True
+    ranks.spare_cores = lambda: 1  # exactly one worker
     return ingest_traces
 
 

@@ -1,52 +1,68 @@
-"""The rank files of one run on two cores: a worker reads every other file.
+"""The rank files of one run on the idle cores: workers read some of the files.
 
-A run of several ranks is as many files of similar size; while this process reads files
-0, 2, 4..., a worker (``python -m collectors.trace.ranks``, a fresh interpreter that
-imports only the reader) reads 1, 3, 5... and hands back their RawTraces. A file the
-worker could not read is read again here, so its error or skip is exactly the one-process
-one. One large file alone is shared chunk by chunk instead (``split``).
+A run of several ranks is as many files of similar size. With K idle cores (``split.
+spare_cores``, at most one fewer than the files), this process reads files 0, K+1, 2K+2...
+and worker k (``python -m collectors.trace.ranks``, a fresh interpreter that imports only
+the reader) reads files k, k+K+1, ...; each hands back its RawTraces. On a GPU host's
+dozens of cores, eight ranks are read by eight processes at once. A file a worker could
+not read is read again here, so its error or skip is exactly the one-process one. One
+large file alone is shared chunk by chunk instead (``split``).
 """
 
 from __future__ import annotations
 
 import json
 import pickle
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 from collectors.trace.columns import RawTrace
 from collectors.trace.reader import read_trace
-from collectors.trace.split import spare_core, start_worker
+from collectors.trace.split import spare_cores, start_worker
 
 
 def read_all(files: list[Path]) -> Iterator[tuple[Path, RawTrace | None]]:
-    """(file, RawTrace) in file order; None where the worker failed and the caller must
+    """(file, RawTrace) in file order; None where a worker failed and the caller must
     read the file itself (to raise, or skip, exactly as it would have)."""
-    if len(files) < 2 or not spare_core():
+    workers = min(spare_cores(), len(files) - 1)
+    if workers < 1:
         for f in files:
             yield f, None
         return
-    theirs = files[1::2]
+    shares = [files[i :: workers + 1] for i in range(workers + 1)]  # shares[0]: this process
+    procs: list[subprocess.Popen] = []
     try:
-        proc = start_worker("collectors.trace.ranks", json.dumps([str(f) for f in theirs]))
-    except OSError:  # no worker today: the caller reads every file
+        for share in shares[1:]:
+            procs.append(start_worker("collectors.trace.ranks",
+                                      json.dumps([str(f) for f in share])))  # fmt: skip
+    except OSError:  # no workers today: the caller reads every file
+        _stop_all(procs)
         for f in files:
             yield f, None
         return
     try:
-        mine = {f: _read(f) for f in files[0::2]}
-        out, _ = proc.communicate()
-    except BaseException:  # KeyboardInterrupt: no orphan worker
-        proc.kill()
-        proc.communicate()
+        read = {f: _read(f) for f in shares[0]}
+        for share, proc in zip(shares[1:], procs, strict=True):
+            out, _ = proc.communicate()
+            got = _unpickle(out) if proc.returncode == 0 else None
+            if not isinstance(got, list) or len(got) != len(share):
+                got = [None] * len(share)  # the caller reads these files itself
+            read.update(zip(share, got, strict=True))
+    except BaseException:  # KeyboardInterrupt: no orphan workers
+        _stop_all(procs)
         raise
-    got = _unpickle(out) if proc.returncode == 0 else None
-    if not isinstance(got, list) or len(got) != len(theirs):
-        got = [None] * len(theirs)  # the caller reads these files itself
-    read = {**mine, **dict(zip(theirs, got, strict=True))}
     for f in files:
         yield f, read[f]
+
+
+def _stop_all(procs: list[subprocess.Popen]) -> None:
+    """Kill the workers still running (a finished one has nothing left to stop)."""
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
 
 
 def _unpickle(out: bytes) -> object:

@@ -17,6 +17,7 @@ caller's state, threads or CUDA context is forked), importing only the reader.
 from __future__ import annotations
 
 import json
+import math
 import os
 import pickle
 import subprocess
@@ -69,19 +70,25 @@ def cores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def spare_core() -> bool:
-    """A core that is idle (1-minute load average below cores - 0.5; this import counts
-    for up to 1) and an interpreter to start a worker with. On a busy machine a worker
-    only adds its start and a second inflate: measured +10-50% CPU and a slower wall time
-    at a load of 4-5 on 2 cores (docs/benchmarks.md)."""
+def spare_cores() -> int:
+    """Cores a worker could use now: the idle ones (the 1-minute load average, which counts
+    this import for up to 1) rounded up past half a core, at most all but this process's
+    own, and none without an interpreter to start. On a busy machine a worker only adds
+    its start and a second inflate: measured +10-50% CPU and a slower wall time at a load
+    of 4-5 on 2 cores (docs/benchmarks.md)."""
     n = cores()
     if n < 2 or not sys.executable:
-        return False
+        return 0
     try:
         load = os.getloadavg()[0]
     except OSError:  # not available on this platform: assume idle
-        return True
-    return load < n - 0.5
+        return n - 1
+    return max(0, min(n - 1, math.ceil(n - 0.5 - load)))
+
+
+def spare_core() -> bool:
+    """At least one idle core (a large file is then shared with one worker)."""
+    return spare_cores() >= 1
 
 
 def worker_env() -> dict[str, str]:
@@ -162,7 +169,8 @@ def merge(mine: RawTrace, my_marks: list[tuple[int, ...]], theirs: RawTrace,
                    events_kept=mine.events_kept + theirs.events_kept)  # fmt: skip
     if out.partial_reason:  # the note counted this process's events only
         out.partial_reason = out.partial_reason.replace(
-            truncation_note(mine.events_kept), truncation_note(out.events_kept))
+            truncation_note(mine.events_kept), truncation_note(out.events_kept)
+        )
     sources = (mine, theirs)
     order = sorted([(m[0], 0, k) for k, m in enumerate(my_marks)]
                    + [(m[0], 1, k) for k, m in enumerate(their_marks)])  # fmt: skip

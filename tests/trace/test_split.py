@@ -78,17 +78,24 @@ def test_ingested_tables_are_identical_chunk_split(monkeypatch, rel):
     _same(one, two)
 
 
-def test_ingested_tables_are_identical_file_split(monkeypatch, tmp_path):
-    """Several ranks: the worker reads every other file (and skips what one pass skips)."""
+@pytest.mark.parametrize("workers", [1, 3])
+def test_ingested_tables_are_identical_file_split(monkeypatch, tmp_path, workers):
+    """Several ranks: workers read some of the files (and skip what one pass skips); three
+    workers for four files is what a many-core GPU host gets."""
     (tmp_path / "notes.json").write_text('{"not": "a trace"}')
     for rel in ("hta/sampled_rank-0.json.gz", "hta/sampled_rank-1.json.gz",
                 "tracelens/h100_qwen1.5_0.5b.json.gz"):  # fmt: skip
         src = fixture(rel)
         (tmp_path / src.name.replace("h100_qwen1.5_0.5b", "x_rank2")).write_bytes(src.read_bytes())
-    monkeypatch.setattr(ranks, "spare_core", lambda: True)  # whatever the box's load
+    monkeypatch.setattr(ranks, "spare_cores", lambda: workers)  # whatever the box's load
+    started: list[str] = []
+    real_start = ranks.start_worker
+    monkeypatch.setattr(ranks, "start_worker",
+                        lambda module, arg: started.append(arg) or real_start(module, arg))  # fmt: skip
     files, _ = ingest.find_trace_files([tmp_path])
     assert len(files) == 4
     got = list(ranks.read_all(files))
+    assert len(started) == workers  # one share of the files per worker, one kept here
     assert [f for f, _ in got] == files and sum(raw is None for _, raw in got) == 1
     two = ingest.ingest_traces([tmp_path])
     with monkeypatch.context() as m:
@@ -112,6 +119,16 @@ def test_a_bad_event_in_the_workers_share_is_the_same_error(tmp_path):
             reader.read_trace(bad, parallel=True, block=block)
         assert str(two.value) == str(one.value)
     assert "negative duration" in str(one.value)
+
+
+@pytest.mark.parametrize(("cores", "load", "spare"), [
+    (2, 0.9, 1), (2, 1.4, 1), (2, 1.5, 0), (2, 1.6, 0), (2, 0.0, 1), (1, 0.0, 0),
+    (64, 10.0, 54), (64, 0.0, 63), (64, 70.0, 0),
+])  # fmt: skip
+def test_workers_follow_the_idle_cores(monkeypatch, cores, load, spare):
+    monkeypatch.setattr(split, "cores", lambda: cores)
+    monkeypatch.setattr(split.os, "getloadavg", lambda: (load, 0.0, 0.0))
+    assert split.spare_cores() == spare and split.spare_core() is (spare >= 1)
 
 
 def test_only_large_files_on_an_idle_core_use_a_worker(monkeypatch):
@@ -141,10 +158,11 @@ def test_a_worker_that_fails_leaves_the_one_pass_result(monkeypatch, tmp_path, w
 
     monkeypatch.setattr(split, "start_worker", start)
     monkeypatch.setattr(ranks, "start_worker", start)
-    monkeypatch.setattr(ranks, "spare_core", lambda: True)
+    monkeypatch.setattr(ranks, "spare_cores", lambda: 1)
     path = fixture("tracelens/h100_qwen1.5_0.5b.json.gz")
     assert reader.read_trace(path, parallel=True, block=BLOCK) == reader.read_trace(
-        path, parallel=False)
+        path, parallel=False
+    )
     files = [fixture("hta/sampled_rank-0.json.gz"), fixture("hta/sampled_rank-1.json.gz")]
     got = dict(ranks.read_all(files))  # None: the caller reads the file itself
     first = None if worker == "cannot start" else reader.read_trace(files[0], parallel=False)
