@@ -78,21 +78,23 @@ _MAX_EVENT = 64 << 20  # one event larger than this means broken JSON
 
 
 def read_trace(path: Path, all_cpu_ops: bool | None = None, all_runtime: bool = False,
-               parallel: bool | None = None, block: int = 0) -> RawTrace:  # fmt: skip
+               parallel: bool | int | None = None, block: int = 0) -> RawTrace:  # fmt: skip
     """Stream one trace file into a RawTrace; raise InputError on unusable input.
 
     ``all_cpu_ops``: keep every CPU op (CPU-only traces are analysed on them); None
     decides from the header and re-reads the file if the guess was wrong. ``all_runtime``:
     keep every runtime call, not only launches (a fallback, see _LAUNCHES). ``parallel``:
-    parse every other chunk in a worker process (``split``); None: for large files when a
-    core is idle. ``block``: read size (tests: many small chunks).
+    share the chunks with worker processes (``split``): True one, an int that many; None:
+    as many as the file's size and the idle cores make worth it. ``block``: read size
+    (tests: many small chunks).
     """
     from collectors.trace import split
 
     if parallel is None:
-        parallel = split.worth_it(path)
+        parallel = split.workers_for(path)
     if parallel:
-        raw, all_cpu_ops = split.read_parallel(path, all_cpu_ops, all_runtime, block)
+        raw, all_cpu_ops = split.read_parallel(path, all_cpu_ops, all_runtime, block,
+                                               workers=int(parallel))  # fmt: skip
     else:
         raw, all_cpu_ops = scan(path, all_cpu_ops, all_runtime, block=block)
     if all_cpu_ops is False and not len(raw.g_ts):  # devices listed, but no GPU activity

@@ -1,17 +1,19 @@
-"""Large traces on two cores: this process and a worker each parse every other chunk.
+"""Large traces on several cores: this process and its workers each parse a share of chunks.
 
-Both processes stream the whole file (inflating gzip costs ~1/6 of the parse with ISA-L)
-and cut it at the same event boundaries, since the cuts depend only on the bytes: chunk
-``i`` of the events array is parsed by the worker when ``i`` is odd, here otherwise (and
-here always for the last chunk, the trailer and the header's decisions). The worker
-returns its columns with, after each of its chunks, how long every column was; the
-merge interleaves the slices in chunk order and renumbers names and threads in order of
-first appearance, so the result is the RawTrace a single pass builds, field for field
-(tests/trace/test_split.py). Any failure, in either process, reads the file again in one
+Every process streams the whole file (inflating gzip costs ~1/8 of the parse with ISA-L)
+and cuts it at the same event boundaries, since the cuts depend only on the bytes: with
+N processes, chunk ``i`` of the events array is parsed by process ``i % N`` (this one is
+0, and also takes the last chunk, the trailer and the header's decisions). Each worker
+returns its columns with, after each of its chunks, how long every column was; the merge
+interleaves the slices in chunk order and renumbers names and threads in order of first
+appearance, so the result is the RawTrace a single pass builds, field for field
+(tests/trace/test_split.py). Any failure, in any process, reads the file again in one
 pass, which raises the same error a single pass would.
 
-The worker is ``python -m collectors.trace.split`` (a fresh interpreter: nothing of the
-caller's state, threads or CUDA context is forked), importing only the reader.
+Workers are ``python -m collectors.trace.split`` (fresh interpreters: nothing of the
+caller's state, threads or CUDA context is forked), importing only the reader. One per
+idle core and per 32 MB of JSON, at most 7: each inflates the whole file, so past ~8
+processes the inflate, not the parse, sets the time.
 """
 
 from __future__ import annotations
@@ -29,8 +31,9 @@ from typing import Any
 from collectors.trace.columns import RawTrace, Sink
 from collectors.trace.reader import scan, truncation_note
 
-# Below this many bytes of JSON the worker's start (~0.1 s) costs more than it saves
+# Below this many bytes of JSON per process a worker's start (~0.1 s) costs more than it saves
 MIN_JSON_BYTES = 32 << 20
+MAX_WORKERS = 7
 _GZIP_RATIO = 12  # a Kineto trace inflates 13-20x; be conservative
 # Smaller reads than one pass uses (~1 MB of JSON per chunk, not ~8 MB): the two shares
 # stay even on files of a few dozen chunks; per chunk overhead is negligible
@@ -48,7 +51,8 @@ _LISTS = ("exec_frames", "cpu_annotations", "gpu_annotations", "comm_annotation_
 class Part:
     """Which chunks this process parses, and how long its columns were after each."""
 
-    mine: int  # 0: the caller (also the final chunk), 1: the worker
+    mine: int  # 0: the caller (also the final chunk), 1..: the workers
+    parts: int = 2  # processes sharing the file
     chunk: int = 0
     # (chunk, gpu, cpu, runtime rows, *list lengths, names, tids) after each own chunk
     marks: list[tuple[int, ...]] = field(default_factory=list)
@@ -56,7 +60,7 @@ class Part:
     def take(self, final: bool) -> bool:
         i = self.chunk
         self.chunk += 1
-        return self.mine == 0 if final else i % 2 == self.mine
+        return self.mine == 0 if final else i % self.parts == self.mine
 
     def mark(self, sink: Sink) -> None:
         sink.flush()
@@ -86,11 +90,6 @@ def spare_cores() -> int:
     return max(0, min(n - 1, math.ceil(n - 0.5 - load)))
 
 
-def spare_core() -> bool:
-    """At least one idle core (a large file is then shared with one worker)."""
-    return spare_cores() >= 1
-
-
 def worker_env() -> dict[str, str]:
     """The caller's environment with this project importable (workers run by name)."""
     root = str(Path(__file__).resolve().parents[2])
@@ -98,16 +97,20 @@ def worker_env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, extra) if p)}
 
 
-def worth_it(path: Path) -> bool:
-    """A worker pays off for large files when a second core is there to run it."""
-    if not spare_core():
-        return False
+def workers_for(path: Path) -> int:
+    """Workers worth starting for one file: one per idle core and per MIN_JSON_BYTES of
+    JSON beyond the first (a smaller file is done before a worker has started), at most
+    MAX_WORKERS; 0 means one pass."""
+    spare = spare_cores()
+    if not spare:
+        return 0
     try:
         size = path.stat().st_size
         gz = _is_gzip(path)
     except OSError:
-        return False  # the single pass reports it
-    return size * (_GZIP_RATIO if gz else 1) >= MIN_JSON_BYTES
+        return 0  # the single pass reports it
+    json_bytes = size * (_GZIP_RATIO if gz else 1)
+    return min(spare, MAX_WORKERS, json_bytes // MIN_JSON_BYTES)
 
 
 def _is_gzip(path: Path) -> bool:
@@ -116,33 +119,39 @@ def _is_gzip(path: Path) -> bool:
 
 
 def read_parallel(path: Path, all_cpu_ops: bool | None, all_runtime: bool,
-                  block: int = 0) -> tuple[RawTrace, bool | None]:  # fmt: skip
-    """``reader.scan`` on two processes; falls back to one pass on any failure."""
+                  block: int = 0, workers: int = 1) -> tuple[RawTrace, bool | None]:  # fmt: skip
+    """``reader.scan`` on 1 + ``workers`` processes; falls back to one pass on any failure."""
     if not block:
         try:
             block = _BLOCK_GZ if _is_gzip(path) else _BLOCK_PLAIN
         except OSError:
             return scan(path, all_cpu_ops, all_runtime)  # raises the one-pass error
-    how = json.dumps([str(path), all_cpu_ops, all_runtime, block])
+    parts = workers + 1
+    procs: list[subprocess.Popen] = []
     try:
-        proc = start_worker("collectors.trace.split", how)
-    except OSError:  # no worker today: one pass
+        for k in range(1, parts):
+            how = json.dumps([str(path), all_cpu_ops, all_runtime, block, k, parts])
+            procs.append(start_worker("collectors.trace.split", how))
+    except OSError:  # no workers today: one pass
+        _stop(procs)
         return scan(path, all_cpu_ops, all_runtime)
-    part = Part(mine=0)
+    part = Part(mine=0, parts=parts)
     try:
         raw, used = scan(path, all_cpu_ops, all_runtime, part, block)
-        out, _ = proc.communicate()
+        outs = [(proc.communicate()[0], proc.returncode) for proc in procs]
     except Exception:  # the one pass raises it (or shows it was the split's fault)
-        _stop(proc)
+        _stop(procs)
         return scan(path, all_cpu_ops, all_runtime)
-    except BaseException:  # KeyboardInterrupt: no orphan worker
-        _stop(proc)
+    except BaseException:  # KeyboardInterrupt: no orphan workers
+        _stop(procs)
         raise
     try:
-        if proc.returncode != 0:  # the worker met an error: one pass raises it in order
-            raise ValueError(f"worker exit {proc.returncode}")
-        theirs, their_marks = pickle.loads(out)
-        return merge(raw, part.marks, theirs, their_marks), used
+        shares = [(raw, part.marks)]
+        for out, code in outs:
+            if code != 0:  # a worker met an error: one pass raises it in order
+                raise ValueError(f"worker exit {code}")
+            shares.append(pickle.loads(out))
+        return merge(shares), used
     except Exception:  # noqa: BLE001 - whatever went wrong, one pass is the reference
         return scan(path, all_cpu_ops, all_runtime)
 
@@ -153,33 +162,35 @@ def start_worker(module: str, arg: str) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)  # fmt: skip
 
 
-def _stop(proc: subprocess.Popen) -> None:
-    proc.kill()
-    proc.communicate()
+def _stop(procs: list[subprocess.Popen]) -> None:
+    """Kill the workers still running (a finished one has nothing left to stop)."""
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
 
 
-def merge(mine: RawTrace, my_marks: list[tuple[int, ...]], theirs: RawTrace,
-          their_marks: list[tuple[int, ...]]) -> RawTrace:  # fmt: skip
-    """The RawTrace of one pass, from the two processes' columns and marks."""
+def merge(shares: list[tuple[RawTrace, list[tuple[int, ...]]]]) -> RawTrace:
+    """The RawTrace of one pass, from every process's columns and marks (this one first)."""
     import numpy as np
 
+    mine = shares[0][0]
+    sources = [raw for raw, _marks in shares]
+    marks = [m for _raw, m in shares]
     out = RawTrace(path=mine.path, size_bytes=mine.size_bytes, digest=mine.digest,
                    partial=mine.partial, partial_reason=mine.partial_reason, meta=mine.meta,
-                   events_total=mine.events_total + theirs.events_total,
-                   events_kept=mine.events_kept + theirs.events_kept)  # fmt: skip
+                   events_total=sum(r.events_total for r in sources),
+                   events_kept=sum(r.events_kept for r in sources))  # fmt: skip
     if out.partial_reason:  # the note counted this process's events only
         out.partial_reason = out.partial_reason.replace(
             truncation_note(mine.events_kept), truncation_note(out.events_kept)
         )
-    sources = (mine, theirs)
-    order = sorted([(m[0], 0, k) for k, m in enumerate(my_marks)]
-                   + [(m[0], 1, k) for k, m in enumerate(their_marks)])  # fmt: skip
-    marks = (my_marks, their_marks)
+    order = sorted((m[0], src, k) for src, ms in enumerate(marks) for k, m in enumerate(ms))
     spans = []  # (source, previous mark, this mark) in chunk order
     name_ids: dict[str, int] = {}
     tid_ids: dict[Any, int] = {}
-    name_map: tuple[list[int], list[int]] = ([], [])  # local id -> merged id, per source
-    tid_map: tuple[list[int], list[int]] = ([], [])
+    name_map: list[list[int]] = [[] for _ in sources]  # local id -> merged id, per source
+    tid_map: list[list[int]] = [[] for _ in sources]
     zero = (0,) * (4 + len(_LISTS) + 2)
     for _chunk, src, k in order:
         raw = sources[src]
@@ -231,9 +242,9 @@ def _copy(out: RawTrace, raw: RawTrace, columns: tuple[tuple[str, bool], ...], a
 
 
 def main() -> None:
-    """The worker: parse the odd chunks, write (columns, marks) as a pickle on stdout."""
-    path, all_cpu_ops, all_runtime, block = json.loads(sys.argv[1])
-    part = Part(mine=1)
+    """A worker: parse chunks k, k + N, ...; write (columns, marks) as a pickle on stdout."""
+    path, all_cpu_ops, all_runtime, block, mine, parts = json.loads(sys.argv[1])
+    part = Part(mine=mine, parts=parts)
     raw, _used = scan(Path(path), all_cpu_ops, all_runtime, part, block)
     sys.stdout.buffer.write(pickle.dumps((raw, part.marks), protocol=pickle.HIGHEST_PROTOCOL))
 

@@ -1,6 +1,7 @@
-"""Two-process reading of large traces (collectors/trace/split.py) gives exactly what one
-pass gives: the same RawTrace field for field and the same ingested tables, on every real
-fixture, cut into many small chunks so that both processes parse a share of each file."""
+"""Reading large traces on several processes (collectors/trace/split.py) gives exactly what
+one pass gives: the same RawTrace field for field and the same ingested tables, on every
+real fixture, cut into many small chunks so that every process parses a share of each
+file (two processes, and four as on a many-core host)."""
 
 from __future__ import annotations
 
@@ -21,11 +22,12 @@ def _fixtures() -> list[str]:
     return found or ["tracelens/h100_qwen1.5_0.5b.json.gz"]  # absent: that test skips
 
 
+@pytest.mark.parametrize("workers", [1, 3])
 @pytest.mark.parametrize("rel", _fixtures())
-def test_two_processes_read_what_one_pass_reads(rel):
+def test_several_processes_read_what_one_pass_reads(rel, workers):
     path = fixture(rel)
     one = reader.read_trace(path, parallel=False)
-    two = reader.read_trace(path, parallel=True, block=BLOCK)
+    two = reader.read_trace(path, parallel=workers, block=BLOCK)
     assert two == one
     assert len(one.g_ts) > 0 and one.events_kept > 0
 
@@ -40,7 +42,17 @@ def test_both_halves_take_a_share_and_merge_in_order():
     assert 0 < len(a.g_ts) < len(a.g_ts) + len(b.g_ts) and len(b.g_ts) > 0
     assert a.names != b.names  # each numbered its names in its own order
     one, one_used = reader.scan(path, None, False)
-    assert split.merge(a, mine.marks, b, theirs.marks) == one and used == one_used
+    assert split.merge([(a, mine.marks), (b, theirs.marks)]) == one and used == one_used
+
+
+def test_four_shares_merge_in_order():
+    path = fixture("tracelens/h100_qwen1.5_0.5b.json.gz")
+    parts = [split.Part(mine=k, parts=4) for k in range(4)]
+    shares = [(reader.scan(path, None, False, part, BLOCK)[0], part.marks) for part in parts]
+    assert all(
+        len(p.marks) > 5 and len(raw.g_ts) > 0 for p, (raw, _) in zip(parts, shares, strict=True)
+    )
+    assert split.merge(shares) == reader.scan(path, None, False)[0]
 
 
 def test_truncated_tmp_and_plain_json(truncated_tmp, tmp_path):
@@ -114,9 +126,9 @@ def test_a_bad_event_in_the_workers_share_is_the_same_error(tmp_path):
     bad.write_bytes(text[:dur] + b'"dur": -5, "was": ' + text[dur + 7 :])
     with pytest.raises(InputError) as one:
         reader.read_trace(bad, parallel=False)
-    for block in (BLOCK << 4, BLOCK << 5):  # the bad event in either process's share
-        with pytest.raises(InputError) as two:
-            reader.read_trace(bad, parallel=True, block=block)
+    for block, workers in ((BLOCK << 4, 1), (BLOCK << 5, 1), (BLOCK << 4, 3)):
+        with pytest.raises(InputError) as two:  # the bad event in any process's share
+            reader.read_trace(bad, parallel=workers, block=block)
         assert str(two.value) == str(one.value)
     assert "negative duration" in str(one.value)
 
@@ -128,21 +140,25 @@ def test_a_bad_event_in_the_workers_share_is_the_same_error(tmp_path):
 def test_workers_follow_the_idle_cores(monkeypatch, cores, load, spare):
     monkeypatch.setattr(split, "cores", lambda: cores)
     monkeypatch.setattr(split.os, "getloadavg", lambda: (load, 0.0, 0.0))
-    assert split.spare_cores() == spare and split.spare_core() is (spare >= 1)
+    assert split.spare_cores() == spare
 
 
-def test_only_large_files_on_an_idle_core_use_a_worker(monkeypatch):
+def test_workers_follow_the_file_size_and_the_idle_cores(monkeypatch):
     path = fixture("tracelens/sglang_qwen3_8b_decode.json.gz")
-    assert split.worth_it(path) is False  # 37 KB
+    assert split.workers_for(path) == 0  # 37 KB
     monkeypatch.setattr(split, "MIN_JSON_BYTES", 1)
     monkeypatch.setattr(split, "cores", lambda: 2)
     monkeypatch.setattr(split.os, "getloadavg", lambda: (0.9, 0.0, 0.0))
-    assert split.worth_it(path) is True
+    assert split.workers_for(path) == 1
     monkeypatch.setattr(split.os, "getloadavg", lambda: (1.6, 0.0, 0.0))  # the box is busy
-    assert split.worth_it(path) is False
+    assert split.workers_for(path) == 0
     monkeypatch.setattr(split, "cores", lambda: 1)
     monkeypatch.setattr(split.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
-    assert split.worth_it(path) is False
+    assert split.workers_for(path) == 0
+    monkeypatch.setattr(split, "cores", lambda: 64)  # a GPU host: capped, each inflates all
+    assert split.workers_for(path) == split.MAX_WORKERS
+    monkeypatch.setattr(split, "MIN_JSON_BYTES", path.stat().st_size * 12 // 3)
+    assert split.workers_for(path) == 3  # one per MIN_JSON_BYTES of (estimated) JSON
 
 
 @pytest.mark.parametrize("worker", ["cannot start", "answers garbage"])
