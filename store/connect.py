@@ -43,20 +43,20 @@ def open_with_retry(
     backing off to a second and losing races to a writer that commits in a loop.
     """
     if loc.kind != "duckdb" or loc.path is None:
-        return _retry_open(loc, read_only, timeout_s, max_delay_s=1.0)
+        return _retry_open(loc, read_only, timeout_s, timeout_s, max_delay_s=1.0)
     deadline = time.monotonic() + timeout_s
     if not read_only:
         loc.path.parent.mkdir(parents=True, exist_ok=True)
     with take_turn(loc.path, deadline) as held:
         left = max(deadline - time.monotonic(), 0.0)
-        return _retry_open(loc, read_only, left, max_delay_s=0.02 if held else 1.0,
-                           timeout_s=timeout_s)  # fmt: skip
+        return _retry_open(loc, read_only, left, timeout_s, max_delay_s=0.02 if held else 1.0)
 
 
 def _retry_open(
-    loc: StoreLocation, read_only: bool, left_s: float, *, max_delay_s: float,
-    timeout_s: float | None = None,
-) -> duckdb.DuckDBPyConnection:  # fmt: skip
+    loc: StoreLocation, read_only: bool, left_s: float, timeout_s: float, *, max_delay_s: float
+) -> duckdb.DuckDBPyConnection:
+    """Retry the open for ``left_s``; the message names the caller's whole ``timeout_s``."""
+
     def attempt() -> duckdb.DuckDBPyConnection:
         try:
             return _open_once(loc, read_only)
@@ -67,7 +67,6 @@ def _retry_open(
             raise StoreError(f"store {loc.describe()}: cannot open ({exc})") from None
 
     mode = "read-only" if read_only else "read-write"
-    shown = left_s if timeout_s is None else timeout_s
     return retry(
         attempt,
         transient=lambda exc: isinstance(exc, duckdb.Error) and is_lock_conflict(exc),
@@ -75,7 +74,7 @@ def _retry_open(
         max_delay_s=max_delay_s,
         give_up=lambda _exc: StoreBusy(
             f"store {loc.describe()} is busy: another process holds it; "
-            f"could not open {mode} within {shown:g} s"
+            f"could not open {mode} within {timeout_s:g} s"
         ),
     )
 

@@ -56,6 +56,17 @@ def add_load_arguments(parser: argparse.ArgumentParser) -> None:
                    help="per-request timeout (default 120)")  # fmt: skip
 
 
+def add_trace_file_arguments(parser: argparse.ArgumentParser) -> argparse._ArgumentGroup:
+    """The profile verbs' flags for waiting on the trace files; the group, for an engine's own."""
+    w = parser.add_argument_group("trace files")
+    w.add_argument("--flush-timeout", type=float, default=900.0, metavar="S",
+                   help="give up waiting for final trace files after S seconds (default 900)")  # fmt: skip
+    w.add_argument("--settle", type=float, default=10.0, metavar="S",
+                   help="with an unknown world size: done when nothing changed for S seconds "
+                   "(default 10)")  # fmt: skip
+    return w
+
+
 def check_load_args(args: argparse.Namespace) -> str:
     """The profile verbs' common checks (``--url`` and the load's sizes); the server's base
     URL."""

@@ -41,11 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--num-steps", type=int, default=None,
                         help="let the server stop after N forward steps (no /stop_profile)")  # fmt: skip
     orchestrate.add_load_arguments(parser)
-    w = parser.add_argument_group("trace files")
-    w.add_argument("--flush-timeout", type=float, default=900.0, metavar="S",
-                   help="give up waiting for final trace files after S seconds (default 900)")  # fmt: skip
-    w.add_argument("--settle", type=float, default=10.0, metavar="S",
-                   help="with an unknown world size: done when nothing changed for S seconds")  # fmt: skip
+    orchestrate.add_trace_file_arguments(parser)
     parser.add_argument("--server-args",
                         help="the `python -m sglang.launch_server` command line (default: "
                         "the server's /get_server_info)")  # fmt: skip

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from collectors.trace.columns import RawTrace
 from collectors.trace.reader import read_trace
-from collectors.trace.split import spare_cores, start_worker
+from collectors.trace.split import spare_cores, start_worker, stop_workers
 
 
 def read_all(files: list[Path]) -> Iterator[tuple[Path, RawTrace | None]]:
@@ -38,7 +38,7 @@ def read_all(files: list[Path]) -> Iterator[tuple[Path, RawTrace | None]]:
             procs.append(start_worker("collectors.trace.ranks",
                                       json.dumps([str(f) for f in share])))  # fmt: skip
     except OSError:  # no workers today: the caller reads every file
-        _stop_all(procs)
+        stop_workers(procs)
         for f in files:
             yield f, None
         return
@@ -51,18 +51,10 @@ def read_all(files: list[Path]) -> Iterator[tuple[Path, RawTrace | None]]:
                 got = [None] * len(share)  # the caller reads these files itself
             read.update(zip(share, got, strict=True))
     except BaseException:  # KeyboardInterrupt: no orphan workers
-        _stop_all(procs)
+        stop_workers(procs)
         raise
     for f in files:
         yield f, read[f]
-
-
-def _stop_all(procs: list[subprocess.Popen]) -> None:
-    """Kill the workers still running (a finished one has nothing left to stop)."""
-    for proc in procs:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
 
 
 def _unpickle(out: bytes) -> object:

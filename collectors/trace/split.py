@@ -133,17 +133,17 @@ def read_parallel(path: Path, all_cpu_ops: bool | None, all_runtime: bool,
             how = json.dumps([str(path), all_cpu_ops, all_runtime, block, k, parts])
             procs.append(start_worker("collectors.trace.split", how))
     except OSError:  # no workers today: one pass
-        _stop(procs)
+        stop_workers(procs)
         return scan(path, all_cpu_ops, all_runtime)
     part = Part(mine=0, parts=parts)
     try:
         raw, used = scan(path, all_cpu_ops, all_runtime, part, block)
         outs = [(proc.communicate()[0], proc.returncode) for proc in procs]
     except Exception:  # the one pass raises it (or shows it was the split's fault)
-        _stop(procs)
+        stop_workers(procs)
         return scan(path, all_cpu_ops, all_runtime)
     except BaseException:  # KeyboardInterrupt: no orphan workers
-        _stop(procs)
+        stop_workers(procs)
         raise
     try:
         shares = [(raw, part.marks)]
@@ -162,7 +162,7 @@ def start_worker(module: str, arg: str) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)  # fmt: skip
 
 
-def _stop(procs: list[subprocess.Popen]) -> None:
+def stop_workers(procs: list[subprocess.Popen]) -> None:
     """Kill the workers still running (a finished one has nothing left to stop)."""
     for proc in procs:
         if proc.poll() is None:

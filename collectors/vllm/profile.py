@@ -28,15 +28,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--api-key", default=os.environ.get("VLLM_API_KEY"),
                         help="the server's --api-key (default: $VLLM_API_KEY)")  # fmt: skip
     orchestrate.add_load_arguments(parser)
-    w = parser.add_argument_group("trace files")
-    w.add_argument("--flush-timeout", type=float, default=900.0, metavar="S",
-                   help="give up waiting for final trace files after S seconds (default 900)")  # fmt: skip
+    w = orchestrate.add_trace_file_arguments(parser)
     w.add_argument("--no-trace-grace", type=float, default=30.0, metavar="S",
                    help="fail when no trace file at all appeared S seconds after a successful "
                    "/stop_profile (a CUDA/nsys profiler writes none; default 30)")  # fmt: skip
-    w.add_argument("--settle", type=float, default=10.0, metavar="S",
-                   help="with an unknown world size: done when nothing changed for S seconds "
-                   "(default 10)")  # fmt: skip
     parser.add_argument("--server-args",
                         help="the `vllm serve` command line, e.g. \"-tp 8 --enable-expert-parallel\"")  # fmt: skip
 

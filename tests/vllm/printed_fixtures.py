@@ -38,12 +38,17 @@ def _stats(name: str, abbrev: str, title: str, stats: dict[str, float]) -> list[
     return [_section(title)] + [_line(f"{s} {abbrev} (ms):", v) for s, v in stats.items()]
 
 
+def _totals(c: dict) -> list[str]:
+    """The duration, token totals and request rate every vLLM era prints, in its order."""
+    return [_line("Benchmark duration (s):", c["duration"]),
+            _line("Total input tokens:", c["input_tokens"]),
+            _line("Total generated tokens:", c["output_tokens"]),
+            _line("Request throughput (req/s):", c["req_s"])]  # fmt: skip
+
+
 def v04(c: dict) -> str:
     lines = [HEADER, _line("Successful requests:", c["completed"]),
-             _line("Benchmark duration (s):", c["duration"]),
-             _line("Total input tokens:", c["input_tokens"]),
-             _line("Total generated tokens:", c["output_tokens"]),
-             _line("Request throughput (req/s):", c["req_s"]),
+             *_totals(c),
              _line("Input token throughput (tok/s):", c["in_tok_s"]),
              _line("Output token throughput (tok/s):", c["out_tok_s"])]  # fmt: skip
     lines += _stats("ttft", "TTFT", "Time to First Token", {"Mean": c["ttft"], "Median":
@@ -61,10 +66,7 @@ def v06(c: dict) -> str:
            f"Maximum request concurrency: {c['concurrency']}",
            "100%|██████████| 64/64 [00:12<00:00,  5.10it/s]"]  # fmt: skip
     lines = [HEADER, _line("Successful requests:", c["completed"]),
-             _line("Benchmark duration (s):", c["duration"]),
-             _line("Total input tokens:", c["input_tokens"]),
-             _line("Total generated tokens:", c["output_tokens"]),
-             _line("Request throughput (req/s):", c["req_s"]),
+             *_totals(c),
              _line("Request goodput (req/s):", c["goodput"]),
              _line("Output token throughput (tok/s):", c["out_tok_s"]),
              _line("Total Token throughput (tok/s):", c["tot_tok_s"])]  # fmt: skip
@@ -85,10 +87,7 @@ def v10(c: dict, spec: bool = True, rate: float | None = None) -> str:
              _line("Maximum request concurrency:", c["concurrency"])]  # fmt: skip
     if rate is not None:  # printed only when the rate is finite
         lines.append(_line("Request rate configured (RPS):", rate))
-    lines += [_line("Benchmark duration (s):", c["duration"]),
-             _line("Total input tokens:", c["input_tokens"]),
-             _line("Total generated tokens:", c["output_tokens"]),
-             _line("Request throughput (req/s):", c["req_s"]),
+    lines += [*_totals(c),
              _line("Output token throughput (tok/s):", c["out_tok_s"]),
              _line("Peak output token throughput (tok/s):", c["out_tok_s"] * 1.25),
              _line("Peak concurrent requests:", float(c["concurrency"])),
