@@ -4,7 +4,10 @@
 
 Runs ``python -m collectors trace TRACE --store S`` with ``--dry-run`` and with a commit
 into a store that already holds one run (``S`` is a fresh temporary store; the import
-of TRACE2 that fills it is not timed). ``--before DIR``: a checkout of another commit (``git archive REV |
+of TRACE2 that fills it is not timed). ``duckdb floor``: a fresh process that only
+imports duckdb, opens such a store and inserts TRACE's spooled Parquet files and its runs
+row in one transaction - the least any importer that commits these rows to DuckDB pays,
+on top of reading the trace. ``--before DIR``: a checkout of another commit (``git archive REV |
 tar -x -C DIR``, with a ``.venv`` link), timed interleaved with this tree so that both see
 the same load. CPU is the child's user + system time.
 """
@@ -43,6 +46,53 @@ def once(root: Path, trace: Path, commit: bool, other: Path) -> tuple[float, flo
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+FLOOR = """
+import sys, duckdb
+store, run_id, *tables = sys.argv[1:]
+con = duckdb.connect(store)
+con.execute("BEGIN")
+for name_file in tables:
+    name, file = name_file.split("=", 1)
+    con.execute(f"INSERT INTO {name} BY NAME SELECT '{run_id}' AS run_id, * FROM read_parquet('{file}')")
+con.execute(f"INSERT INTO runs (run_id, verb, host, started_at, finished_at, status) "
+            f"VALUES ('{run_id}', 'trace', 'h', now(), now(), 'ok')")
+con.execute("COMMIT")
+con.close()
+"""
+
+
+def spooled(trace: Path, into: Path) -> list[str]:
+    """TRACE's tables as the spool holds them: ``name=file`` for each table with rows."""
+    import logging
+
+    from collectors.trace.ingest import ingest_traces
+    from store.bundle import Bundle, RunRecord, read_manifest, utc_now_iso, write_spool
+
+    result = ingest_traces([trace], log=logging.getLogger("cli_startup"))
+    now = utc_now_iso()
+    run = RunRecord("floor", "trace", "h", now, now)
+    entry = write_spool(Bundle(run, result.tables), into)
+    return [f"{name}={entry / t['file']}" for name, t in read_manifest(entry)["tables"].items()
+            if t["rows"]]  # fmt: skip
+
+
+def floor_once(root: Path, tables: list[str], other: Path) -> tuple[float, float]:
+    tmp = Path(tempfile.mkdtemp(prefix="cli_startup_"))
+    try:
+        store = tmp / "s.duckdb"
+        subprocess.run([sys.executable, "-m", "collectors", "trace", "--store", str(store),
+                        str(other)], cwd=root, check=True, capture_output=True)  # fmt: skip
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", FLOOR, str(store), "trace-floor", *tables],
+                       check=True, capture_output=True)  # fmt: skip
+        wall = time.perf_counter() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("trace", type=Path)
@@ -55,11 +105,15 @@ def main() -> None:
     other = a.other.resolve()
     trees = {"this tree": ROOT, **({"before": a.before.resolve()} if a.before else {})}
     times: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    spool = Path(tempfile.mkdtemp(prefix="cli_startup_spool_"))
+    tables = spooled(trace, spool)
     for _ in range(a.repeat):
         for mode in ("dry-run", "commit"):
             for name, root in trees.items():
                 times.setdefault((name, mode), []).append(
                     once(root, trace, mode == "commit", other))
+        times.setdefault(("-", "duckdb floor"), []).append(floor_once(ROOT, tables, other))
+    shutil.rmtree(spool, ignore_errors=True)
     print("| tree | mode | median wall s | median CPU s | walls |\n|---|---|---:|---:|---|")
     for (name, mode), v in times.items():
         walls = ", ".join(f"{w:.2f}" for w, _ in v)

@@ -30,6 +30,7 @@ class Verb:
     help: str
     measures: bool = False  # takes the host-wide measurement lock
     writes: bool = True  # commits to the store (so a store path that can never work fails first)
+    submits: bool = True  # ends by handing a bundle to ctx.submit (see store/commit_helper.py)
 
 
 VERBS: tuple[Verb, ...] = (
@@ -62,14 +63,15 @@ VERBS: tuple[Verb, ...] = (
          "store (validated; re-import is a no-op)"),  # fmt: skip
     # Store upkeep
     Verb("export", "collectors.export_run", "write one run (every table) as Parquet files "
-         "in a folder or a .zip, to hand to a teammate", writes=False),  # fmt: skip
-    Verb("flush", "collectors.flush", "commit run bundles waiting in the spool"),
+         "in a folder or a .zip, to hand to a teammate", writes=False, submits=False),  # fmt: skip
+    Verb("flush", "collectors.flush", "commit run bundles waiting in the spool", submits=False),
     Verb("doctor", "collectors.doctor", "check store, spool backlog, lock dir, NVML and "
-         "optionally a vLLM or SGLang URL; one pass/warn/fail line each", writes=False),  # fmt: skip
+         "optionally a vLLM or SGLang URL; one pass/warn/fail line each", writes=False,
+         submits=False),  # fmt: skip
     Verb("migrate", "collectors.migrate_store", "copy every run of an embedded store into a "
-         "DuckLake (--to URL); re-running is a no-op"),  # fmt: skip
+         "DuckLake (--to URL); re-running is a no-op", submits=False),  # fmt: skip
     Verb("compact", "collectors.compact", "merge a lake's small files and expire old "
-         "snapshots (daily; rows unchanged)"),  # fmt: skip
+         "snapshots (daily; rows unchanged)", submits=False),  # fmt: skip
 )
 
 
@@ -139,10 +141,13 @@ def main(argv: list[str] | None = None) -> int:
     log = setup_logging(args.log_format, verb.name, args.verbose)
     from collectors.context import Context  # after logging is set up
 
+    ctx: Context | None = None
     try:
         ctx = Context.from_args(verb.name, args, log)
         if verb.writes and not args.dry_run:
             check_usable(ctx.loc)
+            if verb.submits and not verb.measures:  # a measuring verb's commit is not its cost
+                ctx.start_commit_helper()
         module = importlib.import_module(verb.module)
         if not verb.measures:
             return module.run(args, ctx)
@@ -175,3 +180,6 @@ def main(argv: list[str] | None = None) -> int:
             f"internal error: {type(exc).__name__}: {exc} (set STEPSCOPE_DEBUG=1 for the traceback)"
         )
         return EXIT_FAILED
+    finally:
+        if ctx is not None:
+            ctx.close()

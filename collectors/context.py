@@ -8,13 +8,25 @@ import logging
 import socket
 import sys
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from collectors import env as env_mod
 from collectors.errors import EXIT_OK, EXIT_STORE_BUSY
-from store.bundle import Bundle, RunRecord, utc_now_iso, write_spool
+from store.bundle import (
+    DEFAULT_COMMIT_TIMEOUT_S,
+    Bundle,
+    CommitResult,
+    FlushReport,
+    RunRecord,
+    utc_now_iso,
+    write_spool,
+)
 from store.errors import StoreBusy, StoreError
 from store.location import StoreLocation, resolve
+
+if TYPE_CHECKING:
+    from store.commit_helper import CommitHelper
 
 _INTERNAL_ARGS = {"_verb", "verbose", "log_format", "json", "dry_run", "commit_timeout"}
 
@@ -26,6 +38,7 @@ class Context:
     log: logging.Logger
     loc: StoreLocation
     started_at: str = field(default_factory=utc_now_iso)
+    commit_helper: CommitHelper | None = None
 
     @classmethod
     def from_args(cls, verb: str, args: argparse.Namespace, log: logging.Logger) -> Context:
@@ -33,8 +46,6 @@ class Context:
 
     @property
     def commit_timeout(self) -> float:
-        from store.commit import DEFAULT_COMMIT_TIMEOUT_S
-
         value = getattr(self.args, "commit_timeout", None)
         return DEFAULT_COMMIT_TIMEOUT_S if value is None else value
 
@@ -80,13 +91,10 @@ class Context:
             self.log.info(f"dry run: run {bundle.run.run_id} not committed (rows: {rows})")
             self.emit({**summary, "committed": False, "dry_run": True})
             return EXIT_OK
-        # store.commit imports duckdb (~40 ms): only a verb that commits pays for it
-        from store.commit import commit_entry
-
         entry = write_spool(bundle, self.loc.spool_dir)
         self.log.debug(f"spooled {entry}")
         try:
-            result = commit_entry(self.loc, entry, self.commit_timeout)
+            result, backlog = self._commit(entry)
         except StoreBusy as exc:
             self.log.error(
                 f"{exc}; run {bundle.run.run_id} is kept in the spool at {entry}; "
@@ -103,17 +111,38 @@ class Context:
             self.log.info(f"committed run {result.run_id} to {self.loc.describe()} (rows: {rows})")
         else:
             self.log.info(f"run {result.run_id} was already in the store; nothing changed")
-        self._flush_backlog()
+        self._report_backlog(backlog)
         self.emit({**summary, "committed": True})
         return EXIT_OK
 
-    def _flush_backlog(self) -> None:
-        """Earlier runs left by a busy store go in now; a still-busy store is not an error."""
-        from store.commit import flush
+    def start_commit_helper(self) -> None:
+        """Fork the process that will commit, so DuckDB's import overlaps the verb's work."""
+        from store.commit_helper import CommitHelper
 
-        try:
-            report = flush(self.loc, timeout_s=min(self.commit_timeout, 5.0))
-        except StoreBusy:
+        self.commit_helper = CommitHelper.start(self.loc)
+
+    def close(self) -> None:
+        if self.commit_helper is not None:
+            self.commit_helper.close()
+
+    def _commit(self, entry: Path) -> tuple[CommitResult, FlushReport | None]:
+        """The entry committed (by the helper when there is one), then the spool's backlog."""
+        helper, self.commit_helper = self.commit_helper, None
+        outcome = helper.commit(entry, self.commit_timeout) if helper else None
+        if outcome is not None:
+            return outcome
+        # store.commit imports duckdb: only a verb that commits pays for it
+        from store.commit import commit_then_flush
+
+        if helper is not None:
+            self.log.debug(f"commit helper {helper.pid} ended without answering")
+            if not entry.exists():  # it committed the entry, then died before answering
+                return CommitResult(entry.name, inserted=False), None
+        return commit_then_flush(self.loc, entry, self.commit_timeout)
+
+    def _report_backlog(self, report: FlushReport | None) -> None:
+        """Earlier runs left by a busy store went in too; a still-busy store is not an error."""
+        if report is None:
             return
         if report.committed:
             self.log.info(f"also committed {len(report.committed)} earlier spooled run(s)")

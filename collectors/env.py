@@ -7,10 +7,10 @@ has already imported it.
 
 from __future__ import annotations
 
+import os
 import platform
 import socket
 import sys
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,9 @@ from store import __version__ as STEPSCOPE_VERSION
 
 
 def _package_version(name: str) -> str | None:
+    # importlib.metadata imports the email package (~20 ms): only when a version is asked for
+    from importlib import metadata
+
     try:
         return metadata.version(name)
     except metadata.PackageNotFoundError:
@@ -26,14 +29,15 @@ def _package_version(name: str) -> str | None:
 
 
 def _os_name() -> str:
-    pretty = platform.platform()
+    pretty = None
     try:
         for line in Path("/etc/os-release").read_text().splitlines():
             if line.startswith("PRETTY_NAME="):
                 pretty = line.split("=", 1)[1].strip('"')
     except OSError:
         pass
-    return f"{pretty} (kernel {platform.release()})"
+    # platform.platform() runs `uname -p` in a subprocess: only where os-release says nothing
+    return f"{pretty or platform.platform()} (kernel {os.uname().release})"
 
 
 def _cpu_model() -> str:
@@ -116,6 +120,4 @@ def snapshot() -> dict[str, Any]:
 
 
 def _cpu_count() -> int | None:
-    import os
-
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 BUNDLE_FORMAT = 1
+DEFAULT_COMMIT_TIMEOUT_S = 30.0  # how long a commit retries while the store is busy
 CORRUPT_DIR = "corrupt"
 _TABLE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
 
@@ -58,6 +59,20 @@ class Bundle:
 
     run: RunRecord
     tables: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    run_id: str
+    inserted: bool  # False when the run was already in the store (a no-op)
+
+
+@dataclass
+class FlushReport:
+    committed: list[str]
+    already_present: list[str]
+    moved_aside: list[tuple[str, str, str]]  # (entry, reason, new path)
+    failed: list[tuple[str, str]]  # (entry, reason) - left in the spool
 
 
 class CorruptBundle(Exception):

@@ -11,7 +11,6 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,10 @@ import duckdb
 
 from store import migrate
 from store.bundle import (
+    DEFAULT_COMMIT_TIMEOUT_S,
+    CommitResult,
     CorruptBundle,
+    FlushReport,
     abandoned_temp_entries,
     move_aside,
     pending_entries,
@@ -32,7 +34,6 @@ from store.retry import retry
 
 log = logging.getLogger("stepscope.store")
 
-DEFAULT_COMMIT_TIMEOUT_S = 30.0
 _IDENT = re.compile(r"^[a-z][a-z0-9_]*$")
 
 # Environment keys copied into their own runs columns; the whole snapshot stays in `env`.
@@ -40,12 +41,6 @@ ENV_COLUMNS = (
     "hostname", "os", "cpu", "cpu_count", "mem_bytes", "python", "torch", "nccl",
     "cuda_driver", "cuda", "gpu_model", "gpu_count", "vllm", "stepscope_version",
 )  # fmt: skip
-
-
-@dataclass(frozen=True)
-class CommitResult:
-    run_id: str
-    inserted: bool  # False when the run was already in the store (a no-op)
 
 
 def _store_tables(con: duckdb.DuckDBPyConnection) -> set[str]:
@@ -195,12 +190,19 @@ def _entry_lock(entry: Path) -> Iterator[bool]:
         os.close(fd)
 
 
-@dataclass
-class FlushReport:
-    committed: list[str]
-    already_present: list[str]
-    moved_aside: list[tuple[str, str, str]]  # (entry, reason, new path)
-    failed: list[tuple[str, str]]  # (entry, reason) - left in the spool
+def commit_then_flush(
+    loc: StoreLocation, entry: Path, timeout_s: float = DEFAULT_COMMIT_TIMEOUT_S
+) -> tuple[CommitResult, FlushReport | None]:
+    """Commit a collector's own entry, then anything else waiting in the spool.
+
+    The backlog gets at most 5 s; a store still busy for it is not an error (None). What
+    ``commit_entry`` raises for the collector's own entry propagates.
+    """
+    result = commit_entry(loc, entry, timeout_s)
+    try:
+        return result, flush(loc, timeout_s=min(timeout_s, 5.0))
+    except StoreBusy:
+        return result, None
 
 
 def flush(loc: StoreLocation, timeout_s: float = DEFAULT_COMMIT_TIMEOUT_S) -> FlushReport:

@@ -163,9 +163,15 @@ def test_a_committed_import_never_loads_pandas(tmp_path):
         "print(code, 'pandas' in sys.modules, 'pyarrow.compute' in sys.modules)"
     )
     for _ in range(2):  # a new store (migrations), then a store that exists
-        out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+        # -X importtime: the commit helper forked by the CLI (store/commit_helper.py) imports
+        # on the same stderr, so no import in either process goes unseen
+        out = subprocess.run([sys.executable, "-X", "importtime", "-c", probe],
+                             capture_output=True, text=True,
                              cwd=Path(__file__).resolve().parents[2], check=True)  # fmt: skip
         assert out.stdout.split() == ["0", "False", "False"], out.stdout + out.stderr
+        imported = {line.rsplit("|", 1)[-1].strip() for line in out.stderr.splitlines()
+                    if line.startswith("import time:")}  # fmt: skip
+        assert "duckdb" in imported and "pandas" not in imported, sorted(imported)
     ((run_id, args),) = query(store, "SELECT run_id, args FROM runs")
     assert run_id.startswith("trace-") and json.loads(args)["paths"] == [str(trace)]
     assert query(store, "SELECT count(*) FROM trace_kernels WHERE run_id = ?", [run_id]) == [(434,)]

@@ -1,0 +1,143 @@
+"""Commit from a helper process forked before a collector's own work (issue 12).
+
+Importing DuckDB costs 60-90 ms in a fresh process, and a collector that imports a small
+trace spends about as long on everything else. Paid after the collector's work, that import
+is a third of the wall time; paid in a helper forked when the verb starts, it overlaps the
+collector on another core. ``CommitHelper.start()`` forks a child that imports store.commit
+at once, then waits for one spool entry; it runs the same ``commit_then_flush`` as an
+in-process commit would and sends back its return value or its exception.
+
+Fork is safe here: ``start`` refuses while any other thread runs (a fork copies only the
+calling thread, so a lock held by another one would stay held in the child forever), and the
+child leaves with ``os._exit``, never running the parent's exit handlers or flushing the
+parent's buffers a second time. The store is opened only once the entry exists, so the file
+lock is held no longer than by an in-process commit.
+
+The helper lives and dies with the collector: it is killed when its parent dies
+(``PR_SET_PDEATHSIG``), so a collector killed between spool and commit leaves its entry to
+the next ``flush`` exactly as an in-process commit would, and no orphan keeps retrying a
+busy store for the collector's whole ``--commit-timeout``. Nothing is lost if the helper
+dies: the entry stays in the spool until a commit removes it, and ``commit`` returns None
+so that the caller commits in-process instead.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import threading
+from contextlib import suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+if TYPE_CHECKING:
+    from store.bundle import CommitResult, FlushReport
+    from store.location import StoreLocation
+
+Outcome = tuple["CommitResult", "FlushReport | None"]
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+@dataclass
+class CommitHelper:
+    pid: int
+    requests: int | None  # write end: the entry to commit (closing it tells the child to go)
+    replies: int | None  # read end: the child's pickled outcome
+
+    @classmethod
+    def start(cls, loc: StoreLocation) -> CommitHelper | None:
+        """Fork the helper for ``loc``; None where forking is not safe or possible."""
+        if threading.active_count() > 1 or not hasattr(os, "fork"):
+            return None
+        request_r, request_w = os.pipe()
+        reply_r, reply_w = os.pipe()
+        parent = os.getpid()
+        pid = os.fork()
+        if pid == 0:  # the helper
+            os.close(request_w)
+            os.close(reply_r)
+            _die_with(parent)
+            _serve(loc, request_r, reply_w)
+        os.close(request_r)
+        os.close(reply_w)
+        return cls(pid, request_w, reply_r)
+
+    def commit(self, entry: Path, timeout_s: float) -> Outcome | None:
+        """What ``commit_then_flush(loc, entry, timeout_s)`` returned in the helper, or
+        raise what it raised; None when the helper is gone before answering."""
+        try:
+            with os.fdopen(self._take("requests"), "wb") as out:
+                pickle.dump((str(entry), timeout_s), out)
+            with os.fdopen(self._take("replies"), "rb") as answer:
+                kind, value = pickle.load(answer)
+        except (OSError, EOFError, pickle.UnpicklingError):
+            return None
+        finally:
+            self.close()
+        if kind == "raised":
+            raise value
+        return value
+
+    def close(self) -> None:
+        """Tell an idle helper to leave (no entry is coming) and reap it."""
+        for name in ("requests", "replies"):
+            fd = getattr(self, name)
+            if fd is not None:
+                setattr(self, name, None)
+                os.close(fd)
+        with suppress(ChildProcessError):
+            os.waitpid(self.pid, 0)
+
+    def _take(self, name: str) -> int:
+        fd = getattr(self, name)
+        if fd is None:
+            raise OSError(f"commit helper {self.pid}: its {name} pipe is already closed")
+        setattr(self, name, None)  # os.fdopen's file object owns and closes it now
+        return fd
+
+
+def _die_with(parent: int) -> None:
+    """Have the kernel kill this process when ``parent`` dies (Linux; elsewhere a no-op)."""
+    import ctypes
+    import signal
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # it died before the line above took effect
+        os._exit(0)
+
+
+def _serve(loc: StoreLocation, requests: int, replies: int) -> NoReturn:
+    code = 1
+    try:
+        from store.commit import commit_then_flush  # the import this process exists for
+
+        with os.fdopen(requests, "rb") as incoming:
+            try:
+                entry, timeout_s = pickle.load(incoming)
+            except EOFError:  # the collector ended without a bundle
+                os._exit(0)
+        try:
+            outcome: tuple[str, Any] = ("returned", commit_then_flush(loc, Path(entry), timeout_s))
+        except Exception as exc:  # noqa: BLE001 - the parent raises it as its own
+            outcome = ("raised", _picklable(exc))
+        with os.fdopen(replies, "wb") as out:
+            pickle.dump(outcome, out)
+        code = 0
+    except BaseException:  # noqa: BLE001 - Ctrl-C, or a parent that is gone: just leave
+        pass
+    finally:
+        os._exit(code)
+
+
+def _picklable(exc: Exception) -> Exception:
+    """The exception itself when it survives a round trip through pickle, else its text."""
+    try:
+        pickle.loads(pickle.dumps(exc))
+    except Exception:  # noqa: BLE001 - any failure means: send the text instead
+        return RuntimeError(f"{type(exc).__name__}: {exc}")
+    return exc
