@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import signal
 import threading
 from contextlib import suppress
 from dataclasses import dataclass
@@ -73,6 +74,10 @@ class CommitHelper:
                 kind, value = pickle.load(answer)
         except (OSError, EOFError, pickle.UnpicklingError):
             return None
+        except KeyboardInterrupt:  # stop the commit as an in-process one would stop
+            with suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGINT)
+            raise
         finally:
             self.close()
         if kind == "raised":
@@ -100,7 +105,6 @@ class CommitHelper:
 def _die_with(parent: int) -> None:
     """Have the kernel kill this process when ``parent`` dies (Linux; elsewhere a no-op)."""
     import ctypes
-    import signal
 
     try:
         libc = ctypes.CDLL(None, use_errno=True)

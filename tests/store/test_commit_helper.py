@@ -159,3 +159,36 @@ def test_the_helper_dies_with_its_collector(loc: StoreLocation):
     assert [p.name for p in loc.spool_dir.iterdir() if p.is_dir()] != []
     assert flush(loc).committed != []  # the killed collector's run, committed once
     assert query(loc.path, "SELECT count(*) FROM runs WHERE host = 'killed'") == [(1,)]
+
+
+def test_ctrl_c_in_the_collector_stops_the_helper_s_commit(loc: StoreLocation):
+    """SIGINT to the collector alone (not its process group) still ends the helper's
+    commit at once; the run waits in the spool, as after an interrupted in-process one."""
+    import subprocess
+    import sys
+    import time
+
+    from store.commit import flush
+    from tests.helpers import ROOT
+
+    write_spool(host_bundle(), loc.spool_dir)
+    flush(loc)
+    probe = ("import sys\nfrom store.commit_helper import CommitHelper\n"
+             "from store.bundle import write_spool\nfrom store.location import resolve\n"
+             "from tests.store.bundles import host_bundle\n"
+             "loc = resolve(sys.argv[1]); h = CommitHelper.start(loc)\n"
+             "entry = write_spool(host_bundle(host='interrupted'), loc.spool_dir)\n"
+             "print(h.pid, flush=True)\n"
+             "try:\n    h.commit(entry, timeout_s=120)\n"
+             "except KeyboardInterrupt:\n    print('interrupted', flush=True)\n")  # fmt: skip
+    with held_by_another_process(FILE_HOLDER, loc.path):
+        proc = subprocess.Popen([sys.executable, "-c", probe, str(loc.path)], cwd=ROOT,
+                                stdout=subprocess.PIPE, text=True)  # fmt: skip
+        helper_pid = int(proc.stdout.readline())
+        time.sleep(0.5)  # the helper has the entry and retries the busy store
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=20)
+        assert out.strip() == "interrupted" and _gone(helper_pid)
+    assert query(loc.path, "SELECT count(*) FROM runs WHERE host = 'interrupted'") == [(0,)]
+    assert flush(loc).committed != []  # nothing lost: the next flush commits it
+    assert query(loc.path, "SELECT count(*) FROM runs WHERE host = 'interrupted'") == [(1,)]
