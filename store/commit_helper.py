@@ -85,7 +85,13 @@ class CommitHelper:
         return value
 
     def close(self) -> None:
-        """Tell an idle helper to leave (no entry is coming) and reap it."""
+        """Stop a helper that was never sent an entry, and reap it.
+
+        Such a helper has not opened the store (it may still be importing DuckDB), so it is
+        killed rather than waited for: a verb that failed on its input exits at once."""
+        if self.requests is not None:
+            with suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
         for name in ("requests", "replies"):
             fd = getattr(self, name)
             if fd is not None:

@@ -111,6 +111,7 @@ def ingest_traces(paths: list[Path], log: logging.Logger | None = None) -> Trace
     files, walked = find_trace_files(list(paths))
     warnings: list[str] = []
     results = []
+    empty: list[Path] = []
     frontend = [f for f in files if _FRONTEND.search(f.name)]
     for f in frontend:
         warnings.append(f"skipped {f}: vLLM's frontend (AsyncLLM) CPU trace, not a rank")
@@ -123,6 +124,10 @@ def ingest_traces(paths: list[Path], log: logging.Logger | None = None) -> Trace
                 raise
             warnings.append(f"skipped {f}: {exc.reason}")
             continue
+        if raw.events_total == 0:  # a profiler that recorded nothing, or died before it did
+            empty.append(f)
+            warnings.append(f"skipped {f}: no events in traceEvents")
+            continue
         if raw.partial:
             warnings.append(f"{f}: partial trace: {raw.partial_reason}")
         result = analyze.analyze(raw)
@@ -133,7 +138,8 @@ def ingest_traces(paths: list[Path], log: logging.Logger | None = None) -> Trace
         results.append(result)
         del raw
     if not results:
-        what = ("only vLLM's frontend (*.async_llm.*) trace, no worker traces" if frontend
+        what = ("no events in traceEvents: the profiler recorded nothing" if empty
+                else "only vLLM's frontend (*.async_llm.*) trace, no worker traces" if frontend
                 else "no trace files with traceEvents")  # fmt: skip
         raise InputError(f"{', '.join(map(str, paths))}: {what}")
     ranks = assign_ranks([(r.raw.path, r.raw.meta) for r in results], warnings)

@@ -102,6 +102,9 @@ BAD = [
      "negative duration"),
     ("garbage in gz", _garbage_gz, "corrupt gzip"),
     ("empty file", _write("a.json", ""), "empty"),
+    ("no events", _write("a.json", '{"traceEvents": []}'), "no events in traceEvents"),
+    ("died before its first event", _write("a.json.tmp", '{"traceEvents": [\n'),
+     "no events in traceEvents"),
     ("empty directory", lambda tmp: (tmp / "d").mkdir() or tmp / "d", "no trace files"),
     ("missing path", lambda tmp: tmp / "nope.json", "no such file"),
 ]  # fmt: skip
@@ -117,6 +120,15 @@ def test_bad_input_one_line_exit_1_nothing_committed(store_path, tmp_path, case,
     assert str(path) in lines[0] and reason in lines[0]
     assert "Traceback" not in res.stderr
     assert not store_path.exists() or query(store_path, "SELECT count(*) FROM runs") == [(0,)]
+
+
+def test_a_rank_file_with_no_events_is_skipped_with_a_warning(store_path, tmp_path):
+    decode_step_trace(tmp_path / "rank0.json", rank=0)
+    (tmp_path / "rank1.json").write_text('{"traceEvents": []}')
+    res = run_cli(store_path, "trace", "--json", str(tmp_path))
+    assert res.code == 0, res.stderr
+    assert f"skipped {tmp_path / 'rank1.json'}: no events in traceEvents" in res.stderr
+    assert res.json["ranks"] == [0]
 
 
 def test_duplicate_rank_is_an_error(store_path, tmp_path):
