@@ -3,22 +3,21 @@ would (store/commit_helper.py), and never loses the entry when it fails or dies.
 
 from __future__ import annotations
 
-import argparse
-import logging
-import os
+import json
 import signal
+import subprocess
+import sys
 import threading
+import time
 from pathlib import Path
 
-import pytest
-
-from collectors.context import Context
 from collectors.errors import EXIT_OK, EXIT_STORE_BUSY
 from store.bundle import write_spool
+from store.commit import flush
 from store.commit_helper import CommitHelper, _picklable
 from store.errors import StoreBusy
 from store.location import StoreLocation
-from tests.helpers import query
+from tests.helpers import ROOT, query
 from tests.store.bundles import host_bundle
 from tests.store.holders import FILE_HOLDER, held_by_another_process
 
@@ -33,76 +32,52 @@ def _gone(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] == "Z"
 
 
-def _reaped(pid: int) -> bool:
-    """Our own child exited and was waited for."""
-    return not Path(f"/proc/{pid}").exists()
+def _scenario(name: str, loc: StoreLocation) -> dict:
+    """Run tests/store/helper_scenarios.py's NAME in a fresh interpreter (no other thread)."""
+    out = subprocess.run([sys.executable, "-m", "tests.store.helper_scenarios", name,
+                          str(loc.path)], cwd=ROOT, capture_output=True, text=True,
+                         timeout=120)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
 
 
-def _context(loc: StoreLocation, commit_timeout: float | None = None) -> Context:
-    args = argparse.Namespace(dry_run=False, json=False, commit_timeout=commit_timeout,
-                              label=None, host_name=None)  # fmt: skip
-    return Context(verb="host", args=args, log=logging.getLogger("stepscope.test"), loc=loc)
+def _existing_store(loc: StoreLocation) -> None:
+    """Commit one run, so that another process can hold the store open."""
+    write_spool(host_bundle(host="first"), loc.spool_dir)
+    flush(loc)
 
 
 def test_the_helper_commits_the_entry_and_the_backlog_then_is_reaped(loc: StoreLocation):
-    waiting = write_spool(host_bundle(host="earlier", gpus=1), loc.spool_dir)  # a busy day's run
-    bundle = host_bundle(host="now", gpus=2)
-    helper = CommitHelper.start(loc)
-    assert helper is not None and helper.pid != os.getpid()
-    entry = write_spool(bundle, loc.spool_dir)
-    result, backlog = helper.commit(entry, timeout_s=10)
-    assert (result.run_id, result.inserted) == (bundle.run.run_id, True)
-    assert backlog is not None and backlog.committed == [waiting.name]
-    assert not entry.exists() and not waiting.exists()
+    out = _scenario("commit_with_backlog", loc)
+    assert out["inserted"] and out["run_id"] == out["entry"]
+    assert out["backlog"] == [out["waiting"]]  # the run a busy store had left in the spool
+    assert out["left"] == [] and out["reaped"]
     assert query(loc.path, "SELECT host FROM runs ORDER BY host") == [("earlier",), ("now",)]
     assert query(loc.path, "SELECT count(*) FROM host_gpus") == [(3,)]
-    assert _reaped(helper.pid)
 
 
 def test_the_helper_raises_store_busy_and_the_entry_stays(loc: StoreLocation):
-    write_spool(host_bundle(), loc.spool_dir)  # creates the store's folder
-    from store.commit import flush
-
-    flush(loc)  # an existing store, so another process can hold it open
-    bundle = host_bundle(host="busy")
+    _existing_store(loc)
     with held_by_another_process(FILE_HOLDER, loc.path):
-        helper = CommitHelper.start(loc)
-        entry = write_spool(bundle, loc.spool_dir)
-        with pytest.raises(StoreBusy, match="busy"):
-            helper.commit(entry, timeout_s=0.5)
-    assert entry.is_dir()
-    assert _gone(helper.pid)
+        out = _scenario("busy", loc)
+    assert "busy" in out["raised"] and out["entry_kept"] and out["reaped"]
 
 
 def test_a_helper_with_nothing_to_commit_leaves_when_closed(loc: StoreLocation):
-    helper = CommitHelper.start(loc)
-    helper.close()
-    assert _reaped(helper.pid)
-    helper.close()  # twice is harmless: a verb's error path and the CLI's finally both close
+    assert _scenario("nothing_to_commit", loc)["reaped"]
 
 
 def test_a_dead_helper_means_an_in_process_commit_with_nothing_lost(loc: StoreLocation):
-    ctx = _context(loc)
-    ctx.start_commit_helper()
-    pid = ctx.commit_helper.pid
-    os.kill(pid, signal.SIGKILL)
-    bundle = host_bundle(host="survivor", gpus=1)
-    assert ctx.submit(bundle) == EXIT_OK
-    assert query(loc.path, "SELECT run_id, host FROM runs") == [(bundle.run.run_id, "survivor")]
-    assert list(loc.spool_dir.iterdir()) == []
-    assert _gone(pid)
+    out = _scenario("dead_helper", loc)
+    assert out["code"] == EXIT_OK and out["left"] == [] and out["reaped"]
+    assert query(loc.path, "SELECT run_id, host FROM runs") == [(out["run_id"], "survivor")]
 
 
 def test_a_busy_store_through_the_helper_keeps_the_run_in_the_spool(loc: StoreLocation):
-    ctx = _context(loc)
-    assert ctx.submit(host_bundle(host="first")) == EXIT_OK  # creates the store
-    ctx = _context(loc, commit_timeout=0.5)
+    _existing_store(loc)
     with held_by_another_process(FILE_HOLDER, loc.path):
-        ctx.start_commit_helper()
-        assert ctx.commit_helper is not None
-        bundle = host_bundle(host="second")
-        assert ctx.submit(bundle) == EXIT_STORE_BUSY
-    assert (loc.spool_dir / bundle.run.run_id).is_dir()
+        out = _scenario("busy_through_submit", loc)
+    assert out["code"] == EXIT_STORE_BUSY and out["kept"]
 
 
 def test_no_helper_while_another_thread_runs(loc: StoreLocation):
@@ -126,69 +101,43 @@ def test_an_exception_that_pickle_cannot_carry_arrives_as_its_text():
     assert _picklable(busy) is busy
 
 
+def _waiting_on_busy_store(loc: StoreLocation) -> tuple[subprocess.Popen, int]:
+    """A collector whose helper retries the store (held by the caller); and its pid."""
+    proc = subprocess.Popen([sys.executable, "-m", "tests.store.helper_scenarios",
+                             "wait_on_busy_store", str(loc.path)], cwd=ROOT,
+                            stdout=subprocess.PIPE, text=True)  # fmt: skip
+    helper_pid = int(proc.stdout.readline())
+    time.sleep(0.5)  # the helper has the entry and retries the busy store
+    assert not _gone(helper_pid)
+    return proc, helper_pid
+
+
 def test_the_helper_dies_with_its_collector(loc: StoreLocation):
     """SIGKILL of a collector whose helper waits on a busy store takes the helper too: no
     orphan commits behind the user's back, and the entry waits for ``flush``."""
-    import subprocess
-    import sys
-    import time
-
-    from store.commit import flush
-    from tests.helpers import ROOT
-
-    write_spool(host_bundle(), loc.spool_dir)
-    flush(loc)  # an existing store, so another process can hold it
-    probe = ("import sys\nfrom store.commit_helper import CommitHelper\n"
-             "from store.bundle import write_spool\nfrom store.location import resolve\n"
-             "from tests.store.bundles import host_bundle\n"
-             "loc = resolve(sys.argv[1]); h = CommitHelper.start(loc)\n"
-             "entry = write_spool(host_bundle(host='killed'), loc.spool_dir)\n"
-             "print(h.pid, flush=True)\nh.commit(entry, timeout_s=120)\n")  # fmt: skip
+    _existing_store(loc)
     with held_by_another_process(FILE_HOLDER, loc.path):
-        proc = subprocess.Popen([sys.executable, "-c", probe, str(loc.path)], cwd=ROOT,
-                                stdout=subprocess.PIPE, text=True)  # fmt: skip
-        helper_pid = int(proc.stdout.readline())
-        time.sleep(0.5)  # the helper has the entry and retries the busy store
-        assert not _gone(helper_pid)
+        proc, helper_pid = _waiting_on_busy_store(loc)
         proc.kill()
         proc.wait()
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and not _gone(helper_pid):
             time.sleep(0.02)
         assert _gone(helper_pid)
-    assert [p.name for p in loc.spool_dir.iterdir() if p.is_dir()] != []
+    assert query(loc.path, "SELECT count(*) FROM runs WHERE host = 'waiting'") == [(0,)]
     assert flush(loc).committed != []  # the killed collector's run, committed once
-    assert query(loc.path, "SELECT count(*) FROM runs WHERE host = 'killed'") == [(1,)]
+    assert query(loc.path, "SELECT count(*) FROM runs WHERE host = 'waiting'") == [(1,)]
 
 
 def test_ctrl_c_in_the_collector_stops_the_helper_s_commit(loc: StoreLocation):
     """SIGINT to the collector alone (not its process group) still ends the helper's
     commit at once; the run waits in the spool, as after an interrupted in-process one."""
-    import subprocess
-    import sys
-    import time
-
-    from store.commit import flush
-    from tests.helpers import ROOT
-
-    write_spool(host_bundle(), loc.spool_dir)
-    flush(loc)
-    probe = ("import sys\nfrom store.commit_helper import CommitHelper\n"
-             "from store.bundle import write_spool\nfrom store.location import resolve\n"
-             "from tests.store.bundles import host_bundle\n"
-             "loc = resolve(sys.argv[1]); h = CommitHelper.start(loc)\n"
-             "entry = write_spool(host_bundle(host='interrupted'), loc.spool_dir)\n"
-             "print(h.pid, flush=True)\n"
-             "try:\n    h.commit(entry, timeout_s=120)\n"
-             "except KeyboardInterrupt:\n    print('interrupted', flush=True)\n")  # fmt: skip
+    _existing_store(loc)
     with held_by_another_process(FILE_HOLDER, loc.path):
-        proc = subprocess.Popen([sys.executable, "-c", probe, str(loc.path)], cwd=ROOT,
-                                stdout=subprocess.PIPE, text=True)  # fmt: skip
-        helper_pid = int(proc.stdout.readline())
-        time.sleep(0.5)  # the helper has the entry and retries the busy store
+        proc, helper_pid = _waiting_on_busy_store(loc)
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=20)
-        assert out.strip() == "interrupted" and _gone(helper_pid)
-    assert query(loc.path, "SELECT count(*) FROM runs WHERE host = 'interrupted'") == [(0,)]
+        assert json.loads(out)["interrupted"] and _gone(helper_pid)
+    assert query(loc.path, "SELECT count(*) FROM runs WHERE host = 'waiting'") == [(0,)]
     assert flush(loc).committed != []  # nothing lost: the next flush commits it
-    assert query(loc.path, "SELECT count(*) FROM runs WHERE host = 'interrupted'") == [(1,)]
+    assert query(loc.path, "SELECT count(*) FROM runs WHERE host = 'waiting'") == [(1,)]
