@@ -28,24 +28,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def once(root: Path, trace: Path, commit: bool, other: Path) -> tuple[float, float]:
-    tmp = Path(tempfile.mkdtemp(prefix="cli_startup_"))
-    try:
-        store = tmp / "s.duckdb"
-        base = [sys.executable, "-m", "collectors", "trace", "--store", str(store)]
-        if commit:  # a migrated store with a run in it, as a user's store is
-            subprocess.run([*base, str(other)], cwd=root, check=True, capture_output=True)
-        cmd = [*base, str(trace)] + ([] if commit else ["--dry-run"])
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        t0 = time.perf_counter()
-        subprocess.run(cmd, cwd=root, check=True, capture_output=True)
-        wall = time.perf_counter() - t0
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        return wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
 FLOOR = """
 import sys, duckdb
 store, run_id, *tables = sys.argv[1:]
@@ -76,16 +58,20 @@ def spooled(trace: Path, into: Path) -> list[str]:
             if t["rows"]]  # fmt: skip
 
 
-def floor_once(root: Path, tables: list[str], other: Path) -> tuple[float, float]:
+def once(root: Path, mode: str, trace: Path, other: Path, tables: list[str]) -> tuple[float, float]:
+    """Wall and CPU of one fresh process: ``dry-run``, ``commit`` or ``duckdb floor``."""
     tmp = Path(tempfile.mkdtemp(prefix="cli_startup_"))
     try:
         store = tmp / "s.duckdb"
-        subprocess.run([sys.executable, "-m", "collectors", "trace", "--store", str(store),
-                        str(other)], cwd=root, check=True, capture_output=True)  # fmt: skip
+        base = [sys.executable, "-m", "collectors", "trace", "--store", str(store)]
+        if mode != "dry-run":  # a migrated store with a run in it, as a user's store is
+            subprocess.run([*base, str(other)], cwd=root, check=True, capture_output=True)
+        cmd = {"dry-run": [*base, str(trace), "--dry-run"], "commit": [*base, str(trace)],
+               "duckdb floor": [sys.executable, "-c", FLOOR, str(store), "trace-floor",
+                                *tables]}[mode]  # fmt: skip
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-c", FLOOR, str(store), "trace-floor", *tables],
-                       check=True, capture_output=True)  # fmt: skip
+        subprocess.run(cmd, cwd=root, check=True, capture_output=True)
         wall = time.perf_counter() - t0
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         return wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
@@ -110,9 +96,9 @@ def main() -> None:
     for _ in range(a.repeat):
         for mode in ("dry-run", "commit"):
             for name, root in trees.items():
-                times.setdefault((name, mode), []).append(
-                    once(root, trace, mode == "commit", other))
-        times.setdefault(("-", "duckdb floor"), []).append(floor_once(ROOT, tables, other))
+                times.setdefault((name, mode), []).append(once(root, mode, trace, other, tables))
+        times.setdefault(("-", "duckdb floor"), []).append(
+            once(ROOT, "duckdb floor", trace, other, tables))
     shutil.rmtree(spool, ignore_errors=True)
     print("| tree | mode | median wall s | median CPU s | walls |\n|---|---|---:|---:|---|")
     for (name, mode), v in times.items():
