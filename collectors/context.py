@@ -5,13 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import socket
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from collectors import env as env_mod
 from collectors.errors import EXIT_OK, EXIT_STORE_BUSY
 from store.bundle import (
     DEFAULT_COMMIT_TIMEOUT_S,
@@ -50,11 +48,20 @@ class Context:
         return DEFAULT_COMMIT_TIMEOUT_S if value is None else value
 
     def host(self, env: dict[str, Any] | None = None) -> str:
+        import socket
+
         return (
             getattr(self.args, "host_name", None)
             or (env or {}).get("hostname")
             or (socket.gethostname())
         )
+
+    def environment(self) -> dict[str, Any]:
+        """This host's environment snapshot (collectors/env.py): the one the commit helper
+        took when the verb started, else one taken now."""
+        helper = self.commit_helper
+        taken = helper.early_result() if helper is not None else None
+        return dict(taken) if taken is not None else _environment()
 
     def recorded_args(self) -> dict[str, Any]:
         return {
@@ -65,7 +72,7 @@ class Context:
         self, run_id: str, env: dict[str, Any] | None = None, **fields: Any
     ) -> RunRecord:
         """A runs row for this verb with the environment and arguments filled in."""
-        env = env if env is not None else env_mod.snapshot()
+        env = env if env is not None else self.environment()
         return RunRecord(
             run_id=run_id,
             verb=self.verb,
@@ -116,10 +123,11 @@ class Context:
         return EXIT_OK
 
     def start_commit_helper(self) -> None:
-        """Fork the process that will commit, so DuckDB's import overlaps the verb's work."""
+        """Fork the process that will commit, so DuckDB's import and the environment
+        snapshot overlap the verb's work."""
         from store.commit_helper import CommitHelper
 
-        self.commit_helper = CommitHelper.start(self.loc)
+        self.commit_helper = CommitHelper.start(self.loc, early=_environment)
 
     def close(self) -> None:
         if self.commit_helper is not None:
@@ -156,3 +164,9 @@ def _row_count(table: Any) -> int:
     if isinstance(table, list):
         return len(table)
     return len(table)
+
+
+def _environment() -> dict[str, Any]:
+    from collectors import env  # platform, socket and NVML: only where a snapshot is taken
+
+    return env.snapshot()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from collectors import env as env_mod
 from collectors.context import Context
 from store.bundle import Bundle, new_run_id
 
@@ -14,7 +13,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
-    env = env_mod.snapshot()
+    env = ctx.environment()
     gpus = env.get("gpus") or []
     message = env.get("nvml") if not gpus else None
     record = ctx.run_record(new_run_id("host"), env=env, message=message)

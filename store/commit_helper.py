@@ -19,6 +19,12 @@ the next ``flush`` exactly as an in-process commit would, and no orphan keeps re
 busy store for the collector's whole ``--commit-timeout``. Nothing is lost if the helper
 dies: the entry stays in the spool until a commit removes it, and ``commit`` returns None
 so that the caller commits in-process instead.
+
+The helper is idle while the collector works, so it also runs one ``early`` job for it
+first (the collector's environment snapshot: reading package metadata and probing NVML
+take 30-50 ms that the collector would otherwise spend before it can spool). Its result
+is the first message on the reply pipe; ``early_result`` is None when the job raised or
+the helper is gone, and the caller then runs the job itself.
 """
 
 from __future__ import annotations
@@ -27,10 +33,11 @@ import os
 import pickle
 import signal
 import threading
+from collections.abc import Callable
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, BinaryIO, NoReturn
 
 if TYPE_CHECKING:
     from store.bundle import CommitResult, FlushReport
@@ -44,35 +51,52 @@ _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 class CommitHelper:
     pid: int
     requests: int | None  # write end: the entry to commit (closing it tells the child to go)
-    replies: int | None  # read end: the child's pickled outcome
+    replies: BinaryIO | None  # read end: the early job's result, then the commit's outcome
+    early: tuple[str, Any] | None = field(default=None, repr=False)  # first reply, once read
 
     @classmethod
-    def start(cls, loc: StoreLocation) -> CommitHelper | None:
-        """Fork the helper for ``loc``; None where forking is not safe or possible."""
+    def start(
+        cls, loc: StoreLocation, early: Callable[[], Any] | None = None
+    ) -> CommitHelper | None:
+        """Fork the helper for ``loc``; None where forking is not safe or possible.
+
+        ``early``: a job the helper runs first, while the collector works (``early_result``).
+        """
         if threading.active_count() > 1 or not hasattr(os, "fork"):
             return None
         request_r, request_w = os.pipe()
         reply_r, reply_w = os.pipe()
         parent = os.getpid()
         pid = os.fork()
-        if pid == 0:  # the helper
-            os.close(request_w)
-            os.close(reply_r)
-            _die_with(parent)
-            _serve(loc, request_r, reply_w)
+        if pid == 0:  # the helper: whatever happens, it never returns into the collector
+            try:
+                os.close(request_w)
+                os.close(reply_r)
+                _die_with(parent)
+                _serve(loc, early, request_r, reply_w)
+            finally:
+                os._exit(1)
         os.close(request_r)
         os.close(reply_w)
-        return cls(pid, request_w, reply_r)
+        return cls(pid, request_w, os.fdopen(reply_r, "rb"))
+
+    def early_result(self) -> Any | None:
+        """What the ``early`` job returned in the helper; None if there was none, it raised,
+        or the helper is gone."""
+        if self.early is None:
+            self.early = self._receive() or ("gone", None)
+        kind, value = self.early
+        return value if kind == "early" else None
 
     def commit(self, entry: Path, timeout_s: float) -> Outcome | None:
         """What ``commit_then_flush(loc, entry, timeout_s)`` returned in the helper, or
         raise what it raised; None when the helper is gone before answering."""
         try:
-            with os.fdopen(self._take("requests"), "wb") as out:
+            self.early_result()  # the outcome comes after the early job's reply
+            with os.fdopen(self._take_requests(), "wb") as out:
                 pickle.dump((str(entry), timeout_s), out)
-            with os.fdopen(self._take("replies"), "rb") as answer:
-                kind, value = pickle.load(answer)
-        except (OSError, EOFError, pickle.UnpicklingError):
+            answer = self._receive()
+        except OSError:
             return None
         except KeyboardInterrupt:  # stop the commit as an in-process one would stop
             with suppress(ProcessLookupError):
@@ -80,6 +104,9 @@ class CommitHelper:
             raise
         finally:
             self.close()
+        if answer is None:
+            return None
+        kind, value = answer
         if kind == "raised":
             raise value
         return value
@@ -92,20 +119,28 @@ class CommitHelper:
         if self.requests is not None:
             with suppress(ProcessLookupError):
                 os.kill(self.pid, signal.SIGKILL)
-        for name in ("requests", "replies"):
-            fd = getattr(self, name)
-            if fd is not None:
-                setattr(self, name, None)
-                os.close(fd)
+            os.close(self._take_requests())
+        if self.replies is not None:
+            replies, self.replies = self.replies, None
+            replies.close()
         with suppress(ChildProcessError):
             os.waitpid(self.pid, 0)
 
-    def _take(self, name: str) -> int:
-        fd = getattr(self, name)
+    def _take_requests(self) -> int:
+        fd = self.requests
         if fd is None:
-            raise OSError(f"commit helper {self.pid}: its {name} pipe is already closed")
-        setattr(self, name, None)  # os.fdopen's file object owns and closes it now
+            raise OSError(f"commit helper {self.pid}: its request pipe is already closed")
+        self.requests = None  # os.fdopen's file object owns and closes it now
         return fd
+
+    def _receive(self) -> tuple[str, Any] | None:
+        """The helper's next message; None when it is gone (or sent something unreadable)."""
+        if self.replies is None:
+            return None
+        try:
+            return pickle.load(self.replies)
+        except (OSError, EOFError, pickle.UnpicklingError):
+            return None
 
 
 def _die_with(parent: int) -> None:
@@ -121,27 +156,39 @@ def _die_with(parent: int) -> None:
         os._exit(0)
 
 
-def _serve(loc: StoreLocation, requests: int, replies: int) -> NoReturn:
+def _serve(
+    loc: StoreLocation, early: Callable[[], Any] | None, requests: int, replies: int
+) -> NoReturn:
     code = 1
     try:
-        from store.commit import commit_then_flush  # the import this process exists for
-
-        with os.fdopen(requests, "rb") as incoming:
-            try:
-                entry, timeout_s = pickle.load(incoming)
-            except EOFError:  # the collector ended without a bundle
-                os._exit(0)
-        try:
-            outcome: tuple[str, Any] = ("returned", commit_then_flush(loc, Path(entry), timeout_s))
-        except Exception as exc:  # noqa: BLE001 - the parent raises it as its own
-            outcome = ("raised", _picklable(exc))
         with os.fdopen(replies, "wb") as out:
-            pickle.dump(outcome, out)
+            try:  # always the first message, so the collector knows what comes next
+                _send(out, ("early", early() if early is not None else None))
+            except Exception as exc:  # noqa: BLE001 - the collector runs it itself
+                _send(out, ("early-raised", f"{type(exc).__name__}: {exc}"))
+            from store.commit import commit_then_flush  # the import this process exists for
+
+            with os.fdopen(requests, "rb") as incoming:
+                try:
+                    entry, timeout_s = pickle.load(incoming)
+                except EOFError:  # the collector ended without a bundle
+                    os._exit(0)
+            try:
+                outcome = ("returned", commit_then_flush(loc, Path(entry), timeout_s))
+            except Exception as exc:  # noqa: BLE001 - the parent raises it as its own
+                outcome = ("raised", _picklable(exc))
+            _send(out, outcome)
         code = 0
     except BaseException:  # noqa: BLE001 - Ctrl-C, or a parent that is gone: just leave
         pass
     finally:
         os._exit(code)
+
+
+def _send(out: BinaryIO, message: tuple[str, Any]) -> None:
+    data = pickle.dumps(message)  # whole before any byte is sent: a failure sends nothing
+    out.write(data)
+    out.flush()
 
 
 def _picklable(exc: Exception) -> Exception:

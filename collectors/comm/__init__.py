@@ -15,7 +15,6 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from collectors import env as env_mod
 from collectors.comm import sizes
 from collectors.context import Context
 from collectors.errors import EXIT_OK, InputError
@@ -170,7 +169,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         result = launch.run_torchrun(cfg_args, tr, ctx.log)
         if tr.rank != 0:
             return EXIT_OK  # rank 0 commits the run
-    env = env_mod.snapshot()  # never raises: a finished sweep is not lost to NVML
+    env = ctx.environment()  # never raises: a finished sweep is not lost to NVML
     if result.get("short_prerolls"):
         ctx.log.warning(f"comm: {result['short_prerolls']} burst(s) outran their pre-roll and "
                         "were repeated with a longer one")  # fmt: skip

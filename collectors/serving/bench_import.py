@@ -106,9 +106,7 @@ def import_files(ctx: Context, engine: Engine, files: list[Path], layout: Layout
 
 def submit(ctx: Context, engine: Engine, run_id: str, found: list[dict], what: str,
            version: str | None) -> int:  # fmt: skip
-    from collectors import env as env_mod
-
-    env = env_mod.snapshot()
+    env = ctx.environment()
     if version:
         env[engine.env_key] = version
     unknown = sum(1 for r in found if r["layout"] is None)

@@ -83,9 +83,7 @@ def scrape(args: argparse.Namespace, ctx: Context, a: MetricsAdapter) -> int:
     keep = [i for i, v in enumerate(cols["value"]) if v is not None]
     cols = {k: [vals[i] for i in keep] for k, vals in cols.items()}
     version = a.version(base, args.timeout)
-    from collectors import env as env_mod
-
-    env = env_mod.snapshot()
+    env = ctx.environment()
     if version:
         env[a.engine] = version  # the server's version is what the samples describe
     record = ctx.run_record(new_run_id(a.verb), env=env, started_at=scraped_at)

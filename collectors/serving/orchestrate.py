@@ -122,7 +122,6 @@ def commit_profile(ctx: Context, verb: str, engine: str, version: str | None,
     The served model's config.json is recorded with the run when it is on this host
     (``model_root`` from the server, else the HF cache), so the pages can predict for it.
     """
-    from collectors import env as env_mod
     from collectors.model_config import model_config_tables
     from collectors.trace.ingest import ingest_traces
 
@@ -130,7 +129,7 @@ def commit_profile(ctx: Context, verb: str, engine: str, version: str | None,
         ingest = ingest_traces(out.files, log=ctx.log)
     except InputError as exc:
         raise MeasurementError(f"the server's trace files are unusable: {exc}") from None
-    env = env_mod.snapshot()
+    env = ctx.environment()
     if version:
         env[engine] = version  # the server's version is what the traces describe
     tables = dict(ingest.tables)

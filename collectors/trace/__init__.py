@@ -25,7 +25,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
-    from collectors import env as env_mod
     from collectors.trace.ingest import ingest_traces
     from store.bundle import Bundle, content_run_id
 
@@ -34,7 +33,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         ctx.log.warning(result.message)
     record = ctx.run_record(
         content_run_id("trace", result.digest),
-        env=trace_env(env_mod.snapshot(), result.run_info),
+        env=trace_env(ctx.environment(), result.run_info),
         status="partial" if result.partial else "ok",
         message=result.message,
     )

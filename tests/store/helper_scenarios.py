@@ -97,8 +97,67 @@ def wait_on_busy_store(loc: StoreLocation) -> dict:
     return {"helper": helper.pid, "interrupted": False}
 
 
+def early_job(loc: StoreLocation) -> dict:
+    """The early job runs in the helper; its result arrives before the commit's outcome."""
+    helper = CommitHelper.start(loc, early=os.getpid)
+    ran_in = helper.early_result()
+    entry = write_spool(host_bundle(host="after-early"), loc.spool_dir)
+    result, _ = helper.commit(entry, timeout_s=10)
+    return {"helper": helper.pid, "ran_in": ran_in, "again": helper.early_result(),
+            "inserted": result.inserted, "reaped": reaped(helper.pid)}  # fmt: skip
+
+
+def early_job_raises(loc: StoreLocation) -> dict:
+    def broken() -> None:
+        raise OSError("no /proc here")
+
+    helper = CommitHelper.start(loc, early=broken)
+    result, _ = helper.commit(write_spool(host_bundle(host="x"), loc.spool_dir), timeout_s=10)
+    return {"early": helper.early_result(), "inserted": result.inserted}
+
+
+def environment_from_helper(loc: StoreLocation) -> dict:
+    """Context.environment(): the helper's snapshot, a fresh one once the helper is gone."""
+    import collectors.context
+
+    collectors.context._environment = lambda: {"taken_in": os.getpid()}
+    ctx = context(loc)
+    ctx.start_commit_helper()
+    helper = ctx.commit_helper.pid
+    first = ctx.environment()
+    first["vllm"] = "changed by a caller"
+    second = ctx.environment()
+    bundle = host_bundle(host="with-env")
+    bundle.run.env = second
+    code = ctx.submit(bundle)
+    ctx.start_commit_helper()
+    os.kill(ctx.commit_helper.pid, signal.SIGKILL)
+    after_death = ctx.environment()
+    ctx.close()
+    return {"helper": helper, "self": os.getpid(), "first": first["taken_in"],
+            "second": second, "code": code, "after_death": after_death["taken_in"]}  # fmt: skip
+
+
+def helper_that_fails_to_start(loc: StoreLocation) -> dict:
+    """A helper whose setup raises exits there: it never runs the caller's code as a copy."""
+    import store.commit_helper
+
+    def broken(*_args: object) -> None:
+        raise TypeError("broken helper")
+
+    store.commit_helper._serve = broken
+    try:
+        helper = CommitHelper.start(loc)
+    except TypeError:  # as the CLI would catch it, and go on in the child as a second collector
+        return {"escaped_into": os.getpid()}
+    _, status = os.waitpid(helper.pid, 0)
+    return {"helper": helper.pid, "exit": os.waitstatus_to_exitcode(status)}
+
+
 SCENARIOS = {f.__name__: f for f in (commit_with_backlog, busy, nothing_to_commit, dead_helper,
-                                     busy_through_submit, wait_on_busy_store)}  # fmt: skip
+                                     busy_through_submit, wait_on_busy_store, early_job,
+                                     early_job_raises, environment_from_helper,
+                                     helper_that_fails_to_start)}  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -80,6 +80,35 @@ def test_a_busy_store_through_the_helper_keeps_the_run_in_the_spool(loc: StoreLo
     assert out["code"] == EXIT_STORE_BUSY and out["kept"]
 
 
+def test_the_early_job_runs_in_the_helper_before_the_commit(loc: StoreLocation):
+    out = _scenario("early_job", loc)
+    assert out["ran_in"] == out["helper"] == out["again"]  # read once, kept
+    assert out["inserted"] and out["reaped"]
+
+
+def test_an_early_job_that_raises_gives_none_and_the_commit_goes_on(loc: StoreLocation):
+    assert _scenario("early_job_raises", loc) == {"early": None, "inserted": True}
+
+
+def test_the_environment_comes_from_the_helper_else_is_taken_in_process(loc: StoreLocation):
+    out = _scenario("environment_from_helper", loc)
+    assert out["first"] == out["helper"] != out["self"]
+    assert out["second"] == {"taken_in": out["helper"]}  # each caller gets its own copy
+    assert out["code"] == EXIT_OK and out["after_death"] == out["self"]
+    env = query(loc.path, "SELECT env FROM runs WHERE host = 'with-env'")[0][0]
+    assert json.loads(env) == {"taken_in": out["helper"]}
+
+
+def test_a_helper_that_fails_to_start_never_returns_into_the_caller(loc: StoreLocation):
+    """One JSON line on stdout: a child that escaped ``start`` would go on to print its own."""
+    out = subprocess.run([sys.executable, "-m", "tests.store.helper_scenarios",
+                          "helper_that_fails_to_start", str(loc.path)], cwd=ROOT,
+                         capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert len(lines) == 1 and json.loads(lines[0])["exit"] == 1
+
+
 def test_no_helper_while_another_thread_runs(loc: StoreLocation):
     stop = threading.Event()
     other = threading.Thread(target=stop.wait)
