@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from tests.helpers import ROOT, cli_env
 
@@ -110,6 +111,24 @@ def wait_app(pg, timeout_ms: int = 60_000) -> None:
     errors = pg.locator("[data-testid='stException']")
     if errors.count():
         raise AssertionError("exception on page:\n" + "\n".join(errors.all_inner_texts()))
+
+
+def choose(pg, box, option) -> None:
+    """Open the selectbox ``box`` and click ``option`` in its list, then wait for the rerun.
+
+    A rerun right after a page loads can close the list or move it out of the viewport
+    while it opens, so it is opened again, up to three times."""
+    for _ in range(3):
+        box.get_by_role("combobox").click()
+        try:
+            option.click(timeout=5_000)
+            break
+        except PlaywrightTimeout:
+            pg.keyboard.press("Escape")
+            wait_app(pg)
+    else:
+        raise AssertionError(f"{option} never became clickable in {box}")
+    wait_app(pg)
 
 
 def open_app(pg, url: str) -> None:

@@ -8,7 +8,14 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.conftest import Dashboard, open_app, start_dashboard, stop_dashboard, wait_app
+from tests.e2e.conftest import (
+    Dashboard,
+    choose,
+    open_app,
+    start_dashboard,
+    stop_dashboard,
+    wait_app,
+)
 from tests.gpu.conftest import NVLINK, PCIE, fake_env
 from tests.helpers import run_cli
 
@@ -65,9 +72,8 @@ def test_pcie_host_sentence_and_matrices(hw, page) -> None:
         expect(main.get_by_role("button", name=name).first).to_be_visible()
 
     # Moving the sidebar's host filter moves the view to that host's newest run.
-    page.get_by_test_id("stSidebar").get_by_test_id("stSelectbox").click()
-    page.get_by_role("option", name="hgx").click()
-    wait_app(page)
+    choose(page, page.get_by_test_id("stSidebar").get_by_test_id("stSelectbox"),
+           page.get_by_role("option", name="hgx"))  # fmt: skip
     page.wait_for_url(f"**run={runs['hgx']}**")
     expect(main.get_by_text("8x NVIDIA H100 80GB HBM3, NVLink")).to_be_visible()
 
@@ -76,9 +82,8 @@ def test_nvlink_host_view_reopens_from_a_copied_link(hw, page, browser) -> None:
     dash, runs = hw
     _open(page, dash, "hardware")
     main = _main(page)
-    main.get_by_test_id("stSelectbox").click()
-    page.get_by_role("option", name=re.compile(runs["hgx"])).click()
-    wait_app(page)
+    choose(page, main.get_by_test_id("stSelectbox"),
+           page.get_by_role("option", name=re.compile(runs["hgx"])))  # fmt: skip
     page.wait_for_url(f"**run={runs['hgx']}**")
     expect(main.get_by_text("NVLink between all 28 GPU pairs (NV18 on 28)")).to_be_visible()
     assert "every GPU has 18 active NVLink 4 link(s), to NVSwitch" in main.inner_text()

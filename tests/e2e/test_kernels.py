@@ -6,10 +6,15 @@ import re
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
-from tests.e2e.conftest import Dashboard, open_app, start_dashboard, stop_dashboard, wait_app
+from tests.e2e.conftest import (
+    Dashboard,
+    choose,
+    open_app,
+    start_dashboard,
+    stop_dashboard,
+)
 from tests.helpers import FIXTURES, query, run_cli
 from tests.trace.synth import graph_decode_trace
 
@@ -136,16 +141,7 @@ def test_comparison_link_reopens_in_fresh_context(dash, page, browser) -> None:
     d, prof_id, trace_id = dash
     open_app(page, d.link(f"kernels?run={prof_id}"))
     box = _main(page).get_by_test_id("stSelectbox").filter(has_text="Second run")
-    option = page.get_by_role("option", name=re.compile("hta-sampled"))
-    for _ in range(3):  # a rerun right after load can close the dropdown: open it again
-        box.get_by_role("combobox").click()
-        try:
-            option.wait_for(timeout=5_000)
-            break
-        except PlaywrightTimeout:
-            page.keyboard.press("Escape")
-    option.click()
-    wait_app(page)
+    choose(page, box, page.get_by_role("option", name=re.compile("hta-sampled")))
     page.wait_for_url(re.compile(r"vs="))
     expect(_main(page).get_by_text("Step wall: A")).to_be_visible()
     link = _share_link(page)

@@ -8,7 +8,13 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.conftest import Dashboard, open_app, start_dashboard, stop_dashboard, wait_app
+from tests.e2e.conftest import (
+    Dashboard,
+    choose,
+    open_app,
+    start_dashboard,
+    stop_dashboard,
+)
 from tests.helpers import run_cli
 
 pytestmark = pytest.mark.e2e
@@ -37,9 +43,8 @@ def test_overview_shows_this_machines_host_run(dash: Dashboard, page) -> None:
 
 def test_host_filter_link_reopens_same_view(dash: Dashboard, page, browser) -> None:
     open_app(page, dash.url)
-    page.get_by_test_id("stSidebar").get_by_test_id("stSelectbox").click()
-    page.get_by_role("option", name="gpu-node-7").click()
-    wait_app(page)
+    choose(page, page.get_by_test_id("stSidebar").get_by_test_id("stSelectbox"),
+           page.get_by_role("option", name="gpu-node-7"))  # fmt: skip
     page.wait_for_url("**host=gpu-node-7**")
     link = page.url
     assert "host=gpu-node-7" in link

@@ -7,10 +7,16 @@ import re
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import expect
 
-from tests.e2e.conftest import Dashboard, open_app, start_dashboard, stop_dashboard, wait_app
+from tests.e2e.conftest import (
+    Dashboard,
+    choose,
+    open_app,
+    start_dashboard,
+    stop_dashboard,
+    wait_app,
+)
 from tests.helpers import ROOT
 from tests.policy.fp8_trace import import_fp8_and_bf16_runs
 
@@ -39,19 +45,9 @@ def dash(tmp_path_factory) -> Dashboard:
 
 
 def pick(pg, label: str, option: str) -> None:
-    """Choose ``option`` in the selectbox labelled ``label`` (re-opened if a rerun closed it)."""
+    """Choose ``option`` in the selectbox labelled ``label``."""
     box = pg.get_by_test_id("stMain").get_by_test_id("stSelectbox").filter(has_text=label)
-    choice = pg.get_by_role("option", name=option, exact=False)
-    for _ in range(3):
-        box.get_by_role("combobox").click()
-        try:
-            choice.click(timeout=5_000)
-            break
-        except PlaywrightTimeout:
-            wait_app(pg)
-    else:
-        raise AssertionError(f"option {option!r} of {label!r} never appeared")
-    wait_app(pg)
+    choose(pg, box, pg.get_by_role("option", name=option, exact=False))
 
 
 def main_text(pg) -> str:
