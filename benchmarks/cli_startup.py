@@ -1,15 +1,16 @@
 """The trace CLI on a small trace, end to end: median wall and CPU of fresh processes.
 
-    python -m benchmarks.cli_startup TRACE --other TRACE2 [--before DIR] [--repeat 5]
+    python -m benchmarks.cli_startup TRACE --other TRACE2 [--before DIR]... [--repeat 5]
 
 Runs ``python -m collectors trace TRACE --store S`` with ``--dry-run`` and with a commit
 into a store that already holds one run (``S`` is a fresh temporary store; the import
 of TRACE2 that fills it is not timed). ``duckdb floor``: a fresh process that only
 imports duckdb, opens such a store and inserts TRACE's spooled Parquet files and its runs
 row in one transaction - the least any importer that commits these rows to DuckDB pays,
-on top of reading the trace. ``--before DIR``: a checkout of another commit (``git archive REV |
-tar -x -C DIR``, with a ``.venv`` link), timed interleaved with this tree so that both see
-the same load. CPU is the child's user + system time.
+on top of reading the trace. ``--before DIR`` (repeatable): a checkout of another commit
+(``git archive REV | tar -x -C DIR``, with a ``.venv`` link), timed interleaved with this
+tree so that all see the same load; its rows are named after DIR. CPU is the child's user
++ system time.
 """
 
 from __future__ import annotations
@@ -84,12 +85,13 @@ def main() -> None:
     p.add_argument("trace", type=Path)
     p.add_argument("--other", type=Path, required=True,
                    help="another trace, imported first to fill the store")  # fmt: skip
-    p.add_argument("--before", type=Path, help="a checkout of the commit to compare with")
+    p.add_argument("--before", type=Path, action="append", default=[],
+                   help="a checkout of a commit to compare with (repeatable)")  # fmt: skip
     p.add_argument("--repeat", type=int, default=5)
     a = p.parse_args()
     trace = a.trace.resolve()
     other = a.other.resolve()
-    trees = {"this tree": ROOT, **({"before": a.before.resolve()} if a.before else {})}
+    trees = {"this tree": ROOT, **{f"before: {d.name}": d.resolve() for d in a.before}}
     times: dict[tuple[str, str], list[tuple[float, float]]] = {}
     spool = Path(tempfile.mkdtemp(prefix="cli_startup_spool_"))
     tables = spooled(trace, spool)
@@ -103,8 +105,8 @@ def main() -> None:
     print("| tree | mode | median wall s | median CPU s | walls |\n|---|---|---:|---:|---|")
     for (name, mode), v in times.items():
         walls = ", ".join(f"{w:.2f}" for w, _ in v)
-        print(f"| {name} | {mode} | {statistics.median(w for w, _ in v):.2f} | "
-              f"{statistics.median(c for _, c in v):.2f} | {walls} |")
+        print(f"| {name} | {mode} | {statistics.median(w for w, _ in v):.3f} | "
+              f"{statistics.median(c for _, c in v):.3f} | {walls} |")
     print(f"load average: {os.getloadavg()[0]:.1f}")
 
 

@@ -177,10 +177,12 @@ def test_tradeoff_sglang_only_layout_names_its_measure_command(serving, page) ->
     _open(page, dash, "tradeoff")
     main = _main(page)
     expect(main.get_by_text("runs on SGLang only").first).to_be_visible()
-    text = main.inner_text()
-    assert "python -m sglang.launch_server --model-path MODEL --tp 8 --ep 8 --moe-a2a-backend " \
-        "deepep --deepep-dispatcher-output-dtype bf16" in text
-    assert "python -m collectors sglang-bench --url http://HOST:30000 --concurrency" in text
+    # Code blocks: each may render a moment after the text around it.
+    expect(main).to_contain_text("python -m sglang.launch_server --model-path MODEL --tp 8 "
+                                 "--ep 8 --moe-a2a-backend deepep "
+                                 "--deepep-dispatcher-output-dtype bf16")  # fmt: skip
+    expect(main).to_contain_text(
+        "python -m collectors sglang-bench --url http://HOST:30000 --concurrency")
 
 
 def test_sglang_metrics_open_from_a_link(serving, page) -> None:
