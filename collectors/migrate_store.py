@@ -21,6 +21,7 @@ from store import migrate
 from store.connect import connection, open_with_retry
 from store.errors import StoreBusy, StoreError, StoreMissing
 from store.location import StoreLocation, resolve
+from store.sql import string_literal
 
 SRC = "stepscope_src"
 
@@ -44,9 +45,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="data path of a new lake (else ;data_path= in the URL or "
                         "$STEPSCOPE_LAKE_DATA_PATH)")  # fmt: skip
 
-
-def _quote(value: str) -> str:
-    return value.replace("'", "''")
 
 
 def _open_target(target: StoreLocation, timeout_s: float) -> duckdb.DuckDBPyConnection:
@@ -95,7 +93,7 @@ def copy_store(source: StoreLocation, target: StoreLocation, timeout_s: float, d
         deadline = time.monotonic() + timeout_s
         while True:  # the source file may be busy with a collector's commit for a moment
             try:
-                con.execute(f"ATTACH '{_quote(str(source.path))}' AS {SRC} (READ_ONLY)")
+                con.execute(f"ATTACH {string_literal(str(source.path))} AS {SRC} (READ_ONLY)")
                 break
             except duckdb.Error as exc:
                 if "lock" not in str(exc).lower() or time.monotonic() > deadline:
@@ -120,7 +118,7 @@ def _dry_run(source: StoreLocation, target: StoreLocation, timeout_s: float
         pass  # a new target: every run would be copied
     con = duckdb.connect(":memory:")
     try:
-        con.execute(f"ATTACH '{_quote(str(source.path))}' AS {SRC} (READ_ONLY)")
+        con.execute(f"ATTACH {string_literal(str(source.path))} AS {SRC} (READ_ONLY)")
         con.execute("CREATE TEMP TABLE present (run_id VARCHAR)")
         if target_runs:
             con.executemany("INSERT INTO present VALUES (?)", [[r] for r in target_runs])

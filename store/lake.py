@@ -29,6 +29,7 @@ from store import settings
 from store.errors import StoreBusy, StoreError, StoreMissing
 from store.location import StoreLocation, lake_catalog
 from store.retry import jittered
+from store.sql import string_literal
 
 ENV_EXTENSION_DIR = settings.DUCKDB_EXTENSION_DIR.name
 ALIAS = "lake"
@@ -76,12 +77,9 @@ def _load(con: duckdb.DuckDBPyConnection, name: str) -> None:
         return
     except duckdb.Error:
         pass  # not installed in this extension directory yet
-    con.execute(f"INSTALL '{_quote(str(wheel_file))}'")
+    con.execute(f"INSTALL {string_literal(str(wheel_file))}")
     con.execute(f"LOAD {name}")
 
-
-def _quote(value: str) -> str:
-    return value.replace("'", "''")
 
 
 def is_remote(data_path: str | None) -> bool:
@@ -97,7 +95,7 @@ def _s3_secret(con: duckdb.DuckDBPyConnection) -> None:
     if not given:
         return
     # CREATE SECRET takes no bound parameters; values come from the operator's environment.
-    body = ", ".join(f"{k} '{_quote(v)}'" for k, v in given.items())
+    body = ", ".join(f"{k} {string_literal(v)}" for k, v in given.items())
     con.execute(f"CREATE OR REPLACE SECRET stepscope_s3 (TYPE s3, {body})")
 
 
@@ -124,9 +122,9 @@ def _new_instance(loc: StoreLocation, read_only: bool) -> duckdb.DuckDBPyConnect
         if read_only:
             options.append("READ_ONLY")
         elif loc.data_path:
-            options.append(f"DATA_PATH '{_quote(loc.data_path)}'")
+            options.append(f"DATA_PATH {string_literal(loc.data_path)}")
         suffix = f" ({', '.join(options)})" if options else ""
-        con.execute(f"ATTACH '{_quote('ducklake:' + catalog)}' AS {ALIAS}{suffix}")
+        con.execute(f"ATTACH {string_literal('ducklake:' + catalog)} AS {ALIAS}{suffix}")
     except duckdb.Error as exc:
         con.close()
         raise _plain_error(loc, exc) from exc

@@ -45,6 +45,36 @@ def test_commit_applies_migrations_and_inserts_whole_run(loc: StoreLocation) -> 
     assert count(loc, "SELECT count(*) FROM host_gpus WHERE run_id = ?", [bundle.run.run_id]) == 2
 
 
+def _schema_objects(loc: StoreLocation) -> set[tuple[str, str]]:
+    with connection(loc, read_only=True) as con:
+        return set(con.execute(
+            "SELECT 'table', table_name FROM duckdb_tables() WHERE NOT internal "
+            "UNION ALL SELECT 'view', view_name FROM duckdb_views() WHERE NOT internal"
+        ).fetchall())  # fmt: skip
+
+
+def test_a_commit_adds_rows_and_never_schema_objects(loc: StoreLocation) -> None:
+    """The commit's own helper view (the run row) lives and dies with its connection."""
+    with connection(loc, read_only=False) as con:
+        migrate.upgrade(con)
+    migrated = _schema_objects(loc)
+    assert ("view", "v_runs") in migrated and ("table", "runs") in migrated
+    for gpus in (1, 2):
+        commit_entry(loc, write_spool(host_bundle(gpus=gpus), loc.spool_dir))
+        assert _schema_objects(loc) == migrated
+    assert count(loc, "SELECT count(*) FROM runs") == 2
+
+
+def test_commit_into_a_folder_whose_name_has_quotes(tmp_path: Path) -> None:
+    """The commit names each spooled file in its SQL as a literal (binding would import
+    pandas): a quote in the store's folder is doubled, not read as the literal's end."""
+    loc = resolve(tmp_path / "o'brien's runs" / "store.duckdb")
+    bundle = host_bundle(gpus=2)
+    result = commit_entry(loc, write_spool(bundle, loc.spool_dir))
+    assert result.inserted
+    assert count(loc, "SELECT count(*) FROM host_gpus WHERE run_id = ?", [bundle.run.run_id]) == 2
+
+
 def test_recommitting_a_run_is_a_noop(loc: StoreLocation) -> None:
     bundle = host_bundle(gpus=3)
     commit_entry(loc, write_spool(bundle, loc.spool_dir))
