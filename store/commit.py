@@ -66,9 +66,10 @@ def run_row(run: dict[str, Any]) -> dict[str, Any]:
             for k, v in row.items()}  # fmt: skip
 
 
-def _create_run_row_view(con: duckdb.DuckDBPyConnection, run: dict[str, Any], folder: Path):
-    """``spool_run``: the run row as a temporary view over a file, so the commit binds no
-    Python values. The view is this connection's alone and never reaches the store.
+def _create_run_row_table(con: duckdb.DuckDBPyConnection, run: dict[str, Any], folder: Path):
+    """``spool_run``: the run row as a temporary table read from a file, so the commit binds
+    no Python values. It is this connection's alone and never reaches the store; a table,
+    not a view, so the file is read once rather than by every insert that names it.
 
     Why: duckdb 1.5.5 imports pandas (about 0.35 s) the first time any Python value is
     bound to a statement or turned into Arrow (it compares values with ``pandas.NA``), which
@@ -80,7 +81,7 @@ def _create_run_row_view(con: duckdb.DuckDBPyConnection, run: dict[str, Any], fo
     path = folder / "run.json"
     path.write_text(json.dumps({"row": json.dumps(row)}))
     fields = ", ".join(f"json_extract_string(row, '$.{col}') AS {col}" for col in row)
-    con.execute(f"CREATE OR REPLACE TEMP VIEW spool_run AS SELECT {fields} "
+    con.execute(f"CREATE OR REPLACE TEMP TABLE spool_run AS SELECT {fields} "
                 f"FROM read_json({string_literal(str(path))}, format = 'newline_delimited')")  # fmt: skip
 
 
@@ -129,7 +130,7 @@ def _commit_once(
         # Each table file is named in its own statement: one bind per file. Relations (the
         # run id cross-joined with con.read_parquet) opened and bound each file about six
         # times: 52-57 ms against 27-29 ms for a small trace's five tables (issue 12).
-        _create_run_row_view(con, run, Path(scratch))
+        _create_run_row_table(con, run, Path(scratch))
         con.execute("BEGIN TRANSACTION")
         try:
             exists = con.execute(
