@@ -5,8 +5,8 @@
 Runs ``python -m collectors trace TRACE --store S`` with ``--dry-run`` and with a commit
 into a store that already holds one run (``S`` is a fresh temporary store; the import
 of TRACE2 that fills it is not timed). ``duckdb floor``: a fresh process that only
-imports duckdb, opens such a store and inserts TRACE's spooled Parquet files and its runs
-row in one transaction - the least any importer that commits these rows to DuckDB pays,
+imports duckdb, opens such a store and inserts TRACE's tables from Parquet files and its
+runs row in one transaction - the least any importer that commits these rows to DuckDB pays,
 on top of reading the trace. ``--before DIR`` (repeatable): a checkout of another commit
 (``git archive REV | tar -x -C DIR``, with a ``.venv`` link), timed interleaved with this
 tree so that all see the same load; its rows are named after DIR. CPU is the child's user
@@ -54,7 +54,8 @@ def spooled(trace: Path, into: Path) -> list[str]:
     result = ingest_traces([trace], log=logging.getLogger("cli_startup"))
     now = utc_now_iso()
     run = RunRecord("floor", "trace", "h", now, now)
-    entry = write_spool(Bundle(run, result.tables), into)
+    arrow = {name: t.to_arrow() for name, t in result.tables.items()}  # Parquet, as before
+    entry = write_spool(Bundle(run, arrow), into)
     return [f"{name}={entry / t['file']}" for name, t in read_manifest(entry)["tables"].items()
             if t["rows"]]  # fmt: skip
 

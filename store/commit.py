@@ -85,6 +85,24 @@ def _create_run_row_table(con: duckdb.DuckDBPyConnection, run: dict[str, Any], f
                 f"FROM read_json({string_literal(str(path))}, format = 'newline_delimited')")  # fmt: skip
 
 
+def _select_rows(entry: Path, info: dict[str, Any]) -> str:
+    """The SELECT of one spooled table's rows with the run id (store/bundle.py's formats).
+
+    Only checked text reaches the SQL: read_manifest verified the file is in the entry and
+    each JSON column is an identifier with one of store.bundle.SQL_TYPES; the table name
+    matched _IDENT. A JSON table is one object of column lists: unnest zips them into rows.
+    """
+    path = entry / info["file"]
+    if path.suffix != ".json":
+        return f"SELECT r.run_id, t.* FROM spool_run r, read_parquet({string_literal(str(path))}) t"
+    columns = info["columns"]
+    spec = ", ".join(f"{name}: '{sql_type}[]'" for name, sql_type in columns)
+    rows = ", ".join(f"unnest(t.{name}) AS {name}" for name, _ in columns)
+    return (f"SELECT r.run_id, {rows} FROM spool_run r, read_json({string_literal(str(path))}, "
+            f"columns = {{{spec}}}, format = 'unstructured', "
+            f"maximum_object_size = {path.stat().st_size + 1:d}) t")  # fmt: skip
+
+
 def commit_entry(
     loc: StoreLocation, entry: Path, timeout_s: float = DEFAULT_COMMIT_TIMEOUT_S
 ) -> CommitResult:
@@ -140,10 +158,7 @@ def _commit_once(
                 for name, info in manifest["tables"].items():
                     if info.get("rows") == 0:
                         continue  # nothing to insert; each statement costs ~5 ms
-                    # read_manifest checked the file is in the entry; name matched _IDENT
-                    rows = f"read_parquet({string_literal(str(entry / info['file']))})"
-                    con.execute(f"INSERT INTO {name} BY NAME "
-                                f"SELECT r.run_id, t.* FROM spool_run r, {rows} t")  # fmt: skip
+                    con.execute(f"INSERT INTO {name} BY NAME " + _select_rows(entry, info))
                 con.execute(
                     "INSERT INTO runs BY NAME SELECT *, now() AS committed_at FROM spool_run"
                 )

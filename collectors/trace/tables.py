@@ -1,4 +1,4 @@
-"""RankResults -> the trace_* tables (pyarrow), the --json summary, run info."""
+"""RankResults -> the trace_* tables (collectors/trace/table.py), --json summary, run info."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import numpy as np
 
 from collectors.trace import taxonomy
 from collectors.trace.analyze import KINDS, RankResult, meta_value
-from collectors.trace.arrow import _bools, _col, _dict_array, _from_rows, _strings
 from collectors.trace.npx import unique_sorted
+from collectors.trace.table import Column, Table
 from store.trace_vocab import COMM_SOURCES
 
 CATS = np.array(taxonomy.CATEGORIES, dtype=object)
@@ -47,8 +47,6 @@ def _base_ns(meta: dict[str, Any]) -> int:
 
 
 def build(results: list[RankResult], ranks: list[tuple[int, str]]) -> Built:
-    import pyarrow as pa
-
     rank_rows, step_rows, cat_rows, stat_parts, kernel_parts = [], [], [], [], []
     outside_parts, source_parts = [], []
     for res, (rank, source) in zip(results, ranks, strict=True):
@@ -89,13 +87,13 @@ def build(results: list[RankResult], ranks: list[tuple[int, str]]) -> Built:
         stat_parts.append(_kernel_stats(res, rank))
         kernel_parts.append(_kernels(res, rank))
     tables = {
-        "trace_ranks": _from_rows(rank_rows, _RANK_SCHEMA()),
-        "trace_steps": _from_rows(step_rows, _STEP_SCHEMA()),
-        "trace_step_categories": pa.concat_tables(cat_rows),
-        "trace_outside_categories": pa.concat_tables(outside_parts),
-        "trace_comm_sources": pa.concat_tables(source_parts),
-        "trace_kernel_stats": pa.concat_tables(stat_parts),
-        "trace_kernels": pa.concat_tables(kernel_parts, promote_options="permissive"),
+        "trace_ranks": Table.from_rows(rank_rows, _RANK_SCHEMA),
+        "trace_steps": Table.from_rows(step_rows, _STEP_SCHEMA),
+        "trace_step_categories": Table(cat_rows),
+        "trace_outside_categories": Table(outside_parts),
+        "trace_comm_sources": Table(source_parts),
+        "trace_kernel_stats": Table(stat_parts),
+        "trace_kernels": Table(kernel_parts),
     }
     return Built(tables, _summary(results, ranks, tables), _run_info(results, ranks))
 
@@ -109,40 +107,34 @@ def _str(v: Any) -> str | None:
 
 
 def _step_categories(res: RankResult, rank: int):
-    import pyarrow as pa
-
     sel = res.step >= 0
     key = res.step[sel] * len(CATS) + res.category[sel]
     uniq, inverse, calls = np.unique(key, return_inverse=True, return_counts=True)
     total = np.bincount(inverse, weights=res.dur[sel], minlength=len(uniq))
-    return pa.table({
-        "rank": _col(np.full(len(uniq), rank), pa.int32()),
-        "step": _col(uniq // len(CATS), pa.int32()),
-        "category": _strings(CATS[uniq % len(CATS)].tolist()),
-        "calls": _col(calls, pa.int64()),
-        "total_us": _col(total, pa.float64()),
-    })  # fmt: skip
+    return {
+        "rank": Column("int32", np.full(len(uniq), rank)),
+        "step": Column("int32", uniq // len(CATS)),
+        "category": Column("string", CATS[uniq % len(CATS)].tolist()),
+        "calls": Column("int64", calls),
+        "total_us": Column("double", total),
+    }  # fmt: skip
 
 
 def _outside_categories(res: RankResult, rank: int):
     """GPU events launched outside every step, per category (the page's "outside steps")."""
-    import pyarrow as pa
-
     sel = res.step < 0
     uniq, inverse, calls = np.unique(res.category[sel], return_inverse=True, return_counts=True)
     total = np.bincount(inverse.reshape(-1), weights=res.dur[sel], minlength=len(uniq))
-    return pa.table({
-        "rank": _col(np.full(len(uniq), rank), pa.int32()),
-        "category": _strings(CATS[uniq].tolist()),
-        "calls": _col(calls, pa.int64()),
-        "total_us": _col(total, pa.float64()),
-    })  # fmt: skip
+    return {
+        "rank": Column("int32", np.full(len(uniq), rank)),
+        "category": Column("string", CATS[uniq].tolist()),
+        "calls": Column("int64", calls),
+        "total_us": Column("double", total),
+    }  # fmt: skip
 
 
 def _comm_sources(res: RankResult, rank: int):
     """Collectives per (inside steps?, category, source), totalled over the rank."""
-    import pyarrow as pa
-
     sel = res.source >= 0
     n_src = len(SOURCES)
     key = ((res.step[sel] >= 0) * len(CATS) + res.category[sel]) * n_src + res.source[sel]
@@ -150,19 +142,17 @@ def _comm_sources(res: RankResult, rank: int):
     total = np.bincount(inverse.reshape(-1), weights=res.dur[sel], minlength=len(uniq))
     in_steps, rest = np.divmod(uniq, len(CATS) * n_src)
     cat, src = np.divmod(rest, n_src)
-    return pa.table({
-        "rank": _col(np.full(len(uniq), rank), pa.int32()),
-        "category": _strings(CATS[cat].tolist()),
-        "source": _strings(SOURCES[src].tolist()),
-        "in_steps": _bools(in_steps.astype(bool)),
-        "calls": _col(calls, pa.int64()),
-        "total_us": _col(total, pa.float64()),
-    })  # fmt: skip
+    return {
+        "rank": Column("int32", np.full(len(uniq), rank)),
+        "category": Column("string", CATS[cat].tolist()),
+        "source": Column("string", SOURCES[src].tolist()),
+        "in_steps": Column("bool", in_steps.astype(bool)),
+        "calls": Column("int64", calls),
+        "total_us": Column("double", total),
+    }  # fmt: skip
 
 
 def _kernel_stats(res: RankResult, rank: int):
-    import pyarrow as pa
-
     n_cat, n_dtype = len(CATS), max(len(res.dtype), 1)
     key = (res.name * n_cat + res.category) * n_dtype + res.dtype_of
     uniq, inverse, calls = np.unique(key, return_inverse=True, return_counts=True)
@@ -180,56 +170,55 @@ def _kernel_stats(res: RankResult, rank: int):
                       + res.step[sel])  # fmt: skip
     steps_seen = np.bincount(pairs // (int(res.step.max(initial=0)) + 1), minlength=m)
     names = res.raw.names
-    return pa.table({
-        "rank": _col(np.full(m, rank), pa.int32()),
-        "name": _strings([names[int(i)] for i in name_of]),
-        "category": _strings(CATS[cat_of].tolist()),
-        "dtype": _strings([res.dtype[int(i)] for i in dtype_of]),
-        "calls": _col(calls, pa.int64()),
-        "total_us": _col(total, pa.float64()),
-        "min_us": _col(lo, pa.float64()),
-        "max_us": _col(hi, pa.float64()),
-        "steps_seen": _col(steps_seen, pa.int32()),
-    })  # fmt: skip
+    return {
+        "rank": Column("int32", np.full(m, rank)),
+        "name": Column("string", [names[int(i)] for i in name_of]),
+        "category": Column("string", CATS[cat_of].tolist()),
+        "dtype": Column("string", [res.dtype[int(i)] for i in dtype_of]),
+        "calls": Column("int64", calls),
+        "total_us": Column("double", total),
+        "min_us": Column("double", lo),
+        "max_us": Column("double", hi),
+        "steps_seen": Column("int32", steps_seen),
+    }  # fmt: skip
 
 
 def _kernels(res: RankResult, rank: int):
-    import pyarrow as pa
-
     n = len(res.name)
     used, name_codes = np.unique(res.name, return_inverse=True) if n else (res.name, res.name)
     names = res.raw.names
-    return pa.table({
-        "rank": _col(np.full(n, rank), pa.int32()),
-        "step": _col(res.step, pa.int32(), res.step < 0),
-        "stream": _col(res.stream, pa.int64()),
-        "start_us": _col(res.start - res.trace_start_us, pa.float64()),
-        "dur_us": _col(res.dur, pa.float64()),
-        "name": _dict_array(np.asarray(name_codes).reshape(-1), [names[int(i)] for i in used]),
-        "category": _dict_array(res.category, list(taxonomy.CATEGORIES)),
-        "dtype": _dict_array(res.dtype_of, [d for d in res.dtype]),
-        "kind": _dict_array(res.kind, list(KINDS)),
-    })  # fmt: skip
+    return {
+        "rank": Column("int32", np.full(n, rank)),
+        "step": Column("int32", res.step, res.step < 0),
+        "stream": Column("int64", res.stream),
+        "start_us": Column("double", res.start - res.trace_start_us),
+        "dur_us": Column("double", res.dur),
+        "name": Column("string", np.asarray(name_codes).reshape(-1),
+                       dictionary=[names[int(i)] for i in used]),
+        "category": Column("string", res.category, dictionary=list(taxonomy.CATEGORIES)),
+        "dtype": Column("string", res.dtype_of, dictionary=[d for d in res.dtype]),
+        "kind": Column("string", res.kind, dictionary=list(KINDS)),
+    }  # fmt: skip
 
 
 def _summary(results, ranks, tables) -> dict[str, Any]:
     cats = tables["trace_step_categories"]
     by_cat = {c: {"calls": 0, "total_us": 0.0} for c in taxonomy.CATEGORIES}
-    for c, calls, total in zip(cats["category"].to_pylist(), cats["calls"].to_pylist(),
-                               cats["total_us"].to_pylist(), strict=True):  # fmt: skip
+    for c, calls, total in zip(cats.column("category"), cats.column("calls"),
+                               cats.column("total_us"), strict=True):  # fmt: skip
         by_cat[c]["calls"] += calls
         by_cat[c]["total_us"] += total
     outside = {c: {"calls": 0, "total_us": 0.0} for c in taxonomy.CATEGORIES}
     out_t = tables["trace_outside_categories"]
-    for c, calls, total in zip(out_t["category"].to_pylist(), out_t["calls"].to_pylist(),
-                               out_t["total_us"].to_pylist(), strict=True):  # fmt: skip
+    for c, calls, total in zip(out_t.column("category"), out_t.column("calls"),
+                               out_t.column("total_us"), strict=True):  # fmt: skip
         for bucket in (by_cat, outside):  # categories count every event once, steps or not
             bucket[c]["calls"] += calls
             bucket[c]["total_us"] += total
     sources: dict[str, dict[str, dict[str, float]]] = {}
     src_t = tables["trace_comm_sources"]
-    for c, src, calls, total in zip(src_t["category"].to_pylist(), src_t["source"].to_pylist(),
-                                    src_t["calls"].to_pylist(), src_t["total_us"].to_pylist(),
+    for c, src, calls, total in zip(src_t.column("category"), src_t.column("source"),
+                                    src_t.column("calls"), src_t.column("total_us"),
                                     strict=True):  # fmt: skip
         slot = sources.setdefault(c, {}).setdefault(src, {"calls": 0, "total_us": 0.0})
         slot["calls"] += calls
@@ -276,31 +265,20 @@ def _run_info(results: list[RankResult], ranks) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def _RANK_SCHEMA():  # noqa: N802 - schema factories keep pyarrow out of module import
-    import pyarrow as pa
+_RANK_SCHEMA = [
+    ("rank", "int32"), ("file", "string"), ("size_bytes", "int64"), ("partial", "bool"),
+    ("rank_source", "string"), ("world_size", "int32"), ("backend", "string"),
+    ("nccl_version", "string"), ("device_name", "string"), ("events_total", "int64"),
+    ("events_kept", "int64"), ("kernels", "int64"), ("has_gpu", "bool"), ("busy_us", "double"),
+    ("idle_us", "double"), ("span_us", "double"), ("comm_us", "double"),
+    ("exposed_comm_us", "double"), ("steps", "int32"), ("trace_start_ns", "int64"),
+    ("step_source", "string"), ("graph_launches", "int64"), ("graph_kernels", "int64"),
+    ("graph_moe_relabelled", "int64"), ("outside_calls", "int64"), ("outside_us", "double"),
+]  # fmt: skip
 
-    return pa.schema([
-        ("rank", pa.int32()), ("file", pa.string()), ("size_bytes", pa.int64()),
-        ("partial", pa.bool_()), ("rank_source", pa.string()), ("world_size", pa.int32()),
-        ("backend", pa.string()), ("nccl_version", pa.string()), ("device_name", pa.string()),
-        ("events_total", pa.int64()), ("events_kept", pa.int64()), ("kernels", pa.int64()),
-        ("has_gpu", pa.bool_()), ("busy_us", pa.float64()), ("idle_us", pa.float64()),
-        ("span_us", pa.float64()), ("comm_us", pa.float64()),
-        ("exposed_comm_us", pa.float64()), ("steps", pa.int32()),
-        ("trace_start_ns", pa.int64()), ("step_source", pa.string()),
-        ("graph_launches", pa.int64()), ("graph_kernels", pa.int64()),
-        ("graph_moe_relabelled", pa.int64()), ("outside_calls", pa.int64()),
-        ("outside_us", pa.float64()),
-    ])  # fmt: skip
-
-
-def _STEP_SCHEMA():  # noqa: N802
-    import pyarrow as pa
-
-    return pa.schema([
-        ("rank", pa.int32()), ("step", pa.int32()), ("name", pa.string()),
-        ("source", pa.string()), ("start_us", pa.float64()), ("wall_us", pa.float64()),
-        ("busy_us", pa.float64()), ("context_tokens", pa.int32()),
-        ("generation_tokens", pa.int32()), ("context_requests", pa.int32()),
-        ("generation_requests", pa.int32()),
-    ])  # fmt: skip
+_STEP_SCHEMA = [
+    ("rank", "int32"), ("step", "int32"), ("name", "string"), ("source", "string"),
+    ("start_us", "double"), ("wall_us", "double"), ("busy_us", "double"),
+    ("context_tokens", "int32"), ("generation_tokens", "int32"), ("context_requests", "int32"),
+    ("generation_requests", "int32"),
+]  # fmt: skip

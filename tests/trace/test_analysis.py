@@ -66,7 +66,7 @@ def test_h100_matches_reference_timeline_within_0_1_percent():
     res = ingest_traces([path])
     got = res.summary["per_rank"][0]
     # first analysed event (a kernel) at 1428625731622.25 us after baseTimeNanoseconds
-    assert res.tables["trace_ranks"].to_pylist()[0]["trace_start_ns"] == 1752839461731622250
+    assert res.tables["trace_ranks"].to_arrow().to_pylist()[0]["trace_start_ns"] == 1752839461731622250
     assert got["busy_us"] == pytest.approx(ref["busy_time"], rel=1e-3)
     assert got["idle_us"] == pytest.approx(ref["idle_time"], rel=1e-3)
     assert got["span_us"] == pytest.approx(ref["total_time"], rel=1e-3)
@@ -83,14 +83,14 @@ def test_h100_matches_reference_timeline_within_0_1_percent():
 ])  # fmt: skip
 def test_every_fixture(rel, source, n_steps, present):
     res = ingest_traces([fixture(rel)])
-    steps_t = res.tables["trace_steps"].to_pylist()
+    steps_t = res.tables["trace_steps"].to_arrow().to_pylist()
     assert len(steps_t) == n_steps and {s["source"] for s in steps_t} == {source}
     cats = {c for c, v in res.summary["categories"].items() if v["calls"]}
     assert present <= cats
     r = res.summary["per_rank"][0]
     assert 0 < r["busy_us"] <= r["span_us"] and r["idle_us"] >= 0
     kernels = res.tables["trace_kernels"]
-    assert kernels.num_rows == res.tables["trace_ranks"].to_pylist()[0]["kernels"]
+    assert kernels.num_rows == res.tables["trace_ranks"].to_arrow().to_pylist()[0]["kernels"]
 
 
 @pytest.mark.parametrize("rel", [
@@ -105,15 +105,16 @@ def test_skipping_cpu_ops_changes_nothing(rel, monkeypatch):
     monkeypatch.setattr(ingest, "read_trace", lambda p: reader.read_trace(p, all_cpu_ops=True))
     full = ingest_traces([path])
     assert lean.summary == full.summary
-    assert lean.tables["trace_kernel_stats"].equals(full.tables["trace_kernel_stats"])
+    assert lean.tables["trace_kernel_stats"].to_arrow().equals(
+        full.tables["trace_kernel_stats"].to_arrow())
 
 
 def test_mi300x_graph_kernels_land_in_the_step_and_tokens_parse():
     res = ingest_traces([fixture("tracelens/vllm_mi300x_prefilldecode_piecewise.json.gz")])
-    (step,) = res.tables["trace_steps"].to_pylist()
+    (step,) = res.tables["trace_steps"].to_arrow().to_pylist()
     assert (step["context_tokens"], step["generation_tokens"]) == (8155, 37)
     assert (step["context_requests"], step["generation_requests"]) == (9, 37)
-    steps_col = res.tables["trace_kernels"].column("step").to_pylist()
+    steps_col = res.tables["trace_kernels"].to_arrow().column("step").to_pylist()
     assert steps_col.count(0) >= 400  # kernels run ~150 ms after the CPU annotation closed
 
 
@@ -126,7 +127,7 @@ def test_sglang_step_ranges(tmp_path):
     doc["traceEvents"] = [e for e in doc["traceEvents"] if not e["name"].startswith("execute_")]
     path = tmp_path / "sglang.json"
     path.write_text(json.dumps(doc))
-    (step,) = ingest_traces([path]).tables["trace_steps"].to_pylist()
+    (step,) = ingest_traces([path]).tables["trace_steps"].to_arrow().to_pylist()
     assert step["source"] == "sglang" and step["name"] == "step[DECODE bs=32]"
 
 
@@ -135,10 +136,10 @@ def test_two_ranks_one_run_and_sendrecv_by_annotation():
         [fixture("hta/sampled_rank-1.json.gz"), fixture("hta/sampled_rank-0.json.gz")]
     )
     assert res.summary["ranks"] == [0, 1] and res.summary["steps"] == 2
-    ranks = res.tables["trace_ranks"].to_pylist()
+    ranks = res.tables["trace_ranks"].to_arrow().to_pylist()
     assert [r["rank_source"] for r in ranks] == ["distributedInfo"] * 2
     assert ranks[0]["world_size"] == 128 and ranks[0]["backend"] == "nccl"
-    stats = res.tables["trace_kernel_stats"].to_pylist()
+    stats = res.tables["trace_kernel_stats"].to_arrow().to_pylist()
     sendrecv = {(s["category"], s["dtype"]) for s in stats if "SendRecv" in s["name"]}
     # the CPU-side nccl:all_to_all annotation makes SendRecv an all_to_all
     assert ("all_to_all", "i8") in sendrecv
@@ -155,7 +156,7 @@ def _comm_trace(tmp_path, annotate: bool, coll_arg: str | None = None):
     b.kernel("ncclKernel_Broadcast_RING_LL_Sum_int8_t(ncclDevComm*)", 130.0, 220.0, 5.0)
     b.kernel("ncclDevKernel_AllReduce_Sum_f8e4m3_RING_LL", 140.0, 230.0, 5.0, dtype="Float8_e4m3fn")
     b.kernel("nvjet_tst_128x64_64x4_1x2_h_bz_TNT", 150.0, 205.0, 20.0)
-    stats = ingest_traces([b.write(tmp_path / "c.json")]).tables["trace_kernel_stats"].to_pylist()
+    stats = ingest_traces([b.write(tmp_path / "c.json")]).tables["trace_kernel_stats"].to_arrow().to_pylist()
     return {s["name"].split("(")[0]: (s["category"], s["dtype"]) for s in stats}
 
 
@@ -171,16 +172,16 @@ def test_sendrecv_is_all_to_all_only_when_something_says_so(tmp_path):
 
 def test_exposed_comm_and_per_step_categories(tmp_path):
     res = ingest_traces([decode_step_trace(tmp_path / "d_rank0.json")])
-    r = res.tables["trace_ranks"].to_pylist()[0]
+    r = res.tables["trace_ranks"].to_arrow().to_pylist()[0]
     # per step: gemm 20-70, attention 75-105, allreduce 110-150 -> 40 us exposed
     assert r["comm_us"] == pytest.approx(120) and r["exposed_comm_us"] == pytest.approx(120)
     assert r["busy_us"] == pytest.approx(3 * 120) and r["span_us"] == pytest.approx(3 * 130)
     cats = res.summary["categories"]
     assert cats["allreduce"] == {"calls": 3, "total_us": 120.0}
-    by_step = res.tables["trace_step_categories"].to_pylist()
+    by_step = res.tables["trace_step_categories"].to_arrow().to_pylist()
     assert {(c["step"], c["category"], c["calls"]) for c in by_step if c["category"] == "gemm"} == {
         (0, "gemm", 1), (1, "gemm", 1), (2, "gemm", 1)}  # fmt: skip
-    tokens = [s["generation_tokens"] for s in res.tables["trace_steps"].to_pylist()]
+    tokens = [s["generation_tokens"] for s in res.tables["trace_steps"].to_arrow().to_pylist()]
     assert tokens == [8, 9, 10]
 
 
@@ -196,11 +197,11 @@ def test_cpu_only_trace_from_a_real_profiler_run(tmp_path):
     path = tmp_path / "cpu_rank0.json"
     prof.export_chrome_trace(str(path))
     res = ingest_traces([path])
-    (rank,) = res.tables["trace_ranks"].to_pylist()
+    (rank,) = res.tables["trace_ranks"].to_arrow().to_pylist()
     assert rank["has_gpu"] is False and rank["kernels"] == 0 and rank["busy_us"] > 0
     cats = {c for c, v in res.summary["categories"].items() if v["calls"]}
     assert {"gemm", "norm", "cast_quant"} <= cats
-    kinds = set(res.tables["trace_kernels"].column("kind").to_pylist())
+    kinds = set(res.tables["trace_kernels"].to_arrow().column("kind").to_pylist())
     assert kinds == {"cpu_op"}
 
 
@@ -214,7 +215,7 @@ def test_ranks_from_file_names_then_order(tmp_path, caplog):
         res = ingest_traces([b, a])
     assert res.summary["ranks"] == [0, 2]
     sources = {r["file"].rsplit("/", 1)[-1]: r["rank_source"]
-               for r in res.tables["trace_ranks"].to_pylist()}  # fmt: skip
+               for r in res.tables["trace_ranks"].to_arrow().to_pylist()}  # fmt: skip
     assert sources == {"x_rank2.json": "filename", "y.json": "order"}
     assert any("assumed rank 0" in w for w in res.warnings)
 
@@ -229,7 +230,7 @@ def test_duplicate_ranks_name_both_files(tmp_path):
 def test_partial_tmp_is_marked(truncated_tmp):
     res = ingest_traces([truncated_tmp])
     assert res.partial and res.summary["partial"] and "ended early" in res.message
-    assert res.tables["trace_ranks"].to_pylist()[0]["partial"] is True
+    assert res.tables["trace_ranks"].to_arrow().to_pylist()[0]["partial"] is True
 
 
 def test_benchmark_generator_output_ingests(tmp_path):
@@ -240,7 +241,7 @@ def test_benchmark_generator_output_ingests(tmp_path):
     n_steps = generate(path, size_mb=2, layers=2)
     res = ingest_traces([path])
     assert res.summary["steps"] == n_steps and not res.partial
-    stats = res.tables["trace_kernel_stats"].to_pylist()
+    stats = res.tables["trace_kernel_stats"].to_arrow().to_pylist()
     assert {(s["category"], s["dtype"]) for s in stats if s["category"] == "allreduce"} == {
         ("allreduce", "bf16")}  # fmt: skip
     assert {"gemm", "attention", "moe", "norm"} <= {s["category"] for s in stats}
@@ -252,7 +253,7 @@ def test_unannotated_trace_splits_steps_at_idle_gaps(tmp_path):
         for i in range(4):
             b.kernel("nvjet_tst_128x64_64x4_1x2_h_bz_TNT", start + i, start + 10 + 20 * i, 15.0)
     res = ingest_traces([b.write(tmp_path / "g.json")])
-    steps_t = res.tables["trace_steps"].to_pylist()
+    steps_t = res.tables["trace_steps"].to_arrow().to_pylist()
     assert [(s["source"], s["name"]) for s in steps_t] == [("gap", "gap#0"), ("gap", "gap#1")]
     assert [s["wall_us"] for s in steps_t] == [75.0, 75.0]
     r = res.summary["per_rank"][0]

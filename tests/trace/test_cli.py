@@ -161,9 +161,11 @@ def test_dry_run_imports_only_the_trace_path(tmp_path):
     assert out.stdout.split() == ["0"], out.stdout + out.stderr
 
 
-def test_a_committed_import_never_loads_pandas(tmp_path):
+def test_a_committed_small_import_never_loads_pandas_or_pyarrow(tmp_path):
     """Start-up cost (issue 12): pandas costs ~0.35 s to import, and duckdb loads it for any
-    bound Python value; the commit reads every value from files instead (store/commit.py)."""
+    bound Python value; the commit reads every value from files instead (store/commit.py).
+    A small trace's tables are spooled as JSON straight from numpy (store/bundle.py), so
+    neither process imports pyarrow (~40 ms with pyarrow.parquet) either."""
     import subprocess
     import sys
 
@@ -183,7 +185,8 @@ def test_a_committed_import_never_loads_pandas(tmp_path):
         assert out.stdout.split() == ["0", "False", "False"], out.stdout + out.stderr
         imported = {line.rsplit("|", 1)[-1].strip() for line in out.stderr.splitlines()
                     if line.startswith("import time:")}  # fmt: skip
-        assert "duckdb" in imported and "pandas" not in imported, sorted(imported)
+        assert "duckdb" in imported and "numpy" in imported, sorted(imported)
+        assert not {m.split(".")[0] for m in imported} & {"pandas", "pyarrow"}, sorted(imported)
     ((run_id, args),) = query(store, "SELECT run_id, args FROM runs")
     assert run_id.startswith("trace-") and json.loads(args)["paths"] == [str(trace)]
     assert query(store, "SELECT count(*) FROM trace_kernels WHERE run_id = ?", [run_id]) == [(434,)]

@@ -19,7 +19,7 @@ from tests.trace.synth import AR, GEMM, SILU, moe_layer_trace
 
 def _kernels(path: Path) -> list[tuple[str, str, str | None, float]]:
     tables = ingest_traces([path]).tables
-    t = tables["trace_kernels"]
+    t = tables["trace_kernels"].to_arrow()
     return list(zip(t["name"].to_pylist(), t["category"].to_pylist(), t["dtype"].to_pylist(),
                     t["start_us"].to_pylist(), strict=True))  # fmt: skip
 

@@ -201,7 +201,7 @@ def test_cpu_only_profile_run_has_its_anatomy(tmp_path):
 ])  # fmt: skip
 def test_real_traces_count_every_gpu_event_once(rel):
     res = ingest_traces([fixture(rel)])
-    s, t = res.summary, res.tables
+    s, t = res.summary, {name: table.to_arrow() for name, table in res.tables.items()}
     assert sum(v["calls"] for v in s["categories"].values()) == s["gpu_events"] > 0
     in_steps = sum(t["trace_step_categories"]["calls"].to_pylist())
     outside = sum(t["trace_outside_categories"]["calls"].to_pylist())
@@ -221,6 +221,6 @@ def test_mi300x_full_graph_is_a_graph_run():
     in_graph = sum(1 for e in doc["traceEvents"] if e.get("cat") in ("kernel", "gpu_memcpy",
                    "gpu_memset") and e["args"].get("correlation") in launches)  # fmt: skip
     res = ingest_traces([path])
-    rank = res.tables["trace_ranks"].to_pylist()[0]
+    rank = res.tables["trace_ranks"].to_arrow().to_pylist()[0]
     assert res.summary["graph_mode"] is True
     assert (rank["graph_launches"], rank["graph_kernels"]) == (len(launches), in_graph) != (0, 0)
