@@ -5,11 +5,12 @@ A bundle is one run's metadata plus typed tables. It is written to the spool as 
 spool entry is either complete or absent. Tables never carry ``run_id``: the commit adds
 it, so one run id cannot disagree with itself.
 
-A table file is Parquet, or JSON for a small table that offers its typed columns
-(``spool_columns()``, collectors/trace/table.py): one object of column lists, written with
-orjson from numpy, its SQL types in the manifest. That spares a small import pyarrow's
-import (~40 ms with pyarrow.parquet); DuckDB reads such a file as fast as the Parquet one
-(benchmarks/spool_format.py). JSON has no NaN or infinity, so those tables stay Parquet.
+A table file is Parquet, or JSON when every table of the bundle is small and offers its
+typed columns (``spool_columns()``, collectors/trace/table.py): one object of column lists,
+written with orjson from numpy, its SQL types in the manifest. That spares a small import
+pyarrow's import (~45 ms with pyarrow.parquet, after numpy); up to JSON_MAX_ROWS rows the
+JSON costs less than that (benchmarks/spool_format.py). JSON has no NaN or infinity, so a
+table holding one stays Parquet.
 """
 
 from __future__ import annotations
@@ -27,7 +28,9 @@ from typing import Any
 
 BUNDLE_FORMAT = 1  # Parquet tables only
 BUNDLE_FORMAT_JSON = 2  # some tables as JSON columns (an older reader sets it aside, unread)
-JSON_MAX_ROWS = 20_000  # larger tables are spooled as Parquet (benchmarks/spool_format.py)
+# Up to this many rows a table's JSON costs less than the pyarrow import it spares: 1,707
+# kernel rows +5 ms, 10,242 +39 ms, 20,484 +88 ms against 47 ms (benchmarks/spool_format.py).
+JSON_MAX_ROWS = 10_000
 SQL_TYPES = ("BOOLEAN", "INTEGER", "BIGINT", "DOUBLE", "VARCHAR")  # of a JSON table's columns
 DEFAULT_COMMIT_TIMEOUT_S = 30.0  # how long a commit retries while the store is busy
 CORRUPT_DIR = "corrupt"
@@ -115,10 +118,9 @@ def _to_arrow(table: Any) -> Any:
 
 
 def _json_columns(table: Any) -> tuple[bytes, list[list[str]]] | None:
-    """The JSON file and ``[[column, SQL type], ...]`` of a small table that offers its
-    typed columns; None for any other table (it is spooled as Parquet)."""
-    offer = getattr(table, "spool_columns", None)
-    if offer is None or len(table) > JSON_MAX_ROWS or (columns := offer()) is None:
+    """The JSON file and ``[[column, SQL type], ...]`` of a table that offers its typed
+    columns; None when it cannot give them exactly (it is spooled as Parquet)."""
+    if (columns := table.spool_columns()) is None:
         return None
     import orjson
 
@@ -139,10 +141,13 @@ def write_spool(bundle: Bundle, spool_dir: Path) -> Path:
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     tables = {}
+    # JSON only when no table needs Parquet: once pyarrow is imported, Parquet is cheaper
+    small = all(hasattr(t, "spool_columns") and len(t) <= JSON_MAX_ROWS
+                for t in bundle.tables.values())  # fmt: skip
     for name, table in bundle.tables.items():
         if not _TABLE_NAME.match(name):
             raise ValueError(f"bad bundle table name {name!r}")
-        if (as_json := _json_columns(table)) is not None:
+        if small and (as_json := _json_columns(table)) is not None:
             data, columns = as_json
             if any(c == "run_id" for c, _ in columns):
                 raise ValueError(f"bundle table {name} must not carry run_id; the commit adds it")
