@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import socket
 import sys
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -19,13 +21,51 @@ from store import __version__ as STEPSCOPE_VERSION
 
 
 def _package_version(name: str) -> str | None:
-    # importlib.metadata imports the email package (~20 ms): only when a version is asked for
-    from importlib import metadata
+    """The installed version of distribution ``name``: the ``Version`` header of the first
+    ``<name>-*.dist-info/METADATA`` (or ``.egg-info`` PKG-INFO) along ``sys.path``, which is
+    where ``importlib.metadata.version`` finds it. Read directly because importing
+    importlib.metadata pulls in the email package: ~30 ms of the environment snapshot, which
+    is on a small import's critical path (issue 12). tests/collectors/test_env.py checks it
+    against importlib.metadata for every installed distribution."""
+    want = _normalized(name)
+    for folder in sys.path:
+        for entry in _listing(folder or "."):
+            stem, _, suffix = entry.rpartition(".")
+            if suffix not in ("dist-info", "egg-info") or _normalized(stem.split("-")[0]) != want:
+                continue
+            if (version := _version_header(Path(folder or ".", entry), suffix)) is not None:
+                return version
+    return None
 
+
+def _normalized(name: str) -> str:
+    """PEP 503: runs of ``-``, ``_`` and ``.`` are one ``-``; case is ignored."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+@cache
+def _listing(folder: str) -> tuple[str, ...]:
     try:
-        return metadata.version(name)
-    except metadata.PackageNotFoundError:
+        return tuple(os.listdir(folder))
+    except OSError:  # a zip on sys.path, or a folder that is gone
+        return ()
+
+
+def _version_header(path: Path, suffix: str) -> str | None:
+    """The ``Version:`` header of a metadata file (headers end at the first blank line)."""
+    meta = path / "METADATA" if suffix == "dist-info" else path
+    if suffix == "egg-info" and path.is_dir():
+        meta = path / "PKG-INFO"
+    try:
+        with meta.open(encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if not line.strip():
+                    break
+                if line.startswith("Version:"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
         return None
+    return None
 
 
 def _os_name() -> str:
