@@ -95,9 +95,9 @@ def _select_rows(entry: Path, info: dict[str, Any]) -> str:
     path = entry / info["file"]
     if path.suffix != ".json":
         return f"SELECT r.run_id, t.* FROM spool_run r, read_parquet({string_literal(str(path))}) t"
-    columns = info["columns"]
-    spec = ", ".join(f"{name}: '{sql_type}[]'" for name, sql_type in columns)
-    rows = ", ".join(f"unnest(t.{name}) AS {name}" for name, _ in columns)
+    columns = info["columns"]  # names quoted all the same: a column may be a keyword
+    spec = ", ".join(f"'{name}': '{sql_type}[]'" for name, sql_type in columns)
+    rows = ", ".join(f'unnest(t."{name}") AS "{name}"' for name, _ in columns)
     return (f"SELECT r.run_id, {rows} FROM spool_run r, read_json({string_literal(str(path))}, "
             f"columns = {{{spec}}}, format = 'unstructured', "
             f"maximum_object_size = {path.stat().st_size + 1:d}) t")  # fmt: skip

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import duckdb
 import numpy as np
 import pytest
 
@@ -12,7 +13,7 @@ from collectors.trace.ingest import ingest_traces
 from collectors.trace.table import Column, Table
 from store import bundle as bundle_mod
 from store.bundle import Bundle, CorruptBundle, RunRecord, read_manifest, utc_now_iso, write_spool
-from store.commit import commit_entry, flush
+from store.commit import _select_rows, commit_entry, flush
 from store.connect import connection
 from store.location import StoreLocation, resolve
 from tests.helpers import FIXTURES
@@ -57,6 +58,15 @@ def _steps(names: list[str | None], wall: list[float]) -> Table:
     n = len(names)
     return Table([{"rank": Column("int32", np.zeros(n)), "step": Column("int32", np.arange(n)),
                    "name": Column("string", names), "wall_us": Column("double", wall)}])  # fmt: skip
+
+
+def test_a_column_named_like_a_keyword(tmp_path: Path) -> None:
+    """Column names go into the commit's SQL quoted: ``order`` is a keyword."""
+    (tmp_path / "t.json").write_bytes(b'{"order": [7, 8]}')
+    info = {"file": "t.json", "columns": [["order", "INTEGER"]]}
+    with duckdb.connect() as con:
+        con.execute("CREATE TEMP TABLE spool_run AS SELECT 'r' AS run_id")
+        assert con.execute(_select_rows(tmp_path, info)).fetchall() == [("r", 7), ("r", 8)]
 
 
 def test_strings_that_look_like_dates_or_numbers_stay_strings(loc: StoreLocation) -> None:
