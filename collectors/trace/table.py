@@ -97,10 +97,6 @@ class Table:
                 part[name] = Column(typ, np.array(filled, dtype=_NUMPY[typ]), null)
         return cls([part])
 
-    @classmethod
-    def concat(cls, tables: list[Table]) -> Table:
-        return cls([p for t in tables for p in t.parts])
-
     def column(self, name: str) -> list[Any]:
         """One column's values across all parts, as Python objects."""
         return [v for p in self.parts for v in p[name].python()]
