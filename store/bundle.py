@@ -125,7 +125,7 @@ def _json_columns(table: Any) -> tuple[bytes, list[list[str]]] | None:
     import orjson
 
     types = [[name, sql_type] for name, (sql_type, _) in columns.items()]
-    if any(not _TABLE_NAME.match(n) or t not in SQL_TYPES for n, t in types):
+    if not _valid_columns(types):  # what read_manifest would refuse (run_id: Parquet's check)
         return None
     values = {name: v for name, (_, v) in columns.items()}
     return orjson.dumps(values, option=orjson.OPT_SERIALIZE_NUMPY), types
@@ -149,8 +149,6 @@ def write_spool(bundle: Bundle, spool_dir: Path) -> Path:
             raise ValueError(f"bad bundle table name {name!r}")
         if small and (as_json := _json_columns(table)) is not None:
             data, columns = as_json
-            if any(c == "run_id" for c, _ in columns):
-                raise ValueError(f"bundle table {name} must not carry run_id; the commit adds it")
             path = tmp / f"{name}.json"
             path.write_bytes(data)
             tables[name] = {"file": path.name, "rows": len(table), "columns": columns}
