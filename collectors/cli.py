@@ -123,6 +123,19 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def single_threaded_blas() -> None:
+    """One OpenBLAS thread for numpy in this process and its children, unless the user set
+    ``OPENBLAS_NUM_THREADS``.
+
+    numpy's bundled OpenBLAS starts a thread per core when numpy is imported (numpy issue
+    #29193: 1.28 CPU s for ``import numpy`` on a many-core host, 0.05 s with one thread);
+    here it is 25 ms of a small trace's import (issue 12). Import verbs never call BLAS
+    (sorting, searching and grouping only), so they lose nothing. Measuring verbs are left
+    as they are: torch may use OpenBLAS for CPU work (on aarch64 hosts).
+    """
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
 def _verb_named(argv: list[str]) -> str | None:
     """The verb of a command line (the top-level parser takes no option values, so it is
     the first word that is not an option), or None."""
@@ -139,6 +152,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     log = setup_logging(args.log_format, verb.name, args.verbose)
+    if not verb.measures:
+        single_threaded_blas()
     from collectors.context import Context  # after logging is set up
 
     ctx: Context | None = None

@@ -9,63 +9,14 @@ from __future__ import annotations
 
 import os
 import platform
-import re
 import socket
 import sys
-from functools import cache
 from pathlib import Path
 from typing import Any
 
 from collectors import nvml
 from store import __version__ as STEPSCOPE_VERSION
-
-
-def _package_version(name: str) -> str | None:
-    """The installed version of distribution ``name``: the ``Version`` header of the first
-    ``<name>-*.dist-info/METADATA`` (or ``.egg-info`` PKG-INFO) along ``sys.path``, which is
-    where ``importlib.metadata.version`` finds it. Read directly because importing
-    importlib.metadata pulls in the email package: ~30 ms of the environment snapshot, which
-    is on a small import's critical path (issue 12). tests/collectors/test_env.py checks it
-    against importlib.metadata for every installed distribution."""
-    want = _normalized(name)
-    for folder in sys.path:
-        for entry in _listing(folder or "."):
-            stem, _, suffix = entry.rpartition(".")
-            if suffix not in ("dist-info", "egg-info") or _normalized(stem.split("-")[0]) != want:
-                continue
-            if (version := _version_header(Path(folder or ".", entry), suffix)) is not None:
-                return version
-    return None
-
-
-def _normalized(name: str) -> str:
-    """PEP 503: runs of ``-``, ``_`` and ``.`` are one ``-``; case is ignored."""
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
-@cache
-def _listing(folder: str) -> tuple[str, ...]:
-    try:
-        return tuple(os.listdir(folder))
-    except OSError:  # a zip on sys.path, or a folder that is gone
-        return ()
-
-
-def _version_header(path: Path, suffix: str) -> str | None:
-    """The ``Version:`` header of a metadata file (headers end at the first blank line)."""
-    meta = path / "METADATA" if suffix == "dist-info" else path
-    if suffix == "egg-info" and path.is_dir():
-        meta = path / "PKG-INFO"
-    try:
-        with meta.open(encoding="utf-8", errors="replace") as f:
-            for line in f:
-                if not line.strip():
-                    break
-                if line.startswith("Version:"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        return None
-    return None
+from store.packages import package_version
 
 
 def _os_name() -> str:
@@ -114,7 +65,7 @@ def _nccl_and_cuda() -> tuple[str | None, str | None]:
             nccl = None
     if nccl is None:
         for pkg in ("nvidia-nccl-cu13", "nvidia-nccl-cu12", "nvidia-nccl-cu11"):
-            if version := _package_version(pkg):
+            if version := package_version(pkg):
                 nccl = version
                 break
     return nccl, cuda
@@ -133,13 +84,13 @@ def snapshot() -> dict[str, Any]:
         "cpu_count": _cpu_count(),
         "mem_bytes": _mem_bytes(),
         "python": platform.python_version(),
-        "torch": _package_version("torch"),
+        "torch": package_version("torch"),
         "nccl": nccl,
         "cuda": cuda,
         "cuda_driver": None,
         "gpu_model": None,
         "gpu_count": 0,
-        "vllm": _package_version("vllm"),
+        "vllm": package_version("vllm"),
         "stepscope_version": STEPSCOPE_VERSION,
         "gpus": [],
     }

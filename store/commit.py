@@ -27,7 +27,7 @@ from store.bundle import (
     pending_entries,
     read_manifest,
 )
-from store.connect import connection
+from store.connect import writer
 from store.errors import StoreBusy, StoreError
 from store.location import StoreLocation
 from store.retry import retry
@@ -137,7 +137,7 @@ def _commit_once(
     """
     run = manifest["run"]
     with tempfile.TemporaryDirectory(prefix="stepscope-commit-") as scratch, \
-            connection(loc, read_only=False, timeout_s=timeout_s) as con:  # fmt: skip
+            writer(loc, timeout_s=timeout_s) as con:  # fmt: skip
         migrate.upgrade(con)
         known = _store_tables(con)
         for name in manifest["tables"]:

@@ -105,3 +105,38 @@ def test_import_verb_runs_without_the_cyclic_gc(store_path: Path) -> None:
     lines = done.stdout.splitlines()
     assert json.loads(lines[0])["committed"] is True
     assert lines[-1] == "gc enabled: False"
+
+
+# Runs `python -m collectors` as the CLI does, then reports numpy's BLAS threads at exit.
+_BLAS_AT_EXIT = (
+    "import atexit, os, runpy, sys\n"
+    "atexit.register(lambda: print('blas', os.environ.get('OPENBLAS_NUM_THREADS'),\n"
+    "    'numpy' in sys.modules, len(os.listdir('/proc/self/task'))))\n"
+    "sys.argv = ['collectors', *sys.argv[1:]]\n"
+    "runpy.run_module('collectors', run_name='__main__')\n"
+)
+
+
+def test_an_import_verb_starts_no_blas_threads_unless_the_user_asked(store_path: Path) -> None:
+    """numpy's OpenBLAS would start a thread per core at import (collectors/cli.py
+    single_threaded_blas): an import verb runs on its one thread, a user's setting stays."""
+    import subprocess
+    import sys
+
+    from tests.helpers import FIXTURES, ROOT
+
+    trace = FIXTURES / "traces" / "tracelens" / "vllm_mi300x_decode_fullgraph_bs32.json.gz"
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS",
+                                                            "OMP_NUM_THREADS")}  # fmt: skip
+    env.update(PYTHONPATH=str(ROOT), STEPSCOPE_STORE=str(store_path))
+    for users, expect in ((None, "1"), ("2", "2")):
+        if users:
+            env["OPENBLAS_NUM_THREADS"] = users
+        done = subprocess.run([sys.executable, "-c", _BLAS_AT_EXIT, "trace", "--dry-run",
+                               str(trace)], env=env, capture_output=True, text=True,
+                              timeout=120)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        word, value, numpy_loaded, threads = done.stdout.splitlines()[-1].split()
+        assert (word, value, numpy_loaded) == ("blas", expect, "True")
+        if users is None:
+            assert threads == "1"

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import duckdb
@@ -135,6 +137,37 @@ def test_failed_insert_rolls_back_the_whole_run(loc: StoreLocation) -> None:
     assert count(loc, "SELECT count(*) FROM runs") == 0
     assert count(loc, "SELECT count(*) FROM host_gpus") == 0
     assert entry.exists()
+
+
+def _attached_databases() -> set[str]:
+    rows = duckdb.default_connection().execute("SELECT database_name FROM duckdb_databases()")
+    return {r[0] for r in rows.fetchall()} - {"memory", "system", "temp"}
+
+
+_WRITE_AT_ONCE = """
+import sys, duckdb
+con = duckdb.connect(sys.argv[1])
+con.execute("CREATE TABLE other_writer AS SELECT 1 AS x")
+print(con.execute("SELECT count(*) FROM runs").fetchone()[0])
+"""
+
+
+def test_a_commit_releases_the_store_whether_it_succeeds_or_fails(loc: StoreLocation) -> None:
+    """The commit attaches the store to this process's own database (store/connect.py
+    ``writer``): after each commit, failed or not, it is detached and its file lock gone,
+    so another process opens it read-write at once, with no retry."""
+    for gpus in (1, 2):
+        assert commit_entry(loc, write_spool(host_bundle(gpus=gpus), loc.spool_dir)).inserted
+        assert _attached_databases() == set()
+    bad = host_bundle(gpus=1)
+    bad.tables["host_gpus"]["gpu_index"] = ["not-an-int"]
+    with pytest.raises(duckdb.Error):
+        commit_entry(loc, write_spool(bad, loc.spool_dir))
+    assert _attached_databases() == set()
+    other = subprocess.run([sys.executable, "-c", _WRITE_AT_ONCE, str(loc.path)],
+                           capture_output=True, text=True)  # fmt: skip
+    assert other.returncode == 0, other.stderr
+    assert other.stdout.split() == ["2"]
 
 
 def test_reader_sees_new_commits_and_caches_on_data_version(loc: StoreLocation) -> None:
