@@ -14,7 +14,7 @@ from contextlib import contextmanager
 import duckdb
 
 from store.errors import StoreBusy, StoreError, StoreMissing, is_lock_conflict
-from store.location import StoreLocation
+from store.location import StoreLocation, check_duckdb_file
 from store.retry import retry
 from store.sql import string_literal
 from store.turnstile import take_turn
@@ -39,6 +39,7 @@ def _open_once(
     assert loc.path is not None
     if read_only and not loc.path.exists():
         raise StoreMissing(f"no store at {loc.path} yet: run a collector first")
+    check_duckdb_file(loc.path)
     if not read_only:
         loc.path.parent.mkdir(parents=True, exist_ok=True)
     if attach:

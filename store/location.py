@@ -97,6 +97,7 @@ def check_usable(loc: StoreLocation) -> None:
         if loc.path.is_dir():
             raise StoreError(f"store {loc.path} is a directory; give a file path such as "
                              f"{loc.path / 'stepscope.duckdb'}")  # fmt: skip
+        check_duckdb_file(loc.path)
         try:
             loc.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -107,3 +108,28 @@ def check_usable(loc: StoreLocation) -> None:
         loc.spool_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise StoreError(f"spool {loc.spool_dir}: cannot create it ({exc.strerror})") from None
+
+
+# duckdb/src/storage/magic_bytes.cpp (CheckMagicBytes): a database file has "DUCK" at
+# MainHeader::MAGIC_BYTE_OFFSET, right after the header's 8-byte checksum.
+_DUCKDB_MAGIC = (8, b"DUCK")
+
+
+def check_duckdb_file(path: Path) -> None:
+    """Raise StoreError when ``path`` exists and is not a DuckDB database file.
+
+    DuckDB 1.5 opens any other file it can read (a CSV, a Parquet or JSON file) as an
+    in-memory database of views over it: a commit there would succeed, keep nothing, and
+    the run would leave the spool. A file that cannot be read is left to DuckDB's error.
+    """
+    from store.errors import StoreError
+
+    offset, magic = _DUCKDB_MAGIC
+    try:
+        with open(path, "rb") as f:
+            head = f.read(offset + len(magic))
+    except OSError:
+        return  # absent (a new store), a folder, or unreadable: said elsewhere
+    if head[offset:] != magic:
+        raise StoreError(f"store {path} is not a DuckDB database file: give the path of a "
+                         "Stepscope store, or a new file name to create one")  # fmt: skip

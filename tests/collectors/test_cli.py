@@ -76,6 +76,23 @@ def test_store_path_that_is_a_directory_is_one_clear_line(tmp_path: Path) -> Non
     assert str(bad) in result.stderr
 
 
+def test_store_path_that_is_a_csv_file_is_one_clear_line(tmp_path: Path) -> None:
+    """DuckDB 1.5 would open a CSV as an in-memory database of views, so a commit there
+    would keep nothing (store/location.py check_duckdb_file)."""
+    from tests.helpers import FIXTURES
+
+    csv = tmp_path / "runs.csv"
+    csv.write_text("run_id,verb\nr1,host\n")
+    trace = FIXTURES / "traces" / "tracelens" / "vllm_mi300x_decode_fullgraph_bs32.json.gz"
+    for args in (("host",), ("trace", str(trace)), ("flush",)):
+        result = run_cli(csv, *args)
+        assert result.code == 1, args
+        lines = [line for line in result.stderr.splitlines() if line.strip()]
+        assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+        assert f"store {csv} is not a DuckDB database file" in lines[0]
+    assert csv.read_text() == "run_id,verb\nr1,host\n"
+
+
 def test_flush_with_nothing_pending(store_path: Path) -> None:
     result = run_cli(store_path, "flush", "--json")
     assert result.code == 0 and result.json["committed"] == []

@@ -126,3 +126,27 @@ def test_reader_of_a_busy_store_waits_instead_of_failing(store_path: Path) -> No
     out, err = proc.communicate(timeout=60)
     res = json.loads(out)
     assert res["errors"] == 0 and res["reads"] > 0, (res, err)
+
+
+@pytest.mark.parametrize(
+    "content", [b"run_id,verb\nr1,host\n", b"PAR1" + bytes(60), b""], ids=["csv", "parquet", "empty"]
+)
+def test_a_store_path_that_is_another_kind_of_file_keeps_the_run_in_the_spool(
+    tmp_path: Path, content: bytes
+) -> None:
+    """A CSV, a Parquet file or an empty file where the store should be: the commit says
+    so, the run stays in the spool and the file is untouched (DuckDB would open the first
+    two as in-memory views, and a commit there would keep nothing)."""
+    from store.connect import connection
+    from store.errors import StoreError
+
+    loc = resolve(tmp_path / "store.duckdb")
+    entry = write_spool(host_bundle(gpus=1), loc.spool_dir)
+    assert loc.path is not None
+    loc.path.write_bytes(content)
+    with pytest.raises(StoreError, match="is not a DuckDB database file"):
+        commit_entry(loc, entry)
+    with pytest.raises(StoreError, match="is not a DuckDB database file"), \
+            connection(loc, read_only=True):  # fmt: skip
+        pass
+    assert entry.exists() and loc.path.read_bytes() == content
