@@ -8,7 +8,8 @@ at once, then waits for one spool entry; it runs the same ``commit_then_flush`` 
 in-process commit would and sends back its return value or its exception.
 
 Fork is safe here: ``start`` refuses while any other thread runs (a fork copies only the
-calling thread, so a lock held by another one would stay held in the child forever), and the
+calling thread, so a lock held by another one would stay held in the child forever; C++
+threads count too: importing duckdb starts a worker, importing numpy OpenBLAS's pool), and the
 child leaves with ``os._exit``, never running the parent's exit handlers or flushing the
 parent's buffers a second time. The store is opened only once the entry exists, so the file
 lock is held no longer than by an in-process commit.
@@ -62,7 +63,7 @@ class CommitHelper:
 
         ``early``: a job the helper runs first, while the collector works (``early_result``).
         """
-        if threading.active_count() > 1 or not hasattr(os, "fork"):
+        if _threads() > 1 or not hasattr(os, "fork"):
             return None
         request_r, request_w = os.pipe()
         reply_r, reply_w = os.pipe()
@@ -141,6 +142,19 @@ class CommitHelper:
             return pickle.load(self.replies)
         except (OSError, EOFError, pickle.UnpicklingError):
             return None
+
+
+def _threads() -> int:
+    """This process's threads, native ones included (DuckDB's workers, OpenBLAS's pool),
+    which ``threading.active_count()`` does not see; that count where /proc is absent.
+
+    The helper attaches stores to duckdb's default database (store/connect.py ``_attach``),
+    built when the helper imports duckdb: a fork of a process that had imported it would
+    hand the child that database without its worker thread."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return threading.active_count()
 
 
 def _die_with(parent: int) -> None:

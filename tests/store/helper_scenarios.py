@@ -37,8 +37,8 @@ def context(loc: StoreLocation, commit_timeout: float | None = None) -> Context:
 
 
 def commit_with_backlog(loc: StoreLocation) -> dict:
+    helper = CommitHelper.start(loc)  # first, as the CLI does: spooling may start threads
     waiting = write_spool(host_bundle(host="earlier", gpus=1), loc.spool_dir)
-    helper = CommitHelper.start(loc)
     entry = write_spool(host_bundle(host="now", gpus=2), loc.spool_dir)
     result, backlog = helper.commit(entry, timeout_s=10)
     return {"helper": helper.pid, "run_id": result.run_id, "entry": entry.name,
@@ -154,10 +154,22 @@ def helper_that_fails_to_start(loc: StoreLocation) -> dict:
     return {"helper": helper.pid, "exit": os.waitstatus_to_exitcode(status)}
 
 
+def after_duckdb_import(loc: StoreLocation) -> dict:
+    """No helper once duckdb is imported: its worker thread would not be in the fork."""
+    before = CommitHelper.start(loc)
+    if before is not None:
+        before.close()
+    import duckdb
+
+    duckdb.default_connection().execute("SELECT 1").fetchall()
+    return {"before": before is not None, "after": CommitHelper.start(loc) is not None}
+
+
 SCENARIOS = {f.__name__: f for f in (commit_with_backlog, busy, nothing_to_commit, dead_helper,
                                      busy_through_submit, wait_on_busy_store, early_job,
                                      early_job_raises, environment_from_helper,
-                                     helper_that_fails_to_start)}  # fmt: skip
+                                     helper_that_fails_to_start,
+                                     after_duckdb_import)}  # fmt: skip
 
 
 if __name__ == "__main__":

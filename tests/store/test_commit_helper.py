@@ -120,6 +120,11 @@ def test_no_helper_while_another_thread_runs(loc: StoreLocation):
         other.join()
 
 
+def test_no_helper_once_duckdb_has_started_its_worker_thread(loc: StoreLocation):
+    """A native thread counts as much as a Python one (store/commit_helper.py _threads)."""
+    assert _scenario("after_duckdb_import", loc) == {"before": True, "after": False}
+
+
 def test_an_exception_that_pickle_cannot_carry_arrives_as_its_text():
     class Local(Exception):  # a class pickle cannot find by name
         pass
