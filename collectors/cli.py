@@ -129,7 +129,8 @@ def single_threaded_blas() -> None:
 
     numpy's bundled OpenBLAS starts a thread per core when numpy is imported (numpy issue
     #29193: 1.28 CPU s for ``import numpy`` on a many-core host, 0.05 s with one thread);
-    here it is 25 ms of a small trace's import (issue 12). Import verbs never call BLAS
+    on two cores here its spinning thread took 0.11 CPU s that the commit helper needed
+    (issue 12, docs/benchmarks.md stop 19). Import verbs never call BLAS
     (sorting, searching and grouping only), so they lose nothing. Measuring verbs are left
     as they are: torch may use OpenBLAS for CPU work (on aarch64 hosts).
     """

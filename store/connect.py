@@ -72,13 +72,15 @@ def _attach(loc: StoreLocation) -> duckdb.DuckDBPyConnection:
 
 
 def _detach(con: duckdb.DuckDBPyConnection) -> None:
-    """Checkpoint and release the attached store (DETACH writes the WAL into the file,
-    as closing a connection does), then close the connection."""
+    """Close the commit's connection, then checkpoint and release the store (DETACH writes
+    the WAL into the file, as closing a database does). Closing first rolls back whatever
+    transaction the connection may have left open, which DETACH would refuse."""
+    con.close()
+    other = duckdb.default_connection().cursor()
     try:
-        con.execute("USE memory")
-        con.execute(f"DETACH {STORE_ALIAS}")
+        other.execute(f"DETACH {STORE_ALIAS}")
     finally:
-        con.close()
+        other.close()
 
 
 def open_with_retry(

@@ -13,7 +13,7 @@ import pytest
 from store import migrate, queries
 from store.bundle import CorruptBundle, pending_entries, read_manifest, write_spool
 from store.commit import commit_entry, flush
-from store.connect import connection
+from store.connect import connection, writer
 from store.errors import StoreError, StoreMissing
 from store.location import StoreLocation, resolve
 from store.reader import clear_cache, data_version, query_df
@@ -168,6 +168,23 @@ def test_a_commit_releases_the_store_whether_it_succeeds_or_fails(loc: StoreLoca
                            capture_output=True, text=True)  # fmt: skip
     assert other.returncode == 0, other.stderr
     assert other.stdout.split() == ["2"]
+
+
+def test_a_writer_left_inside_a_transaction_rolls_it_back_and_releases_the_store(
+    loc: StoreLocation,
+) -> None:
+    """An error between BEGIN and COMMIT that nobody rolled back: leaving ``writer`` ends
+    the transaction (nothing of it is kept) and still detaches the store."""
+    with pytest.raises(RuntimeError, match="a bug"), writer(loc, timeout_s=10) as con:
+        migrate.upgrade(con)
+        con.execute("BEGIN TRANSACTION")
+        con.execute("INSERT INTO runs BY NAME SELECT 'half' AS run_id, 'host' AS verb, "
+                    "'h' AS host, now() AS started_at, now() AS finished_at, 'ok' AS status, "
+                    "now() AS committed_at")  # fmt: skip
+        raise RuntimeError("a bug")
+    assert _attached_databases() == set()
+    assert count(loc, "SELECT count(*) FROM runs") == 0
+    assert commit_entry(loc, write_spool(host_bundle(gpus=1), loc.spool_dir)).inserted
 
 
 def test_reader_sees_new_commits_and_caches_on_data_version(loc: StoreLocation) -> None:
