@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = ROOT.parent / "shared" / "fixtures" / "traces" / "tracelens"
+FIXTURES = ROOT / "tests" / "fixtures" / "traces" / "tracelens"
 VARIANTS = ("connect", "attach")
 
 

@@ -34,7 +34,7 @@ from store.commit import commit_entry
 from store.location import resolve
 
 ROOT = Path(__file__).resolve().parents[1]
-TRACE = ROOT.parent / "shared/fixtures/traces/tracelens/h100_qwen1.5_0.5b.json.gz"
+TRACE = ROOT / "tests/fixtures/traces/tracelens/h100_qwen1.5_0.5b.json.gz"
 
 
 def tiled(tables: dict[str, Table], rows: int) -> dict[str, Table]:

@@ -84,8 +84,8 @@ def insert_sglang_servers(con: duckdb.DuckDBPyConnection) -> None:
 
 
 # Profile runs record their model's config.json as the collector does on a host that holds
-# the checkpoint: here the real HF configs from ../shared/fixtures (none when it is absent).
-CONFIG_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "serving" / "configs"
+# the checkpoint: here the real HF configs copied into tests/fixtures.
+CONFIG_DIR = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "serving" / "configs"
 CONFIG_FILES = {"moonshotai/Kimi-K2.5": "moonshotai--Kimi-K2.5_config.json",
                 "deepseek-ai/DeepSeek-V3": "deepseek-ai--DeepSeek-V3_config.json",
                 "MiniMaxAI/MiniMax-M2.5": "MiniMaxAI--MiniMax-M2.5_config.json"}  # fmt: skip

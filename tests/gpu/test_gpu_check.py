@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import ROOT, run_cli
+from tests.helpers import FIXTURES, ROOT, run_cli
 
 SCRIPT = ROOT / "scripts" / "gpu-check.sh"
 VERIFY = ROOT / "scripts" / "gpu_check_verify.py"
-HTA = ROOT.parent / "shared" / "fixtures" / "traces" / "hta"
+HTA = FIXTURES / "traces" / "hta"
 ONE_GPU = ["gpu", "comm-eager", "comm-graph", "comm-default", "profile", "trace", "doctor"]
 MULTI = ["comm-multi-eager", "comm-multi-graph", "comm-visible", "profile-tp2", "trace-tp2"]
 
@@ -73,7 +73,7 @@ def test_verifier_judges_a_real_comm_run(tmp_path: Path, store_path: Path) -> No
     assert code == 1 and "expected 2 distinct" in line
 
 
-@pytest.mark.skipif(not HTA.is_dir(), reason="../shared/fixtures/traces/hta is not present")
+@pytest.mark.skipif(not HTA.is_dir(), reason="tests/fixtures/traces/hta is not present")
 def test_verifier_checks_real_cuda_kernel_names(tmp_path: Path, store_path: Path) -> None:
     """Two ranks of a real training job (HolisticTraceAnalysis tests/data @ f4d0062):
     ncclKernel_AllReduce/AllGather and cuBLAS/CUTLASS GEMMs, ingested by the trace CLI."""

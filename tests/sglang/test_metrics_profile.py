@@ -4,12 +4,10 @@ routes, scheduler_profiler_mixin.py ``{profile_id}-TP-{rank}.trace.json.gz`` fil
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from collectors.serving.load import LoadSpec, run_load
-from tests.helpers import query, run_cli
+from tests.helpers import FIXTURES, query, run_cli
 from tests.sglang.conftest import MODEL
 
 FAST = ("--num-requests", "6", "--concurrency", "3", "--input-len", "8", "--output-len", "12",
@@ -97,11 +95,10 @@ def test_profile_bad_inputs(sglang_server, store_path, tmp_path) -> None:
     assert res.code == 1 and "no such folder" in res.stderr and "Traceback" not in res.stderr
 
 
-FIXTURE = Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures" / "traces" / \
-    "tracelens" / "sglang_qwen3_8b_decode.json.gz"
+FIXTURE = FIXTURES / "traces" / "tracelens" / "sglang_qwen3_8b_decode.json.gz"
 
 
-@pytest.mark.skipif(not FIXTURE.exists(), reason="../shared/fixtures (real SGLang trace) absent")
+@pytest.mark.skipif(not FIXTURE.exists(), reason="tests/fixtures (real SGLang trace) absent")
 def test_profile_ingests_a_real_sglang_trace(sglang_server, store_path):
     """A real SGLang decode trace (Qwen3-8B, world 1, ``step[DECODE bs=32]``; TraceLens test
     data) exported by the test server as its one TP rank's file."""

@@ -11,10 +11,10 @@ TRACES = FIXTURES / "traces"
 
 
 def fixture(rel: str) -> Path:
-    """A real trace from ../shared/fixtures/traces; skip when the folder is absent."""
+    """A real trace from tests/fixtures/traces; skip when it is absent."""
     path = TRACES / rel
     if not path.exists():
-        pytest.skip(f"fixture {path} not present (../shared/fixtures is optional)")
+        pytest.skip(f"fixture {path} not present")
     return path
 
 

@@ -13,12 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import query, run_cli
+from tests.helpers import FIXTURES, query, run_cli
 from tests.vllm import bench_fixtures
 
-KIMI = Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures" / "serving" / "configs" / \
-    "moonshotai--Kimi-K2.5_config.json"  # fmt: skip
-pytestmark = pytest.mark.skipif(not KIMI.is_file(), reason="../shared/fixtures not present")
+KIMI = FIXTURES / "serving" / "configs" / "moonshotai--Kimi-K2.5_config.json"
+pytestmark = pytest.mark.skipif(not KIMI.is_file(), reason="tests/fixtures not present")
 
 
 def _hub_cache(root: Path, model_id: str, rev: str = "0123abc") -> Path:
