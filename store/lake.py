@@ -20,7 +20,6 @@ import importlib
 import os
 import re
 import threading
-import time
 from pathlib import Path
 
 import duckdb
@@ -28,12 +27,12 @@ import duckdb
 from store import settings
 from store.errors import StoreBusy, StoreError, StoreMissing
 from store.location import StoreLocation, lake_catalog
-from store.retry import jittered
+from store.retry import retry
 from store.sql import string_literal
 
 ENV_EXTENSION_DIR = settings.DUCKDB_EXTENSION_DIR.name
 ALIAS = "lake"
-_INIT_ATTEMPTS = 5
+_INIT_RACE_TIMEOUT_S = 3.0  # two writers creating one new catalog
 # S3-compatible storage: the usual AWS variables plus the endpoint knobs MinIO & co. need.
 S3_ENV = {
     "KEY_ID": "AWS_ACCESS_KEY_ID",
@@ -176,16 +175,10 @@ def _instance(loc: StoreLocation, read_only: bool) -> duckdb.DuckDBPyConnection:
     with _lock:
         con = _instances.get(key)
         if con is None:
-            for attempt in range(_INIT_ATTEMPTS):
-                try:
-                    con = _new_instance(loc, read_only)
-                    break
-                except StoreError as exc:
-                    # Two writers creating a new catalog at once: PostgreSQL rejects the
-                    # second's CREATE TABLEs; by the retry the catalog exists and opens.
-                    if not _init_race(exc) or attempt == _INIT_ATTEMPTS - 1:
-                        raise
-                    time.sleep(jittered(0.2 * (attempt + 1)))
+            # Two writers creating a new catalog at once: PostgreSQL rejects the second's
+            # CREATE TABLEs; by the retry the catalog exists and opens.
+            con = retry(lambda: _new_instance(loc, read_only), transient=_init_race,
+                        timeout_s=_INIT_RACE_TIMEOUT_S, first_delay_s=0.2)  # fmt: skip
             _instances[key] = con
         return con
 

@@ -24,14 +24,15 @@ def retry(
     *,
     transient: Callable[[Exception], bool],
     timeout_s: float,
-    give_up: Callable[[Exception], Exception],
+    give_up: Callable[[Exception], Exception] | None = None,
     first_delay_s: float = 0.01,
     max_delay_s: float = 1.0,
 ) -> T:
     """Call ``attempt`` until it returns; retry while ``transient(exc)`` and time is left.
 
     A non-transient error propagates unchanged. When the next wait would pass the deadline,
-    ``give_up(last_exc)`` is raised (chained to the last error).
+    ``give_up(last_exc)`` is raised (chained to the last error), or without ``give_up`` the
+    last error itself.
     """
     deadline = time.monotonic() + timeout_s
     delay = first_delay_s
@@ -42,6 +43,8 @@ def retry(
             if not transient(exc):
                 raise
             if time.monotonic() + delay > deadline:
+                if give_up is None:
+                    raise
                 raise give_up(exc) from exc
         time.sleep(jittered(delay))
         delay = min(delay * 2, max_delay_s)

@@ -52,6 +52,19 @@ def test_past_the_deadline_it_gives_up_with_the_cause_chained() -> None:
     assert isinstance(info.value.__cause__, Busy)
 
 
+def test_without_give_up_the_last_error_itself_is_raised() -> None:
+    calls = []
+
+    def attempt() -> None:
+        calls.append(1)
+        raise Busy(f"still locked ({len(calls)})")
+
+    with pytest.raises(Busy) as info:
+        retry(attempt, transient=lambda e: isinstance(e, Busy), timeout_s=0.05,
+              first_delay_s=0.001)  # fmt: skip
+    assert len(calls) > 1 and str(info.value) == f"still locked ({len(calls)})"
+
+
 def test_jitter_stays_within_half_and_one_and_a_half() -> None:
     values = [jittered(1.0) for _ in range(200)]
     assert all(0.5 <= v < 1.5 for v in values)
