@@ -14,7 +14,7 @@ from urllib.parse import quote
 import pytest
 from playwright.sync_api import expect
 
-from collectors.vllm.load import LoadSpec, run_load
+from collectors.serving.load import LoadSpec, run_load
 from tests.e2e.conftest import Dashboard, open_app, start_dashboard, stop_dashboard, wait_app
 from tests.gpu.conftest import PCIE, fake_env
 from tests.helpers import ROOT, run_cli

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import socket
 
-from collectors.vllm.load import LoadSpec, run_load
+from collectors.serving.load import LoadSpec, run_load
 from tests.helpers import query, run_cli
 from tests.vllm.conftest import MODEL
 

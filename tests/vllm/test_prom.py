@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from collectors.vllm import prom
+from collectors.serving import prom
 from collectors.vllm.metrics import scrape_rows
 
 # As prometheus_client.generate_latest writes vLLM's metrics (vllm/v1/metrics/loggers.py),

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from collectors.vllm.load import LoadSpec, run_load
+from collectors.serving.load import LoadSpec, run_load
 from store import queries_serving as qs
 from store.location import resolve
 from tests.helpers import run_cli
