@@ -13,8 +13,9 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from planner.lint_detect import Detect, Finding
 from planner.lint_parse import Setting, parse_text
-from planner.lint_rules import ENV_VARS, FLAGS, Detect, Finding, detect
+from planner.lint_rules import ENV_VARS, FLAGS, detect
 from planner.native import NativeError, load_config, parse_hint
 from planner.policy import Policy, PolicyError, Precision, UnknownDtype, load_policy
 

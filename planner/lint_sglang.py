@@ -5,12 +5,8 @@ Flags from python/sglang/srt/server_args.py (sgl-project/sglang).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from planner.lint_detect import Detect
 from planner.lint_parse import Command
-
-if TYPE_CHECKING:
-    from planner.lint_rules import Detect
 
 # SGLang load-time quantization (python/sglang/srt/server_args.py, sgl-project/sglang):
 # --torchao-config int8dq | int8wo | int4wo-<group> | fp8wo | fp8dq-per_tensor | fp8dq-per_row
