@@ -1,6 +1,6 @@
 """Per-GPU reads for the ``gpu`` collector: details, NVLinks, NUMA node (sysfs) and MIG.
 
-Every NVML call goes through ``collectors.nvml.Reader``, so an unsupported or failing value
+Every NVML call goes through ``collectors.nvml_types.Reader``, so an unsupported or failing value
 is None and nothing here raises ``NVMLError``.
 """
 
@@ -12,17 +12,12 @@ from typing import Any
 
 from collectors import gpu_topo
 from collectors.gpu_topo import normalize_bus_id
-from collectors.nvml import (
-    CPU_SET_WORDS,
-    NVLINK_GENERATION,
-    NVLINK_REMOTE,
-    SYSFS_ENV,
-    GpuDetail,
-    NvLink,
-    Reader,
-    _text,
-    const,
-)
+from collectors.nvml_types import SYSFS_ENV, GpuDetail, NvLink, Reader, const, text
+
+NVLINK_REMOTE = {0: "gpu", 1: "ibmnpu", 2: "switch", 0xFF: "unknown"}
+# nvmlNvlinkVersion_t -> NVLink generation (6 = NVLink 4.0 on H100/H200, 7 = 5.0 on B200).
+NVLINK_GENERATION = {1: 1, 2: 2, 3: 2, 4: 3, 5: 3, 6: 4, 7: 5, 8: 6}
+CPU_SET_WORDS = 16  # 64-bit words for nvmlDeviceGetCpuAffinity: room for 1024 CPUs
 
 
 def _int(value: Any) -> int | None:
@@ -39,12 +34,12 @@ def read_detail(read: Reader, index: int, handle: Any) -> GpuDetail:
     if power_mw is None:
         power_mw = read("nvmlDeviceGetPowerManagementLimit", handle)
     affinity = read("nvmlDeviceGetCpuAffinity", handle, CPU_SET_WORDS)
-    bus = _text(getattr(pci, "busId", "") or "")
+    bus = text(getattr(pci, "busId", "") or "")
     mig_enabled, mig_uuids = read_mig(read, handle)
     return GpuDetail(
         index=index,
-        name=_text(read("nvmlDeviceGetName", handle) or "unknown GPU"),
-        uuid=None if uuid is None else _text(uuid),
+        name=text(read("nvmlDeviceGetName", handle) or "unknown GPU"),
+        uuid=None if uuid is None else text(uuid),
         memory_bytes=None if memory is None else int(memory.total),
         pci_bus_id=bus,
         pcie_gen_current=_int(read("nvmlDeviceGetCurrPcieLinkGeneration", handle)),
@@ -100,7 +95,7 @@ def read_mig(read: Reader, handle: Any) -> tuple[bool | None, list[str]]:
     for i in range(int(read("nvmlDeviceGetMaxMigDeviceCount", handle) or 0)):
         mig = read("nvmlDeviceGetMigDeviceHandleByIndex", handle, i, quiet=True)
         if mig is not None and (uuid := read("nvmlDeviceGetUUID", mig)) is not None:
-            uuids.append(_text(uuid))
+            uuids.append(text(uuid))
     return True, uuids
 
 
@@ -126,7 +121,7 @@ def _read_nvlinks(read: Reader, handle: Any) -> list[NvLink]:
                 link=link,
                 active=active,
                 version=None if version is None else NVLINK_GENERATION.get(int(version)),
-                remote_pci_bus_id=None if remote is None else _text(remote.busId),
+                remote_pci_bus_id=None if remote is None else text(remote.busId),
                 remote_type=None if kind is None else NVLINK_REMOTE.get(int(kind), "unknown"),
             )
         )

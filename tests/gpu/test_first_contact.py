@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from collectors import env, gpu_used, nvml
+from collectors import env, gpu_used, nvml, nvml_types
 from collectors.doctor import check_nvml
 from tests.gpu.conftest import MIXED, NVLINK, PCIE, fake_sysfs
 from tests.helpers import query, run_cli
@@ -56,7 +56,7 @@ def test_numa_from_sysfs_not_nvml(use_spec, spec_variant, tmp_path: Path, monkey
     assert all(g.numa_node is None for g in topo.gpus) and not topo.unsupported
     # No sysfs entry at all (a GPU that is its own NUMA node, Grace-style): NVML's answer.
     use_spec(spec_variant(PCIE, gpu={**spec["gpu"], "gpu_numa_id": 4}))
-    monkeypatch.setenv(nvml.SYSFS_ENV, str(tmp_path / "empty-sys"))
+    monkeypatch.setenv(nvml_types.SYSFS_ENV, str(tmp_path / "empty-sys"))
     assert {g.numa_node for g in nvml.topology_inventory().gpus} == {4}
 
 

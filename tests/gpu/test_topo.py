@@ -6,7 +6,7 @@ import pytest
 
 from collectors.gpu import interconnect_class
 from collectors.gpu_topo import cpu_ranges, normalize_bus_id, nvlink_counts, topology_label
-from collectors.nvml import GpuDetail, NvLink, mem_bandwidth_gbps
+from collectors.nvml_types import GpuDetail, NvLink, mem_bandwidth_gbps
 
 
 def _square(n: int, off: str) -> list[list[str]]:
