@@ -1,7 +1,8 @@
 """``python -m planner``: the tradeoff calculator on the command line (same numbers as the page).
 
     python -m planner --preset reference-kimi-k25-rtxpro6000 [--json]
-    python -m planner --model CONFIG.json|PRESET --host PRESET|STORED_HOST [--store S] [--json]
+    python -m planner --model CONFIG.json|PRESET --host PRESET|HOST_FILE [--json]
+    python -m planner --model CONFIG.json|PRESET --host-from-store HOST [--store S] [--json]
 
 Exit codes: 0 ok, 1 bad input (one line on stderr), 2 usage.
 """
@@ -13,7 +14,7 @@ import json
 import sys
 from typing import Any
 
-from planner import hardware, models, reference
+from planner import hardware, hosts, models, reference
 from planner.api import PlanResult, plan
 from planner.costmodel import Assumptions
 from planner.errors import PlannerInputError
@@ -35,8 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="a published case (model, host and its published figures)")  # fmt: skip
     src.add_argument("--model", help="config.json path or model preset: "
                      + ", ".join(models.MODEL_PRESETS))  # fmt: skip
-    p.add_argument("--host", help="host preset (" + ", ".join(hardware.HARDWARE_PRESETS)
-                   + ") or a host with a `gpu` run in the store")  # fmt: skip
+    hosts.add_arguments(p)
     p.add_argument("--store", help="store path or ducklake: URL (default: $STEPSCOPE_STORE)")
     p.add_argument("--comm-run", action="append", default=[], metavar="RUN_ID",
                    help="use this stored comm / nccl-tests run's curves (repeatable; default: "
@@ -84,20 +84,6 @@ def _store(store: str | None, what: str):
     return loc
 
 
-def stored_host(host: str, store: str | None) -> hardware.HardwareSpec:
-    """HardwareSpec of a host from its newest `gpu` run in the store."""
-    from store import queries_planner as qp
-
-    presets = ", ".join(hardware.HARDWARE_PRESETS)
-    loc = _store(store, f"--host {host!r} is not a host preset ({presets}) and")
-    run_id = qp.latest_gpu_run_id(loc, host)
-    if run_id is None:
-        raise PlannerInputError(f"--host {host!r}: not a host preset ({presets}) and the store "
-                                "has no `gpu` run for it (run `python -m collectors gpu` there)")  # fmt: skip
-    host_row, devices = qp.gpu_run(loc, run_id)
-    return hardware.from_gpu_run(host_row.iloc[0].to_dict(), devices.to_dict("records"))
-
-
 def stored_curves(host: str | None, run_ids: list[str], store: str | None, interconnect: str):
     """Measured curves: the given comm runs (any device), else the host's GPU comm runs."""
     from planner.comm import curves_from_rows
@@ -124,17 +110,16 @@ def run_plan(args: argparse.Namespace) -> PlanResult:
         model, hw = models.preset(reference.MODEL), hardware.preset(reference.HOST)
         kwargs.update(reference.plan_kwargs())
     else:
-        if not args.host:
-            raise PlannerInputError("--host is required with --model")
+        if not args.host and not args.host_from_store:
+            raise PlannerInputError("--host is required with --model (or --host-from-store)")
         model = models.resolve(args.model)
         from store.errors import StoreError
 
         try:
-            if args.host in hardware.HARDWARE_PRESETS:
-                hw = hardware.preset(args.host)
-            else:
-                hw = stored_host(args.host, args.store)
-                kwargs["comm_curves"] = stored_curves(args.host, args.comm_run, args.store,
+            host = hosts.from_args(args)
+            hw = host.hardware
+            if host.stored:
+                kwargs["comm_curves"] = stored_curves(host.stored, args.comm_run, args.store,
                                                       hw.interconnect)  # fmt: skip
             if args.comm_run and "comm_curves" not in kwargs:
                 kwargs["comm_curves"] = stored_curves(None, args.comm_run, args.store,

@@ -6,6 +6,8 @@ which the page / CLI reads through ``store.queries_planner`` and passes in as pl
 
 from __future__ import annotations
 
+import difflib
+import re
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -53,6 +55,10 @@ class _Gpu:
     fp4_tflops: float = 0.0
     generation: str = ""
     link_latency_us: float = 0.0
+    aliases: tuple[str, ...] = ()  # other names the driver / tools report for it
+
+    def names(self) -> tuple[str, ...]:
+        return (self.match, *self.aliases)
 
 
 # Known GPU models, from NVIDIA spec sheets (dense tensor TFLOPS = half the "with sparsity"
@@ -70,6 +76,17 @@ _GPUS: tuple[_Gpu, ...] = (
     _Gpu("H100", 80 * GIB, 3350, "nvlink", 450, 989, 1979,
          "H100 SXM: 80 GB HBM3, 3.35 TB/s, 989/1979 TFLOPS BF16/FP8 dense, NVLink 900 GB/s "
          "bidirectional [H100 datasheet]", generation="hopper", link_latency_us=6.0),
+    # The 141 GB H20 keeps the 96 GB one's compute and NVLink, with HBM3e: 141 GB, 4.8 TB/s
+    # (issue 21; NVIDIA publishes no public H20 datasheet). The driver names it
+    # "NVIDIA H20-3e": vLLM names its tuned MoE configs after torch.cuda.get_device_name()
+    # (vllm-project/vllm, vllm/model_executor/layers/fused_moe/configs/
+    # E=128,N=192,device_name=NVIDIA_H20-3e.json @ 8a8be3dcc35e02e60c940f7aff3aef8cc7524259);
+    # DCGM's NVBandwidth plugin lists it as "NVIDIA H20 HBM3e" (DCGM user guide,
+    # docs.nvidia.com/datacenter/dcgm/latest/user-guide/diag-nvbandwidth-plugin.html).
+    _Gpu("H20-3e", 141 * GIB, 4800, "nvlink", 450, 148, 296,
+         "H20 141 GB (NVML 'NVIDIA H20-3e'): 141 GB HBM3e, 4.8 TB/s, 148/296 TFLOPS BF16/FP8 "
+         "dense, NVLink 900 GB/s [H20 product brief; vLLM / DCGM device names]",
+         generation="hopper", link_latency_us=6.0, aliases=("H20 HBM3e",)),
     _Gpu("H20", 96 * GIB, 4000, "nvlink", 450, 148, 296,
          "H20: 96 GB HBM3, 4.0 TB/s, 148/296 TFLOPS BF16/FP8 dense, NVLink 900 GB/s "
          "[H20 product brief]", generation="hopper", link_latency_us=6.0),
@@ -114,7 +131,8 @@ HARDWARE_PRESETS: dict[str, HardwareSpec] = {
     "rtx-pro-6000-pcie-8x": _preset("rtx-pro-6000-pcie-8x", "RTX PRO 6000"),
     "h100-sxm-8x": _preset("h100-sxm-8x", "H100"),
     "h200-sxm-8x": _preset("h200-sxm-8x", "H200"),
-    "h20-8x": _preset("h20-8x", "H20"),
+    "h20-8x": _preset("h20-8x", "H20"),  # the 96 GB H20 (HBM3, 4.0 TB/s)
+    "h20-141g-8x": _preset("h20-141g-8x", "H20-3e"),  # the 141 GB H20 (HBM3e, 4.8 TB/s)
     "a100-sxm-8x": _preset("a100-sxm-8x", "A100"),
     "l40s-pcie-8x": _preset("l40s-pcie-8x", "L40S"),
     "b200-sxm-8x": _preset("b200-sxm-8x", "B200"),
@@ -127,21 +145,43 @@ HARDWARE_PRESETS: dict[str, HardwareSpec] = {
 
 def preset(name: str) -> HardwareSpec:
     if name not in HARDWARE_PRESETS:
-        raise PlannerInputError(
-            f"host preset {name!r} unknown (known: {', '.join(HARDWARE_PRESETS)})"
-        )
+        close = difflib.get_close_matches(name, HARDWARE_PRESETS, n=1)
+        hint = f"did you mean {close[0]}? " if close else ""
+        raise PlannerInputError(f"host preset {name!r} unknown ({hint}known: "
+                                f"{', '.join(HARDWARE_PRESETS)})")  # fmt: skip
     return HARDWARE_PRESETS[name]
 
 
-def _known(gpu_model: str) -> _Gpu | None:
-    low = (gpu_model or "").lower()
-    return next((g for g in _GPUS if g.match.lower() in low), None)
+def _tokens(name: str) -> list[str]:
+    return [t for t in re.findall(r"[a-z0-9]+", name.lower()) if t != "nvidia"]
+
+
+def known_gpu(gpu_model: str) -> _Gpu | None:
+    """The table's entry for a GPU name as NVML reports it: the entry one of whose names is a
+    run of whole words of it, the longest such name winning ("NVIDIA H20-3e" is the 141 GB
+    H20, "NVIDIA H20" the 96 GB one, "NVIDIA H200" neither)."""
+    words = _tokens(gpu_model or "")
+    best: tuple[int, _Gpu] | None = None
+    for g in _GPUS:
+        for alias in g.names():
+            want = _tokens(alias)
+            hit = any(words[i : i + len(want)] == want for i in range(len(words) - len(want) + 1))
+            if hit and (best is None or len(want) > best[0]):
+                best = (len(want), g)
+    return best[1] if best else None
+
+
+def known_gpu_names() -> list[str]:
+    return [g.match for g in _GPUS]
 
 
 def from_gpu_run(host: dict[str, Any], devices: list[dict[str, Any]]) -> HardwareSpec:
     """A HardwareSpec from one stored ``gpu`` run: a ``v_gpu_host`` row and its devices.
 
-    Memory bandwidth / FLOPs the run lacks come from the known-model table (said in source).
+    NVML gives the GPU count, name, memory size, memory bandwidth (clock x bus width, where
+    the driver reports both) and the interconnect class; the known-GPU table, matched by
+    name, gives what NVML cannot: tensor TFLOPS, FP4 tensor cores, generation, link
+    bandwidth and latency (and memory figures the run lacks). Said in ``source``.
     """
     name = str(host.get("host") or "host")
     run_id = str(host.get("run_id") or "?")
@@ -152,41 +192,34 @@ def from_gpu_run(host: dict[str, Any], devices: list[dict[str, Any]]) -> Hardwar
             "(run `python -m collectors gpu` on a machine with GPUs)"
         )
     model = str(host.get("gpu_model") or devices[0].get("name") or "")
-    known = _known(model)
+    known = known_gpu(model)
+    if known is None:
+        raise PlannerInputError(
+            f"host {name!r}: GPU {model!r} (gpu run {run_id}) is not in the known-GPU table "
+            f"({', '.join(known_gpu_names())}), so its TFLOPS and generation are unknown: "
+            "describe the host in a host file and pass --host FILE (README: Host files)"
+        )
     mems = [float(d["memory_bytes"]) for d in devices if _num(d.get("memory_bytes"))]
     bws = [float(d["mem_bandwidth_gbps"]) for d in devices if _num(d.get("mem_bandwidth_gbps"))]
-    filled: list[str] = []
-    if mems:
-        memory = min(mems)
-    elif known:
-        memory, _ = known.memory_bytes, filled.append("memory size")
-    else:
-        raise PlannerInputError(f"host {name!r}: GPU memory size not recorded for {model!r}")
-    if bws:
-        bandwidth = min(bws)
-    elif known:
-        bandwidth, _ = known.mem_bandwidth_gbps, filled.append("memory bandwidth")
-    else:
-        raise PlannerInputError(
-            f"host {name!r}: memory bandwidth not recorded and GPU model {model!r} unknown"
-        )
+    filled = ["TFLOPS", "generation", "link bandwidth and latency"]
+    if not bws:
+        filled.insert(0, "memory bandwidth")
+    if not mems:
+        filled.insert(0, "memory size")
     klass = str(host.get("interconnect_class") or "").lower()
-    interconnect = "nvlink" if klass == "nvlink" else "pcie"
-    link = known.link_gbps if known and known.interconnect == interconnect else (
-        450.0 if interconnect == "nvlink" else 55.0)  # fmt: skip
-    src = f"measured gpu run {run_id} on {name}"
-    if filled:
-        src += f" ({', '.join(filled)} from the {known.match} spec sheet)"  # type: ignore[union-attr]
+    interconnect = "nvlink" if klass == "nvlink" else "pcie"  # mixed: the slowest pair rules
+    same_link = known.interconnect == interconnect
     return HardwareSpec(
-        name=name, gpu_model=model, gpu_count=count, memory_bytes=memory,
-        mem_bandwidth_gbps=bandwidth, interconnect=interconnect, link_gbps=link,
-        bf16_tflops=known.bf16_tflops if known else 400.0,
-        fp8_tflops=known.fp8_tflops if known else 800.0,
-        fp4_tflops=known.fp4_tflops if known else 0.0,
-        generation=known.generation if known else "",
-        link_latency_us=known.link_latency_us if known and known.interconnect == interconnect
-        else 0.0,
-        source=src + ("" if known else "; FLOPs assumed 400/800 TFLOPS bf16/fp8 (unknown GPU)"),
+        name=name, gpu_model=model, gpu_count=count,
+        memory_bytes=min(mems) if mems else known.memory_bytes,
+        mem_bandwidth_gbps=min(bws) if bws else known.mem_bandwidth_gbps,
+        interconnect=interconnect,
+        link_gbps=known.link_gbps if same_link else (450.0 if interconnect == "nvlink" else 55.0),
+        bf16_tflops=known.bf16_tflops, fp8_tflops=known.fp8_tflops,
+        fp4_tflops=known.fp4_tflops, generation=known.generation,
+        link_latency_us=known.link_latency_us if same_link else 0.0,
+        source=f"measured gpu run {run_id} on {name} ({', '.join(filled)} from the "
+               f"{known.match} spec sheet: {known.source})",
     )  # fmt: skip
 
 

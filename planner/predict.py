@@ -1,6 +1,6 @@
 """``python -m planner predict``: one serving instance, one answer (the serving cost model).
 
-    python -m planner predict --model CONFIG.json|PRESET --host HOST_PRESET [--gpus N]
+    python -m planner predict --model CONFIG.json|PRESET --host PRESET|HOST_FILE [--gpus N]
         --tp T [--dp D] [--ep] --isl I --osl O --concurrency C[,C...]
         [--engine vllm|sglang|trtllm] [--kv-dtype auto|fp8] [--json]
 
@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from planner import hardware, models
+from planner import hardware, hosts, models
 from planner.cli import parse_ints
 from planner.errors import PlannerInputError
 from planner.policy import PolicyError, check_precision, load_policy
@@ -36,8 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
                                 epilog="exit codes: 0 ok, 1 bad input, 2 usage")  # fmt: skip
     p.add_argument("--model", required=True, help="config.json path (or its directory) or "
                    "preset: " + ", ".join(models.MODEL_PRESETS))  # fmt: skip
-    p.add_argument("--host", required=True, help="host preset: "
-                   + ", ".join(hardware.HARDWARE_PRESETS))  # fmt: skip
+    hosts.add_arguments(p, with_store=True, required=True)
     p.add_argument("--gpus", type=int, help="GPUs of the instance (default tp x dp)")
     p.add_argument("--tp", type=int, required=True, help="tensor-parallel size")
     p.add_argument("--dp", type=int, default=1, help="attention data-parallel size")
@@ -64,7 +63,7 @@ def layout_from(tp: int, dp: int, ep: bool, gpus: int | None) -> ServeLayout:
 
 def run(args: argparse.Namespace, params: ServingParams = FITTED) -> dict[str, Any]:
     model = models.resolve(args.model)
-    hw = hardware.preset(args.host)
+    hw = hosts.from_args(args).hardware
     lay = layout_from(args.tp, args.dp, args.ep, args.gpus)
     if lay.gpus > hw.gpu_count and not hw.max_gpus:
         raise PlannerInputError(f"--tp {args.tp} --dp {args.dp} needs {lay.gpus} GPUs; host "

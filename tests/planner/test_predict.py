@@ -96,7 +96,7 @@ def test_slower_memory_means_slower_decode() -> None:
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
-        (["--host", "h999"], "host preset 'h999' unknown"),
+        (["--host", "h999"], "--host 'h999': not a host preset or a host file"),
         (["--model", "/nonexistent/config.json"], "neither a model preset"),
         (["--gpus", "3"], "--gpus 3"),
         (["--tp", "16"], "needs 16 GPUs"),
