@@ -2,7 +2,7 @@
 
 State lives in the URL: ``setup`` (the published reference case or a model + host), ``model``
 (a preset or ``run:<run id>`` whose arguments record the model),
-``hw`` (a host preset or ``gpu:<run id>``), ``comm`` (an absolute comm run id), ``calib`` (an
+``hw`` (pages/host_choice.py), ``comm`` (an absolute comm run id), ``calib`` (an
 absolute trace run id), ``layouts``, ``cmin``/``cmax``, ``isl``/``osl`` (the benchmark's
 input / output lengths: the step model's context is I + O/2, and the serving chart predicts
 ``vllm bench serve`` at them) and ``at``. Numbers come from planner.plan and the serving model
@@ -17,6 +17,7 @@ import pandas as pd
 import streamlit as st
 
 from pages import ui
+from pages.host_choice import host_select
 from pages.serving_predict import tradeoff_section
 from pages.tradeoff_view import render
 from planner import hardware, models, reference
@@ -102,23 +103,11 @@ def inputs() -> tuple[dict, list[str]]:
         model = (models.from_run_metadata(metas[pick], f"{pick.removeprefix('run:')} run args")
                  if pick in metas else models.preset(pick))  # fmt: skip
     with c2:
-        hw_opts = {f"preset:{n}": f"{n} (preset)" for n in hardware.HARDWARE_PRESETS}
-        for row in hosts.to_dict("records"):
-            hw_opts[f"gpu:{row['run_id']}"] = (f"{row['host']}: {row['gpu_count']}x "
-                                               f"{row['gpu_model']} (gpu run {row['run_id']})")  # fmt: skip
-        if hosts.empty:
-            notes.append("no stored `gpu` runs: host presets only (python -m collectors gpu)")
-        choice = url_select("Host", "hw", list(hw_opts), hw_opts)
-    kwargs: dict = {"model": model}
-    if choice.startswith("preset:"):
-        hw = hardware.preset(choice.removeprefix("preset:"))
-        host_name = None
-    else:
-        run_id = choice.removeprefix("gpu:")
-        host_row, devices = qp.gpu_run(ui.store(), run_id)
-        hw = hardware.from_gpu_run(host_row.iloc[0].to_dict(), devices.to_dict("records"))
-        host_name = hw.name
-    kwargs["hardware"] = hw
+        pick = host_select("Host", hosts, notes)
+    if pick.hardware is None:
+        raise PlannerInputError(pick.error or "choose a host")
+    hw, host_name = pick.hardware, pick.stored
+    kwargs: dict = {"model": model, "hardware": hw}
     c3, c4 = st.columns(2)
     with c3:
         comm_opts = {AUTO: "auto: this host's GPU comm runs, else published / fallback"}

@@ -34,7 +34,7 @@ def gpu_hosts(loc: StoreLocation) -> pd.DataFrame:
         "arg_max(gpu_count, finished_at) AS gpu_count, arg_max(gpu_model, finished_at) AS "
         "gpu_model, arg_max(interconnect_class, finished_at) AS interconnect_class, "
         "max(finished_at) AS finished_at FROM v_gpu_host WHERE status IN ('ok', 'partial') "
-        "GROUP BY host ORDER BY host",
+        "AND gpu_count > 0 GROUP BY host ORDER BY host",
         [],
     )
 

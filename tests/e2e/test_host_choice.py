@@ -1,0 +1,133 @@
+"""The host choice (pages/host_choice.py) in a real browser: presets, the store's hosts
+(`gpu` runs through the NVML stand-in) and uploaded host files, good and bad, on the Tradeoff
+page, and the same choice on the Serving page."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.e2e.conftest import (Dashboard, choose, open_app, start_dashboard, stop_dashboard,
+                                wait_app)  # fmt: skip
+from tests.gpu.conftest import PCIE, fake_env
+from tests.helpers import run_cli
+from tests.planner.test_host_file import H20_141, TOML
+from tests.vllm import bench_fixtures
+
+pytestmark = pytest.mark.e2e
+HOST = "rtx-node-2"
+TRADEOFF = "tradeoff?setup=custom&model=kimi-k2.5"
+
+
+@pytest.fixture(scope="module")
+def dash(tmp_path_factory) -> tuple[Dashboard, str, Path]:
+    """A store with an 8x RTX PRO 6000 `gpu` run and a vLLM sweep of Kimi-K2.5 on it."""
+    tmp = tmp_path_factory.mktemp("host-choice")
+    store = tmp / "stepscope.duckdb"
+    gpu = run_cli(store, "gpu", "--host", HOST, "--json", **fake_env(PCIE))
+    assert gpu.code == 0, gpu.stderr
+    bench_fixtures.write_sweep(tmp / "tp8", tp=8)
+    bench = run_cli(store, "vllm-bench", "--results", str(tmp / "tp8"), "--host", HOST)
+    assert bench.code == 0, bench.stderr
+    files = tmp / "files"
+    files.mkdir()
+    (files / "h20.toml").write_text(TOML)
+    (files / "bad.json").write_text(json.dumps({**H20_141, "memory_gb": -141}))
+    (files / "typo.json").write_text(json.dumps({**H20_141, "interconnect": "nvlnk"}))
+    d = start_dashboard(store, tmp / "streamlit.log")
+    yield d, gpu.json["run_id"], files
+    stop_dashboard(d)
+
+
+def _main(pg):
+    return pg.locator("[data-testid='stMain']")
+
+
+def _host_box(pg, label: str = "Host"):
+    return _main(pg).locator("[data-testid='stSelectbox']").filter(has_text=label)
+
+
+def _upload(pg, path: Path) -> None:
+    pg.locator("[data-testid='stFileUploader'] input[type='file']").set_input_files(str(path))
+    wait_app(pg)
+
+
+def test_presets_and_stored_hosts_are_offered_and_in_the_link(dash, page) -> None:
+    d, gpu_run, _ = dash
+    open_app(page, d.link(f"{TRADEOFF}&hw=preset:h20-141g-8x"))
+    expect(page.get_by_text("Assumptions and sources")).to_be_visible()
+    assert "8x NVIDIA H20-3e" in _main(page).inner_text()
+    box = _host_box(page)
+    stored = f"{HOST}: 8x NVIDIA RTX PRO 6000 Blackwell Server Edition (gpu run {gpu_run})"
+    box.get_by_role("combobox").click()
+    listed = page.locator("[data-testid='stSelectboxVirtualDropdown']").inner_text()
+    page.keyboard.press("Escape")
+    for label in ("h20-8x (preset)", "h20-141g-8x (preset)", stored,
+                  "upload a host file (JSON or TOML)"):  # fmt: skip
+        assert label in listed
+    choose(page, box, page.get_by_role("option", name=stored))
+    page.wait_for_url(f"**hw=gpu%3A{gpu_run}**")
+    expect(page.get_by_text("Assumptions and sources")).to_be_visible()
+    assert f"measured gpu run {gpu_run} on {HOST}" in _main(page).inner_text()
+
+
+def test_older_links_with_a_bare_preset_still_open(dash, page) -> None:
+    d, _, _ = dash
+    open_app(page, d.link(f"{TRADEOFF}&hw=h20-141g-8x"))
+    expect(page.get_by_text("Assumptions and sources")).to_be_visible()
+    assert "8x NVIDIA H20-3e" in _main(page).inner_text()
+    page.wait_for_url("**hw=preset%3Ah20-141g-8x**")
+
+
+def test_uploaded_host_file_then_bad_files_show_one_line(dash, page) -> None:
+    d, _, files = dash
+    open_app(page, d.link(f"{TRADEOFF}&hw=preset:h200-sxm-8x"))
+    choose(page, _host_box(page), page.get_by_role("option", name="upload a host file"))
+    page.wait_for_url("**hw=file**")
+    expect(_main(page).get_by_text("upload a host file (JSON or TOML; README: Host files)")
+           ).to_be_visible()  # fmt: skip
+    _upload(page, files / "h20.toml")
+    expect(page.get_by_text("Assumptions and sources")).to_be_visible()
+    text = _main(page).inner_text()
+    assert "8x NVIDIA H20-3e" in text and "host file h20.toml: vendor sheet, rev 2" in text
+    assert "Serving prediction: 1024 in" in text
+    for name, line in (("bad.json", "host file bad.json: field 'memory_gb': -141 must be > 0"),
+                       ("typo.json", "host file typo.json: field 'interconnect': 'nvlnk' is not "
+                        "one of pcie, nvlink (did you mean nvlink?)")):  # fmt: skip
+        _upload(page, files / name)
+        alert = _main(page).locator("[data-testid='stAlertContentError']")
+        expect(alert).to_have_text(line)
+        assert page.locator("[data-testid='stException']").count() == 0
+        assert "Traceback" not in _main(page).inner_text()
+        expect(page.get_by_text("Assumptions and sources")).to_have_count(0)
+
+
+def test_serving_page_predicts_for_an_uploaded_host(dash, page) -> None:
+    d, _, files = dash
+    open_app(page, d.url)
+    open_app(page, d.link("serving"))
+    main = _main(page)
+    expect(main.get_by_text("planner predicts").first).to_be_visible()
+    box = _host_box(page, "Hardware for the planner's prediction")
+    choose(page, box, page.get_by_role("option", name="upload a host file"))
+    _upload(page, files / "h20.toml")
+    expect(main.get_by_text("Planner prediction (dashed)")).to_be_visible()
+    assert "on: h20-box (host file h20.toml: vendor sheet, rev 2)" in main.inner_text()
+    _upload(page, files / "bad.json")
+    expect(main.locator("[data-testid='stAlertContentError']")).to_have_text(
+        "host file bad.json: field 'memory_gb': -141 must be > 0")  # fmt: skip
+    assert page.locator("[data-testid='stException']").count() == 0
+
+
+def test_host_choice_without_a_store(tmp_path: Path, page) -> None:
+    d = start_dashboard(tmp_path / "nothing-here.duckdb", tmp_path / "st.log")
+    try:
+        open_app(page, d.link(f"{TRADEOFF}&hw=gpu:no-such-run"))
+        expect(page.get_by_text("Assumptions and sources")).to_be_visible()
+        text = _main(page).inner_text()
+        assert "Host 'gpu:no-such-run' from the link is not available here" in text
+    finally:
+        stop_dashboard(d)
