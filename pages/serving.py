@@ -2,7 +2,8 @@
 prediction beside them, and a vLLM server's metrics over time.
 
 State in the URL: ``runs`` (absolute vllm-bench run ids, comma-separated), ``model``,
-``stat``, ``hw`` (hardware for the prediction), ``server`` and ``hours`` (metrics window).
+``stat``, ``hw`` (hardware for the prediction: pages/host_choice.py), ``server`` and
+``hours`` (metrics window).
 Numbers come from store.queries_serving and planner/; this page only formats them.
 """
 
@@ -60,25 +61,36 @@ def planner_layout(row: dict):
     return Layout(row["layout"], kind, tp, dp, ep, **extra)
 
 
-def hardware_for(loc, choice: str, host: str):
-    """(HardwareSpec or None, why not)."""
-    from planner import hardware
+def hardware_for(loc, choice, host: str):
+    """(HardwareSpec or None, why not) for a bench host under the chosen ``HostPick``."""
+    from planner import hosts
     from planner.errors import PlannerInputError
     from store import queries_planner as qp
 
-    if choice == NO_HW:
+    if choice.key == NO_HW:
         return None, "no hardware chosen for the prediction"
+    if choice.key != MEASURED:
+        return choice.hardware, choice.error
     try:
-        if choice != MEASURED:
-            return hardware.preset(choice), None
         run_id = qp.latest_gpu_run_id(loc, host)
         if run_id is None:
             return None, (f"host {host!r} has no `gpu` run (run `python -m collectors gpu` "
                           "there, or pick a hardware preset)")  # fmt: skip
-        head, devices = qp.gpu_run(loc, run_id)
-        return hardware.from_gpu_run(head.iloc[0].to_dict(), devices.to_dict("records")), None
+        return hosts.from_gpu_run_id(loc, run_id).hardware, None
     except PlannerInputError as exc:
         return None, str(exc)
+
+
+def pick_hardware(loc, notes: list[str]):
+    """The shared host choice (pages/host_choice.py) with this page's two extra choices."""
+    from pages.host_choice import host_select
+    from store import queries_planner as qp
+
+    pick = host_select("Hardware for the planner's prediction", qp.gpu_hosts(loc), notes,
+                       before={MEASURED: MEASURED}, after={NO_HW: NO_HW})  # fmt: skip
+    if pick.error and pick.key not in (MEASURED, NO_HW):
+        st.error(pick.error)
+    return pick
 
 
 def model_for(model_id: str):
@@ -92,11 +104,14 @@ def model_for(model_id: str):
                   "the Tradeoff page takes a config.json")  # fmt: skip
 
 
-def predictions(loc, bench: pd.DataFrame, model_id: str, hw_choice: str):
+def predictions(loc, bench: pd.DataFrame, model_id: str, pick):
     """The serving model's TPOT/TTFT/throughput at each measured point (pages/serving_predict)."""
     from pages.serving_predict import serving_predictions
 
-    return serving_predictions(loc, bench, model_id, hw_choice, hardware_for, model_for)
+    def for_host(loc, _key: str, host: str):
+        return hardware_for(loc, pick, host)
+
+    return serving_predictions(loc, bench, model_id, pick.key, for_host, model_for)
 
 
 def comm_curves(loc, hw, host: str):
@@ -128,9 +143,8 @@ def bench_section(loc, host: str | None) -> None:
         return
     c1, c2 = st.columns(2)
     stat = c1.radio("Statistic", STATS, key="stat", bind="query-params", horizontal=True)
-    hw_options = [MEASURED, *_hw_presets(), NO_HW]
-    hw_choice = c2.selectbox("Hardware for the planner's prediction", hw_options, key="hw",
-                             bind="query-params")  # fmt: skip
+    with c2:
+        hw_choice = pick_hardware(loc, [])
     bench = qs.bench_results(loc, chosen, model)
     if bench.empty:
         st.info("These runs hold no results for this model.")
@@ -191,14 +205,6 @@ def versus(data: pd.DataFrame, y: str, predicted: str, title: str, y_title: str)
     fig.update_layout(title=title, xaxis_type="log", xaxis_title="concurrency",
                       yaxis_title=y_title, height=420)  # fmt: skip
     return fig
-
-
-def _hw_presets() -> list[str]:
-    try:
-        from planner.hardware import HARDWARE_PRESETS
-    except ImportError:
-        return []
-    return list(HARDWARE_PRESETS)
 
 
 def _sentences(data: pd.DataFrame, col: str, stat: str) -> list[str]:
