@@ -57,7 +57,7 @@ HOST_FIELDS: tuple[HostField, ...] = (
     HostField("mem_bandwidth_gbps", float, True, "memory bandwidth per GPU, GB/s",
               high=100_000),  # fmt: skip
     HostField("interconnect", str, True, "pcie or nvlink", choices=INTERCONNECTS),
-    HostField("link_gbps", float, True, "GPU-to-GPU bandwidth per direction, GB/s",
+    HostField("link_gbps", float, True, "GPU-to-GPU GB/s per direction (NVLink4 450, PCIe5 55)",
               high=10_000),  # fmt: skip
     HostField("bf16_tflops", float, True, "dense BF16 tensor TFLOPS (half the sparse figure)",
               high=100_000),  # fmt: skip
@@ -65,9 +65,9 @@ HOST_FIELDS: tuple[HostField, ...] = (
               high=100_000, zero_ok=True),  # fmt: skip
     HostField("fp4_tflops", float, False, "dense FP4 tensor TFLOPS; omit or 0 = none",
               high=100_000, zero_ok=True),  # fmt: skip
-    HostField("generation", str, True, " | ".join(GENERATIONS), choices=GENERATIONS),
-    HostField("link_latency_us", float, True, "small-message AllReduce latency, us",
-              high=10_000),  # fmt: skip
+    HostField("generation", str, True, "ampere, ada, hopper or blackwell", choices=GENERATIONS),
+    HostField("link_latency_us", float, True,
+              "small-message AllReduce latency, us (NVLink 6, PCIe 27)", high=10_000),  # fmt: skip
     HostField("name", str, False, "label in the answers (default: the file's name)"),
     HostField("max_gpus", int, False, "GPUs one NVLink domain reaches (NVL72: 72)", high=4096),
     HostField("source", str, False, "where the numbers come from (shown with every answer)"),
