@@ -74,9 +74,16 @@ class RawTrace:
     # vLLM 0.10-0.11 have no step annotation: the Python frames of ``execute_model``
     # (with_stack=True, vLLM's default) mark the steps; (name, ts, dur, tid)
     exec_frames: list[tuple[str, float, float, Any]] = field(default_factory=list)
+    # the vocab-parallel embedding's Python frames (taxonomy.EMBEDDING_FRAME), same shape
+    module_frames: list[tuple[str, float, float, Any]] = field(default_factory=list)
     # gloo:/nccl: annotations' dtype (ts, name, label name id): a top-level c10d op whose own
     # "Input type" is ['TensorList', ...] takes the dtype of the backend's annotation
     comm_annotation_dtypes: list[tuple[float, str, int]] = field(default_factory=list)
+
+
+# RawTrace's list fields, in the order a shared parse (split) records and merges them
+LIST_FIELDS = ("exec_frames", "module_frames", "cpu_annotations", "gpu_annotations",
+               "comm_annotation_dtypes")  # fmt: skip
 
 
 class Sink:
@@ -161,8 +168,10 @@ class Sink:
                 self.rt_rows.append((corr, ts, 1 if "GraphLaunch" in name else 0))
                 if len(self.rt_rows) >= self.FLUSH:
                     self.flush()
-        elif cat == b"python_function":
-            self.raw.exec_frames.append((name, float(ts), float(dur), get("tid")))
+        elif cat == b"python_function":  # execute_model or embedding frames (scanner._EXEC)
+            frames = self.raw.exec_frames if name.endswith(": execute_model") else (
+                self.raw.module_frames)  # fmt: skip
+            frames.append((name, float(ts), float(dur), get("tid")))
         elif cat == b"user_annotation":
             self.raw.cpu_annotations.append((name, float(ts), float(dur), get("tid")))
             if name.startswith(("gloo:", "nccl:")) and (label := taxonomy.input_dtype(args)):

@@ -11,7 +11,7 @@ appearance, so the result is the RawTrace a single pass builds, field for field
 pass, which raises the same error a single pass would.
 
 Workers are ``python -m collectors.trace.split`` (fresh interpreters: nothing of the
-caller's state, threads or CUDA context is forked), importing only the reader. One per
+caller's state, threads or CUDA context is forked), importing only the scanner. One per
 idle core and per 32 MB of JSON, at most 7: each inflates the whole file, so past ~8
 processes the inflate, not the parse, sets the time.
 """
@@ -24,12 +24,11 @@ import os
 import pickle
 import subprocess
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from collectors.trace.columns import RawTrace, Sink
-from collectors.trace.reader import scan, truncation_note
+from collectors.trace.columns import LIST_FIELDS, RawTrace
+from collectors.trace.scanner import Part, scan, truncation_note
 
 # Below this many bytes of JSON per process a worker's start (~0.1 s) costs more than it saves
 MIN_JSON_BYTES = 32 << 20
@@ -44,30 +43,6 @@ _GPU = (("g_kind", False), ("g_ts", False), ("g_dur", False), ("g_stream", False
 _CPU = (("c_ts", False), ("c_dur", False), ("c_tid", False), ("c_name", True),
         ("c_dtype", True))  # fmt: skip
 _RUNTIME = ("r_corr", "r_ts", "r_graph")
-_LISTS = ("exec_frames", "cpu_annotations", "gpu_annotations", "comm_annotation_dtypes")
-
-
-@dataclass
-class Part:
-    """Which chunks this process parses, and how long its columns were after each."""
-
-    mine: int  # 0: the caller (also the final chunk), 1..: the workers
-    parts: int = 2  # processes sharing the file
-    chunk: int = 0
-    # (chunk, gpu, cpu, runtime rows, *list lengths, names, tids) after each own chunk
-    marks: list[tuple[int, ...]] = field(default_factory=list)
-
-    def take(self, final: bool) -> bool:
-        i = self.chunk
-        self.chunk += 1
-        return self.mine == 0 if final else i % self.parts == self.mine
-
-    def mark(self, sink: Sink) -> None:
-        sink.flush()
-        r = sink.raw
-        self.marks.append((self.chunk - 1, len(r.g_ts), len(r.c_ts), len(r.r_ts),
-                           *(len(getattr(r, k)) for k in _LISTS), len(r.names),
-                           len(r.tids)))  # fmt: skip
 
 
 def cores() -> int:
@@ -120,7 +95,7 @@ def _is_gzip(path: Path) -> bool:
 
 def read_parallel(path: Path, all_cpu_ops: bool | None, all_runtime: bool,
                   block: int = 0, workers: int = 1) -> tuple[RawTrace, bool | None]:  # fmt: skip
-    """``reader.scan`` on 1 + ``workers`` processes; falls back to one pass on any failure."""
+    """``scanner.scan`` on 1 + ``workers`` processes; falls back to one pass on any failure."""
     if not block:
         try:
             block = _BLOCK_GZ if _is_gzip(path) else _BLOCK_PLAIN
@@ -191,7 +166,7 @@ def merge(shares: list[tuple[RawTrace, list[tuple[int, ...]]]]) -> RawTrace:
     tid_ids: dict[Any, int] = {}
     name_map: list[list[int]] = [[] for _ in sources]  # local id -> merged id, per source
     tid_map: list[list[int]] = [[] for _ in sources]
-    zero = (0,) * (4 + len(_LISTS) + 2)
+    zero = (0,) * (4 + len(LIST_FIELDS) + 2)
     for _chunk, src, k in order:
         raw = sources[src]
         prev, cur = (marks[src][k - 1] if k else zero), marks[src][k]
@@ -211,7 +186,7 @@ def merge(shares: list[tuple[RawTrace, list[tuple[int, ...]]]]) -> RawTrace:
         _copy(out, raw, _CPU, prev[2], cur[2], names_np[src], tids_np[src])
         for key in _RUNTIME:
             getattr(out, key).extend(getattr(raw, key)[prev[3] : cur[3]])
-        for i, key in enumerate(_LISTS, start=4):
+        for i, key in enumerate(LIST_FIELDS, start=4):
             rows = getattr(raw, key)[prev[i] : cur[i]]
             if key == "comm_annotation_dtypes":  # (ts, name, label name id)
                 rows = [(ts, n, int(names_np[src][label])) for ts, n, label in rows]

@@ -197,6 +197,22 @@ ENCLOSING_OP_PATTERNS: tuple[tuple[str, str], ...] = (
     ),  # fmt: skip
 )
 
+# The vocab-parallel embedding, whose AllReduce the step anatomy names ``embedding``:
+# ``VocabParallelEmbedding.forward`` looks the tokens up, masks the other ranks' rows and
+# calls ``tensor_model_parallel_all_reduce`` (vllm-project/vllm
+# vllm/model_executor/layers/vocab_parallel_embedding.py @ 00db0119c376; SGLang's
+# python/sglang/srt/layers/vocab_parallel_embedding.py is the same class). Its subclass
+# ParallelLMHead raises in ``forward`` (the logits GEMM runs in the sampler), so no
+# logits work runs in this frame. torch.profiler's Python tracer (``with_stack=True``,
+# vLLM's default) names the module call ``nn.Module: VocabParallelEmbedding_0`` and the
+# frame ``.../vocab_parallel_embedding.py(NNN): forward``; matched against the whole
+# name (the reader keeps these frames, so the pattern must not cross a '"').
+EMBEDDING_FRAME = (r"nn\.Module: VocabParallelEmbedding_\d+|"
+                   r"[^\"]{0,400}vocab_parallel_embedding\.py\(\d+\): forward")  # fmt: skip
+# The eager lookup's CPU op: the kernels it launches (``vectorized_gather_kernel``,
+# ``indexSelect*``) are the embedding, whatever their names.
+EMBEDDING_OP = "aten::embedding"
+
 
 def _lowercase_pattern(pattern: str) -> str:
     """``pattern`` for lowercased text: literals lowercased, escapes (\\b, \\w, \\d) kept.

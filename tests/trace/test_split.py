@@ -11,7 +11,7 @@ import gzip
 import pytest
 
 from collectors.errors import InputError
-from collectors.trace import ingest, ranks, reader, split
+from collectors.trace import ingest, ranks, reader, scanner, split
 from tests.trace.conftest import TRACES, fixture
 
 BLOCK = 4096  # bytes read at a time: ~60 KB of JSON per chunk, dozens of chunks per file
@@ -35,24 +35,24 @@ def test_several_processes_read_what_one_pass_reads(rel, workers):
 def test_both_halves_take_a_share_and_merge_in_order():
     """The halves in-process: each parses alternate chunks; the merge restores one pass."""
     path = fixture("tracelens/h100_qwen1.5_0.5b.json.gz")
-    mine, theirs = split.Part(mine=0), split.Part(mine=1)
-    a, used = reader.scan(path, None, False, mine, BLOCK)
-    b, _ = reader.scan(path, None, False, theirs, BLOCK)
+    mine, theirs = scanner.Part(mine=0), scanner.Part(mine=1)
+    a, used = scanner.scan(path, None, False, mine, BLOCK)
+    b, _ = scanner.scan(path, None, False, theirs, BLOCK)
     assert len(mine.marks) > 10 and len(theirs.marks) > 10
     assert 0 < len(a.g_ts) < len(a.g_ts) + len(b.g_ts) and len(b.g_ts) > 0
     assert a.names != b.names  # each numbered its names in its own order
-    one, one_used = reader.scan(path, None, False)
+    one, one_used = scanner.scan(path, None, False)
     assert split.merge([(a, mine.marks), (b, theirs.marks)]) == one and used == one_used
 
 
 def test_four_shares_merge_in_order():
     path = fixture("tracelens/h100_qwen1.5_0.5b.json.gz")
-    parts = [split.Part(mine=k, parts=4) for k in range(4)]
-    shares = [(reader.scan(path, None, False, part, BLOCK)[0], part.marks) for part in parts]
+    parts = [scanner.Part(mine=k, parts=4) for k in range(4)]
+    shares = [(scanner.scan(path, None, False, part, BLOCK)[0], part.marks) for part in parts]
     assert all(
         len(p.marks) > 5 and len(raw.g_ts) > 0 for p, (raw, _) in zip(parts, shares, strict=True)
     )
-    assert split.merge(shares) == reader.scan(path, None, False)[0]
+    assert split.merge(shares) == scanner.scan(path, None, False)[0]
 
 
 def test_truncated_tmp_and_plain_json(truncated_tmp, tmp_path):
