@@ -68,6 +68,9 @@ VERBS: tuple[Verb, ...] = (
     Verb("doctor", "collectors.doctor", "check store, spool backlog, lock dir, NVML and "
          "optionally a vLLM or SGLang URL; one pass/warn/fail line each", writes=False,
          submits=False),  # fmt: skip
+    Verb("check", "collectors.check", "compare the newest run of every measured series with "
+         "its history; one line per regression or improvement, exit 3 on a regression",
+         writes=False, submits=False),  # fmt: skip
     Verb("migrate", "collectors.migrate_store", "copy every run of an embedded store into a "
          "DuckLake (--to URL); re-running is a no-op", submits=False),  # fmt: skip
     Verb("compact", "collectors.compact", "merge a lake's small files and expire old "
