@@ -18,6 +18,7 @@ from planner import hardware, host_file, hosts
 from planner.errors import PlannerInputError
 
 FILE = "file"
+WAITING = "Upload a host file (JSON or TOML) to plan for it: its fields are in the README."
 
 
 @dataclass(frozen=True)
@@ -25,7 +26,7 @@ class HostPick:
     """What was chosen (the URL value) and the host it resolves to, or why it does not."""
 
     key: str
-    hardware: hardware.HardwareSpec | None = None
+    hardware: hardware.HardwareSpec | None = None  # None: see error, or no file uploaded yet
     stored: str | None = None  # the store's host name, whose comm runs apply
     error: str | None = None
 
@@ -80,8 +81,9 @@ def _uploaded(param: str) -> HostPick:
     up = st.file_uploader("Host file (JSON or TOML)", type=["json", "toml"], key=f"{param}_file",
                           help=f"Fields: {fields} (README: Host files). A link cannot carry "
                           "the file: whoever opens the link uploads it again.")  # fmt: skip
-    if up is None:
-        return HostPick(FILE, error="upload a host file (JSON or TOML; README: Host files)")
+    if up is None:  # nothing to answer for yet: not an error
+        st.info(WAITING)
+        return HostPick(FILE)
     try:
         return HostPick(FILE, host_file.parse(up.getvalue(), up.name))
     except PlannerInputError as exc:

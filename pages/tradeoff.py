@@ -104,8 +104,10 @@ def inputs() -> tuple[dict, list[str]]:
                  if pick in metas else models.preset(pick))  # fmt: skip
     with c2:
         pick = host_select("Host", hosts, notes)
-    if pick.hardware is None:
-        raise PlannerInputError(pick.error or "choose a host")
+    if pick.hardware is None:  # a bad host file (one line), or none uploaded yet
+        if pick.error:
+            raise PlannerInputError(pick.error)
+        st.stop()
     hw, host_name = pick.hardware, pick.stored
     kwargs: dict = {"model": model, "hardware": hw}
     c3, c4 = st.columns(2)
