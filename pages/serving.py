@@ -70,7 +70,7 @@ def hardware_for(loc, choice, host: str):
     if choice.key == NO_HW:
         return None, "no hardware chosen for the prediction"
     if choice.key != MEASURED:
-        return choice.hardware, choice.error
+        return choice.hardware, choice.error or "no host file uploaded"
     try:
         run_id = qp.latest_gpu_run_id(loc, host)
         if run_id is None:
