@@ -38,7 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser, with_store: bool = False,
     group = parser.add_mutually_exclusive_group(required=required)
     group.add_argument("--host", metavar="PRESET|FILE",
                        help="host preset (" + ", ".join(hardware.HARDWARE_PRESETS) + ") or a "
-                       "host file, JSON or TOML (README: Host files)")  # fmt: skip
+                       "host file, JSON or TOML (README: Hosts)")  # fmt: skip
     group.add_argument("--host-from-store", metavar="HOST",
                        help="this host's newest `gpu` run in the store (NVML), the known-GPU "
                        f"table filling TFLOPS and generation; `{COLLECT}` records one")  # fmt: skip
@@ -87,9 +87,12 @@ def from_store(host: str, store: str | None, flag: str = "--host-from-store") ->
                                 "(give --store or set STEPSCOPE_STORE)")  # fmt: skip
     run_id = _latest_gpu_run(loc, host)
     if run_id is None:
+        known = stored_hosts(loc)
+        close = difflib.get_close_matches(host, known, n=1)
+        hint = f"did you mean {close[0]}? " if close else ""
         raise PlannerInputError(
             f"{flag} {host!r}: the store has no `gpu` run for it (run `{COLLECT} --host "
-            f"{host}` on that host; hosts with one: {', '.join(stored_hosts(loc)) or 'none'})"
+            f"{host}` on that host; {hint}hosts with one: {', '.join(known) or 'none'})"
         )
     return from_gpu_run_id(loc, run_id)
 

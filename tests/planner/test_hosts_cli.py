@@ -149,6 +149,12 @@ def test_host_without_a_gpu_run_names_the_collector(hosts_store: HostStore, host
     assert "hosts with one: h20-node, mystery-node)" in line
 
 
+def test_misspelt_stored_host_suggests_it(hosts_store: HostStore) -> None:
+    line = one_line_error(planner("predict", "--host-from-store", "h20-nod", "--store",
+                                  str(hosts_store.path), *KIMI_DP8_EP8), "planner predict: ")  # fmt: skip
+    assert "did you mean h20-node? hosts with one: h20-node, mystery-node)" in line
+
+
 def test_unknown_gpu_name_is_one_line(hosts_store: HostStore) -> None:
     line = one_line_error(planner("predict", "--host-from-store", "mystery-node", "--store",
                                   str(hosts_store.path), *KIMI_DP8_EP8), "planner predict: ")  # fmt: skip
