@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from collectors.trace import anatomy, metrics, taxonomy
+from collectors.trace import anatomy, metrics, taxonomy, windows
 from collectors.trace import steps as steps_mod
 from collectors.trace.columns import RawTrace
 from collectors.trace.npx import unique_sorted
@@ -30,7 +30,7 @@ class RankResult:
     has_gpu: bool
     trace_start_us: float
     steps: list[steps_mod.Step]
-    step_windows: np.ndarray  # (n, 2) GPU (or CPU-op) window per step
+    step_windows: np.ndarray  # (n, 2) GPU (or CPU-op) window per step (windows.py)
     step_busy: np.ndarray
     # per event (kernels/memcpy/memset, or top-level cpu ops)
     kind: np.ndarray
@@ -46,6 +46,7 @@ class RankResult:
     graph: np.ndarray  # bool: launched by a CUDA/HIP graph launch
     graph_launches: int = 0
     relabelled_moe: int = 0  # graph GEMMs between MoE kernels counted as MoE
+    steps_without_gpu: int = 0  # detected steps that owned no GPU event (left out)
     times: metrics.RankTimes = field(default=None)  # type: ignore[assignment]
 
 
@@ -136,6 +137,21 @@ def _enclosing(raw: RawTrace, kind: np.ndarray, launch: np.ndarray) -> np.ndarra
     return out
 
 
+def _in_embedding(raw: RawTrace, launch: np.ndarray) -> np.ndarray:
+    """Whether each event was launched inside the vocab-parallel embedding: its Python
+    frames (``VocabParallelEmbedding``, with_stack traces) or an ``aten::embedding`` op."""
+    if not len(launch):
+        return np.zeros(0, dtype=bool)
+    wanted = {i: 1 for i, n in enumerate(raw.names) if n == taxonomy.EMBEDDING_OP}
+    s, e, _lab = _cpu_intervals(raw, wanted, annotations=False) if wanted else (np.zeros(0),) * 3
+    frames = [(ts, ts + d) for _n, ts, d, _tid in raw.module_frames]
+    starts = np.r_[s, [a for a, _ in frames]]
+    ends = np.r_[e, [b for _, b in frames]]
+    order = np.argsort(starts, kind="stable")
+    return metrics.containing(starts[order], ends[order], np.ones(len(order), dtype=np.int64),
+                              launch) > 0  # fmt: skip
+
+
 def _by_enclosing_op(cat: np.ndarray, kind: np.ndarray, enclosing: np.ndarray) -> None:
     """Kernels launched inside a MoE/attention CPU op take its category (a routed-expert
     GEMM is MoE time). Communication kernels and memcpy/memset keep theirs."""
@@ -201,38 +217,40 @@ def analyze(raw: RawTrace) -> RankResult:
     busy = metrics.union(start, end)
     launches = np.frombuffer(raw.r_ts, dtype=np.float64)[np.frombuffer(raw.r_graph, np.int8) > 0]
     found = _find_steps(raw, launches, graph)
-    by_gpu = bool(found) and has_gpu and all(s.gpu_start is not None for s in found)
-    if found:
-        step = steps_mod.assign(found, launch, start, by_gpu)
-        windows = _windows(found, step, start, end, by_gpu)
-    else:
+    step = windows.assign(found, launch, start, end, raw.gpu_annotations)
+    detected = len(found)
+    found, step, step_win = windows.own_windows(found, step, start, end)
+    dropped = detected - len(found)  # steps that owned no GPU event (windows.py)
+    if not found:  # no step marks, or none of them launched anything: split at idle gaps
         found = steps_mod.gap_steps(busy.start, busy.end)
-        step = steps_mod.assign(found, np.full(len(start), np.nan), start, True)
-        windows = np.array([[s.gpu_start, s.gpu_end] for s in found]).reshape(-1, 2)
+        step = windows.assign(found, np.full(len(start), np.nan), start, end)
+        found, step, step_win = windows.own_windows(found, step, start, end)
     if not found or found[0].source == "gap":
         win = metrics.union(busy.start[:1], busy.end[-1:])  # the whole active span
     else:
-        win = metrics.union(windows[:, 0], windows[:, 1])
+        win = metrics.union(step_win[:, 0], step_win[:, 1])
     is_comm = np.isin(category, _COMM_IDX)
     comm = metrics.union(start[is_comm], end[is_comm])
     compute_sel = ~is_comm & (kind != 1) & (kind != 2)
     compute = metrics.union(start[compute_sel], end[compute_sel])
     times = metrics.rank_times(win, busy, comm, compute)
-    step_busy = busy.within(windows[:, 0], windows[:, 1]) if len(windows) else np.zeros(0)
+    step_busy = busy.within(step_win[:, 0], step_win[:, 1]) if len(step_win) else np.zeros(0)
+    marks = anatomy.Marks(enclosing, _in_embedding(raw, launch), graph,
+                          anatomy.embedding_names(raw.names, name))  # fmt: skip
     return RankResult(
         raw=raw, has_gpu=has_gpu, trace_start_us=_trace_start(raw), steps=found,
-        step_windows=windows, step_busy=step_busy, kind=kind, start=start, dur=dur,
+        step_windows=step_win, step_busy=step_busy, kind=kind, start=start, dur=dur,
         stream=stream, name=name, category=category, dtype=dtypes, dtype_of=dtype_of,
         step=step, times=times, graph=graph, graph_launches=len(launches),
-        relabelled_moe=relabelled,
-        source=anatomy.comm_sources(raw.names, name, category, step, order, enclosing),
+        relabelled_moe=relabelled, steps_without_gpu=dropped,
+        source=anatomy.comm_sources(category, step, order, marks),
     )  # fmt: skip
 
 
 def _find_steps(raw: RawTrace, launches: np.ndarray, graph: np.ndarray) -> list[steps_mod.Step]:
     """Annotated steps, else vLLM 0.10-0.11's execute_model frames, else one step per
     full-model graph launch (most kernels from graphs, hundreds per launch); [] -> gaps."""
-    found = steps_mod.annotated_steps(raw.cpu_annotations, raw.gpu_annotations)
+    found = steps_mod.annotated_steps(raw.cpu_annotations)
     if not found and raw.exec_frames:
         found = steps_mod.frame_steps(raw.exec_frames)
     if not found and len(launches) and graph.mean() > 0.5 and graph.sum() >= 200 * len(
@@ -242,24 +260,6 @@ def _find_steps(raw: RawTrace, launches: np.ndarray, graph: np.ndarray) -> list[
                     for a in (raw.r_ts, raw.c_ts) if len(a)), default=0.0)  # fmt: skip
         found = steps_mod.graph_launch_steps(launches, last)
     return found
-
-
-def _windows(found, step, start, end, by_gpu) -> np.ndarray:
-    """GPU window per step: its gpu annotation, else the extent of its events."""
-    n = len(found)
-    lo = np.full(n, np.inf)
-    hi = np.full(n, -np.inf)
-    sel = step >= 0
-    np.minimum.at(lo, step[sel], start[sel])
-    np.maximum.at(hi, step[sel], end[sel])
-    if by_gpu:  # the GPU annotation, widened to the work the step launched
-        a = np.array([s.gpu_start for s in found], dtype=np.float64)
-        b = np.array([s.gpu_end for s in found], dtype=np.float64)
-        return np.stack([np.minimum(a, lo), np.maximum(b, hi)], axis=1).reshape(n, 2)
-    empty = ~np.isfinite(lo)  # nothing ran: fall back to the CPU annotation
-    lo[empty] = [found[i].cpu_start for i in np.flatnonzero(empty)]
-    hi[empty] = [found[i].cpu_end for i in np.flatnonzero(empty)]
-    return np.stack([lo, hi], axis=1)
 
 
 def _cpu_dtypes(raw: RawTrace, top: np.ndarray, category: np.ndarray) -> np.ndarray:

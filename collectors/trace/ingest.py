@@ -131,6 +131,9 @@ def ingest_traces(paths: list[Path], log: logging.Logger | None = None) -> Trace
         if raw.partial:
             warnings.append(f"{f}: partial trace: {raw.partial_reason}")
         result = analyze.analyze(raw)
+        if result.steps_without_gpu:
+            warnings.append(f"{f}: {result.steps_without_gpu} step(s) launched no GPU work "
+                            "(no window of their own): left out of the steps")  # fmt: skip
         log.info(
             f"{f.name}: {raw.events_total} events, {raw.events_kept} kept, "
             f"{len(raw.g_ts)} GPU events, {len(result.steps)} steps"

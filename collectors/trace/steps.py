@@ -14,11 +14,7 @@ Sources, first found wins:
   6. Otherwise GPU (or, in CPU-only traces, top-level CPU op) idle gaps: a gap longer than
      max(200 us, 20 x the median gap) separates two steps.
 
-Every GPU event belongs to the step whose CPU range launched it (its correlation id leads
-to the runtime call), else to none ("outside steps"); an event with no known launch falls
-back to the step's GPU window. A step's GPU window is its ``gpu_user_annotation`` twin
-widened to the work it launched (with CUDA graphs, or a logits gather that runs after the
-annotation ends, kernels run past it); without a twin, the extent of that work.
+Which step owns each GPU event, and each step's GPU window: collectors/trace/windows.py.
 """
 
 from __future__ import annotations
@@ -49,8 +45,6 @@ class Step:
     source: str  # store.trace_vocab.STEP_SOURCES
     cpu_start: float  # us, absolute trace time
     cpu_end: float
-    gpu_start: float | None = None  # from a gpu_user_annotation when present
-    gpu_end: float | None = None
     context_tokens: int | None = None
     generation_tokens: int | None = None
     context_requests: int | None = None
@@ -79,10 +73,7 @@ def _vllm(name: str, ts: float, dur: float) -> Step | None:
     return None
 
 
-def annotated_steps(
-    cpu_annotations: list[tuple[str, float, float, object]],
-    gpu_annotations: list[tuple[str, float, float]],
-) -> list[Step]:
+def annotated_steps(cpu_annotations: list[tuple[str, float, float, object]]) -> list[Step]:
     """Steps from annotations (sources 1-3), sorted by CPU start; [] when none."""
     found: list[Step] = []
     for name, ts, dur, _tid in cpu_annotations:
@@ -95,17 +86,6 @@ def annotated_steps(
             if found:
                 break
     found.sort(key=lambda s: s.cpu_start)
-    # the k-th GPU annotation of a name is the GPU side of the k-th CPU one
-    gpu: dict[str, list[tuple[float, float]]] = {}
-    for name, ts, dur in sorted(gpu_annotations, key=lambda a: a[1]):
-        gpu.setdefault(name, []).append((ts, ts + dur))
-    seen: dict[str, int] = {}
-    for step in found:
-        k = seen.get(step.name, 0)
-        seen[step.name] = k + 1
-        twins = gpu.get(step.name, [])
-        if k < len(twins):
-            step.gpu_start, step.gpu_end = twins[k]
     return found
 
 
@@ -120,7 +100,7 @@ def gap_steps(start: np.ndarray, end: np.ndarray) -> list[Step]:
     firsts = np.r_[0, cuts + 1]
     lasts = np.r_[cuts, len(start) - 1]
     return [
-        Step(f"gap#{i}", "gap", float(start[a]), float(end[b]), float(start[a]), float(end[b]))
+        Step(f"gap#{i}", "gap", float(start[a]), float(end[b]))
         for i, (a, b) in enumerate(zip(firsts, lasts, strict=True))
     ]
 
@@ -144,42 +124,3 @@ def graph_launch_steps(launch_ts: np.ndarray, last_cpu: float) -> list[Step]:
     ends = np.r_[ts[1:], max(last_cpu, float(ts[-1]) + 1.0)] if len(ts) else ts
     return [Step(f"graph#{i}", "graph_launch", float(a), float(b))
             for i, (a, b) in enumerate(zip(ts, ends, strict=True))]
-
-
-def _locate(a: np.ndarray, b: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """Index of the window [a_i, b_i] holding each t (-1: none); windows sorted by a."""
-    k = np.searchsorted(a, t, side="right") - 1
-    kk = np.maximum(k, 0)
-    hit = (k >= 0) & (t <= b[kk]) if len(a) else np.zeros(len(t), dtype=bool)
-    return np.where(hit, kk, -1)
-
-
-def assign(
-    steps: list[Step], when: np.ndarray, gpu_start: np.ndarray, by_gpu_window: bool
-) -> np.ndarray:
-    """Step index of every event (-1: outside all steps).
-
-    ``when`` is the CPU launch time (NaN when unknown): an event belongs to the step whose
-    CPU range launched it. Without a launch time it is placed by its GPU start: in the
-    step's GPU window if ``by_gpu_window``, else in its CPU range.
-    """
-    out = np.full(len(gpu_start), -1, dtype=np.int64)
-    if not steps or not len(gpu_start):
-        return out
-    cpu_a = np.array([s.cpu_start for s in steps])
-    cpu_b = np.array([s.cpu_end for s in steps])
-    order = np.argsort(cpu_a, kind="stable")
-    known = ~np.isnan(when)
-    got = _locate(cpu_a[order], cpu_b[order], when[known])
-    out[known] = np.where(got >= 0, order[np.maximum(got, 0)], -1)
-    rest = np.flatnonzero(~known)
-    if len(rest):
-        if by_gpu_window:
-            a = np.array([s.gpu_start for s in steps])
-            b = np.array([s.gpu_end for s in steps])
-        else:
-            a, b = cpu_a, cpu_b
-        o = np.argsort(a, kind="stable")
-        got = _locate(a[o], b[o], gpu_start[rest])
-        out[rest] = np.where(got >= 0, o[np.maximum(got, 0)], -1)
-    return out

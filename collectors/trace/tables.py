@@ -231,6 +231,7 @@ def _summary(results, ranks, tables) -> dict[str, Any]:
             "busy_us": round(r.times.busy_us, 3), "idle_us": round(r.times.idle_us, 3),
             "span_us": round(r.times.span_us, 3),
             "exposed_comm_us": round(r.times.exposed_comm_us, 3),
+            "mean_step_wall_us": _mean_wall(r),
         }
         for r, (rank, _src) in zip(results, ranks, strict=True)
     }  # fmt: skip
@@ -246,6 +247,12 @@ def _summary(results, ranks, tables) -> dict[str, Any]:
         "step_source": next((r.steps[0].source for r in results if r.steps), None),
         "per_rank": per_rank,
     }
+
+
+def _mean_wall(res: RankResult) -> float | None:
+    """Mean wall of the rank's steps (their GPU windows, collectors/trace/windows.py)."""
+    w = res.step_windows
+    return round(float(np.mean(w[:, 1] - w[:, 0])), 3) if len(w) else None
 
 
 def _run_info(results: list[RankResult], ranks) -> dict[str, Any]:

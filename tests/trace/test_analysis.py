@@ -39,18 +39,18 @@ def test_containing_picks_the_innermost_interval():
     ("execute_new_3_cached_61", (None, None, 3, 61)),
 ])  # fmt: skip
 def test_vllm_step_names_both_generations(name, expected):
-    (step,) = steps.annotated_steps([(name, 0.0, 10.0, 1)], [])
+    (step,) = steps.annotated_steps([(name, 0.0, 10.0, 1)])
     got = (step.context_tokens, step.generation_tokens, step.context_requests,
            step.generation_requests)  # fmt: skip
     assert step.source == "vllm" and got == expected
 
 
-def test_step_sources_in_order_and_gpu_twins():
+def test_step_sources_in_order():
     cpu = [("ProfilerStep#7", 0.0, 5.0, 1), ("step[DECODE bs=8]", 1.0, 2.0, 1)]
-    (s,) = steps.annotated_steps(cpu, [("ProfilerStep#7", 3.0, 9.0)])
-    assert (s.source, s.gpu_start, s.gpu_end) == ("profiler_step", 3.0, 12.0)
-    (s,) = steps.annotated_steps(cpu[1:], [])
-    assert s.source == "sglang" and s.gpu_start is None
+    (s,) = steps.annotated_steps(cpu)
+    assert (s.source, s.cpu_start, s.cpu_end) == ("profiler_step", 0.0, 5.0)
+    (s,) = steps.annotated_steps(cpu[1:])
+    assert s.source == "sglang"
 
 
 def test_gap_steps_split_at_long_idle():
