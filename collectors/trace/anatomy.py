@@ -4,11 +4,17 @@ Both read the kernels in issue order (launch time, then GPU start: a CUDA graph'
 share their launch, so the GPU order is theirs) and look at the compute just before.
 
 A collective's source (``store.trace_vocab.COMM_SOURCES``):
-- launched inside a MoE or attention CPU op (eager traces): that op;
+- launched inside a MoE or attention CPU op (eager traces): that op; inside the
+  vocab-parallel embedding's Python frames (``VocabParallelEmbedding.forward``, with_stack
+  traces, taxonomy.EMBEDDING_FRAME): ``embedding``;
+- replayed by a CUDA graph (no CPU op runs during a replay), the step's first collective,
+  an AllReduce before its first attention kernel: ``embedding`` (the decoder's only
+  collective ahead of the first layer's attention is the embedding's);
 - else the last distinctive compute before it in the same step: MoE kernels -> ``moe``
   (expert output / combine), attention -> ``attention`` (o_proj output), the embedding
-  lookup -> ``embedding``; a norm, or the previous collective, then GEMMs -> ``mlp`` (dense
-  MLP; with the residual norm fused into the AllReduce there is no norm kernel between);
+  lookup (a kernel named so, or launched inside ``aten::embedding``) -> ``embedding``; a
+  norm, or the previous collective, then GEMMs -> ``mlp`` (dense MLP; with the residual
+  norm fused into the AllReduce there is no norm kernel between);
 - an AllGather (or gather) after GEMMs with no attention/MoE since the last norm or
   collective is the vocab-parallel ``logits`` gather;
 - a collective right after another with no compute between continues its source (two-shot
@@ -24,6 +30,7 @@ else between are MoE time.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -32,7 +39,9 @@ from store.trace_vocab import CATEGORIES, COMM, COMM_SOURCES
 _CAT = {c: i for i, c in enumerate(CATEGORIES)}
 _COMM = np.array([_CAT[c] for c in COMM])
 _SRC = {s: i for i, s in enumerate(COMM_SOURCES)}
-_EMBEDDING = re.compile(r"embedding|indexSelect|index_select", re.IGNORECASE)
+# an embedding lookup by kernel name; not a rotary embedding (attention's RoPE kernel)
+_EMBEDDING = re.compile(r"(?<!rotary_)(?<!rotary)embedding|indexSelect|index_select",
+                        re.IGNORECASE)  # fmt: skip
 # marker codes
 _NONE, _GEMM, _NORM, _ATTN, _MOE, _EMB, _COMM_M = 0, 1, 2, 3, 4, 5, 6
 _FILLER = np.array([_CAT[c] for c in ("gemm", "elementwise", "cast_quant", "memory")])
@@ -63,25 +72,35 @@ def moe_in_graphs(category: np.ndarray, graph: np.ndarray, order: np.ndarray) ->
     return int(inside.sum())
 
 
-def comm_sources(
-    names: list[str], name: np.ndarray, category: np.ndarray, step: np.ndarray,
-    order: np.ndarray, enclosing: np.ndarray,
-) -> np.ndarray:  # fmt: skip
-    """Source index (into COMM_SOURCES) per event; -1 for non-collectives.
+def embedding_names(names: list[str], name: np.ndarray) -> np.ndarray:
+    """Whether each event's kernel is named as an embedding lookup."""
+    by_name = np.array([bool(_EMBEDDING.search(n)) for n in names], dtype=bool)
+    return by_name[name] if len(name) else np.zeros(0, dtype=bool)
 
-    ``enclosing``: category index of the MoE/attention CPU op around each launch, or -1.
-    """
+
+@dataclass
+class Marks:
+    """What the CPU side says about each event, for the anatomy."""
+
+    enclosing: np.ndarray  # category index of the MoE/attention CPU op around the launch, or -1
+    in_embedding: np.ndarray  # bool: launched inside the embedding's frames or aten::embedding
+    graph: np.ndarray  # bool: replayed by a CUDA/HIP graph
+    embedding_name: np.ndarray  # bool: the kernel's name says embedding lookup
+
+
+def comm_sources(category: np.ndarray, step: np.ndarray, order: np.ndarray,
+                 marks: Marks) -> np.ndarray:  # fmt: skip
+    """Source index (into COMM_SOURCES) per event; -1 for non-collectives."""
     out = np.full(len(category), -1, dtype=np.int64)
     comm_sel = np.isin(category, _COMM)
     if not comm_sel.any():
         return out
-    emb = np.array([bool(_EMBEDDING.search(n)) for n in names], dtype=bool)
     marker = np.zeros(len(category), dtype=np.int64)
     marker[category == _CAT["gemm"]] = _GEMM
     marker[category == _CAT["norm"]] = _NORM
     marker[category == _CAT["attention"]] = _ATTN
     marker[category == _CAT["moe"]] = _MOE
-    marker[emb[name] & ~comm_sel] = _EMB
+    marker[(marks.embedding_name | marks.in_embedding) & ~comm_sel] = _EMB
     marker[comm_sel] = _COMM_M
     m = marker[order]
     st = step[order]
@@ -93,12 +112,17 @@ def comm_sources(
     last_g = np.r_[-1, np.maximum.accumulate(gemms)[:-1]]
     allgather = {_CAT["allgather"], _CAT["other_comm"]}
     src_sorted = np.full(len(order), -1, dtype=np.int64)
-    enc = enclosing[order]
+    enc = marks.enclosing[order]
     cats = category[order]
+    first_in_graph = _embedding_by_position(m, st, cats, marks.graph[order])
+    emb_frame = marks.in_embedding[order]
     for p in np.flatnonzero(m == _COMM_M):
         e = enc[p]
         if e == _CAT["moe"] or e == _CAT["attention"]:
             src_sorted[p] = _SRC["moe" if e == _CAT["moe"] else "attention"]
+            continue
+        if emb_frame[p] or first_in_graph[p]:
+            src_sorted[p] = _SRC["embedding"]
             continue
         d = last_d[p]
         if d >= 0 and st[d] != st[p]:
@@ -108,6 +132,30 @@ def comm_sources(
         src_sorted[p] = _source(kind, gemm_after, int(cats[p]) in allgather,
                                 int(src_sorted[d]) if kind == _COMM_M else -1)  # fmt: skip
     out[order] = src_sorted
+    return out
+
+
+def _embedding_by_position(m: np.ndarray, st: np.ndarray, cats: np.ndarray,
+                           graph: np.ndarray) -> np.ndarray:  # fmt: skip
+    """Per issue-order position: a graph-replayed AllReduce that is its step's first
+    collective and comes before the step's first attention kernel, with no MoE kernel
+    before it (and the step has attention after it)."""
+    out = np.zeros(len(m), dtype=bool)
+    cand = np.flatnonzero((cats == _CAT["allreduce"]) & graph & (st >= 0))
+    if not len(cand):
+        return out
+    n = int(st.max()) + 1
+    inf = len(m)
+    first_attn = np.full(n, inf)
+    first_comm = np.full(n, inf)
+    first_moe = np.full(n, inf)
+    for code, first in ((_ATTN, first_attn), (_COMM_M, first_comm), (_MOE, first_moe)):
+        sel = np.flatnonzero((m == code) & (st >= 0))
+        np.minimum.at(first, st[sel], sel)
+    s = st[cand]
+    ok = (first_comm[s] == cand) & (cand < first_attn[s]) & (first_attn[s] < inf) & (
+        cand < first_moe[s])  # fmt: skip
+    out[cand[ok]] = True
     return out
 
 
