@@ -16,6 +16,7 @@ from tests.e2e.conftest import (
     stop_dashboard,
 )
 from tests.helpers import FIXTURES, query, run_cli
+from tests.trace.graph_synth import TPOT_US, graph_run
 from tests.trace.synth import graph_decode_trace
 
 pytestmark = pytest.mark.e2e
@@ -39,10 +40,15 @@ def dash(tmp_path_factory) -> tuple[Dashboard, str, str]:
         graph_decode_trace(graphs / f"w_rank{r}.pt.trace.json.gz", r, 2, steps=4, layers=3)
     graph = run_cli(store, "trace", str(graphs), "--json", "--label", "graph")
     assert graph.code == 0, graph.stderr
+    # vLLM's default mode: 4 ranks, 8 steps, untrustworthy GPU annotations (graph_synth)
+    facts = graph_run(tmp / "vllm-graph")
+    vllm_graph = run_cli(store, "trace", str(tmp / "vllm-graph"), "--json", "--label", "vllm-graph")
+    assert vllm_graph.code == 0, vllm_graph.stderr
     trace = run_cli(store, "trace", *map(str, ranks), "--json", "--label", "hta-sampled")
     assert trace.code == 0, trace.stderr
     d = start_dashboard(store, tmp / "streamlit.log")
     d.graph_id = graph.json["run_id"]  # type: ignore[attr-defined]
+    d.vllm_graph = (vllm_graph.json["run_id"], facts)  # type: ignore[attr-defined]
     yield d, prof.json["run_id"], trace.json["run_id"]
     stop_dashboard(d)
 
@@ -125,6 +131,29 @@ def test_graph_run_shows_outside_steps_and_where_categories_come_from(dash, page
     assert inside + outside == total and outside == int(m[4]) == 2 * 4
     assert "CUDA-graph replays" in text and "kernel names only" in text
     assert "Logits AllGather: 1 calls/step" in text
+
+
+HEADLINE = re.compile(r"Step: ([\d.]+) ms mean wall per step and rank; largest category: "
+                      r"(\w+) \(([\d.]+)% of step\)")  # fmt: skip
+
+
+def test_cuda_graph_run_headline_is_the_step_spacing(dash, page) -> None:
+    """Issue 20: a vLLM CUDA-graph run (31 ms TPOT built in) shows a step wall close to the
+    step spacing, MoE at its share of GPU time, and the embedding AllReduce by name."""
+    d, _, _ = dash
+    run_id, facts = d.vllm_graph
+    open_app(page, d.link(f"kernels?run={run_id}"))
+    main = _main(page)
+    expect(main.get_by_text(re.compile(r"Step: [\d.]+ ms mean wall"))).to_be_visible()
+    text = main.inner_text()
+    m = HEADLINE.search(text)
+    assert m, text
+    assert float(m[1]) == pytest.approx(TPOT_US / 1000, rel=0.06), text  # was 137.99 ms
+    share = 100 * facts.category_us_per_step["moe"] / facts.gpu_us_per_step
+    assert m[2] == "moe" and float(m[3]) == pytest.approx(share, abs=2.0), text
+    found = {f"{a.strip()} {b}": int(c) for a, b, c, *_ in ANATOMY.findall(text)}
+    assert found["Embedding AllReduce"] == 1 and found["Attention AllReduce"] == facts.layers
+    assert found["MoE AllReduce"] == facts.layers - facts.dense_layers, text
 
 
 def test_imported_trace_shows_its_collectives(dash, page) -> None:
