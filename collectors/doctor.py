@@ -1,6 +1,7 @@
 """``doctor``: is this host ready for cron? One PASS/WARN/FAIL line per check; exit 1 on a FAIL.
 
-Checks: the store (reachable, schema version), the spool backlog (pending count and age,
+Checks: the store (reachable, schema version), a lake's data path (its folder or bucket:
+reachable, writable, the catalog's data files present), the spool backlog (pending count and age,
 corrupt and half-written entries), the measurement lock directory, NVML, and a vLLM or SGLang
 server when ``--vllm-url`` / ``--sglang-url`` is given (its version and ``/health``). Nothing
 is written to the store.
@@ -65,6 +66,14 @@ def check_store(ctx: Context) -> Check:
         return Check("store", WARN, f"{where}: schema v{version}, the next commit upgrades it "
                      f"to v{code}")  # fmt: skip
     return Check("store", PASS, f"{where}: reachable, schema v{version}")
+
+
+def check_data_path(ctx: Context) -> Check:
+    """A lake's shared folder or bucket: reachable, writable, every data file present."""
+    from store.lake_files import check_data_path as probe
+
+    found = probe(ctx.loc)
+    return Check("data-path", found.level.upper(), found.detail)
 
 
 def check_spool(ctx: Context, max_age_s: float) -> list[Check]:
@@ -171,8 +180,12 @@ def check_server(engine: str, base: str) -> Check:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
-    checks = [check_store(ctx), *check_spool(ctx, args.spool_max_age), check_lock_dir(),
-              check_nvml(args.expect_gpus)]  # fmt: skip
+    store = check_store(ctx)
+    checks = [store]
+    if ctx.loc.kind == "ducklake" and store.status == PASS:
+        checks.append(check_data_path(ctx))
+    checks += [*check_spool(ctx, args.spool_max_age), check_lock_dir(),
+               check_nvml(args.expect_gpus)]  # fmt: skip
     if args.vllm_url:
         checks.append(check_server("vllm", args.vllm_url))
     if args.sglang_url:

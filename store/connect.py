@@ -145,6 +145,13 @@ def connection(
     con = open_with_retry(loc, read_only=read_only, timeout_s=timeout_s)
     try:
         yield con
+    except duckdb.Error as exc:
+        if loc.kind == "ducklake":  # its catalog or object storage gone: store unavailable
+            from store.lake import outage
+
+            if (plain := outage(loc, exc)) is not None:
+                raise plain from exc
+        raise
     finally:
         con.close()
 

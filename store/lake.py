@@ -24,29 +24,18 @@ from pathlib import Path
 
 import duckdb
 
-from store import settings
+from store import s3, settings
 from store.errors import StoreBusy, StoreError, StoreMissing
-from store.location import StoreLocation, lake_catalog
+from store.location import StoreLocation, lake_catalog, redact, refuse_credentials
 from store.retry import retry
 from store.sql import string_literal
 
 ENV_EXTENSION_DIR = settings.DUCKDB_EXTENSION_DIR.name
 ALIAS = "lake"
-_INIT_RACE_TIMEOUT_S = 3.0  # two writers creating one new catalog
-# S3-compatible storage: the usual AWS variables plus the endpoint knobs MinIO & co. need.
-S3_ENV = {
-    "KEY_ID": "AWS_ACCESS_KEY_ID",
-    "SECRET": "AWS_SECRET_ACCESS_KEY",
-    "SESSION_TOKEN": "AWS_SESSION_TOKEN",
-    "REGION": "AWS_REGION",
-    "ENDPOINT": settings.S3_ENDPOINT.name,  # host[:port] without scheme, e.g. minio.lan:9000
-    "URL_STYLE": settings.S3_URL_STYLE.name,  # path (MinIO) | vhost (AWS default)
-    "USE_SSL": settings.S3_USE_SSL.name,  # true | false
-}
-_REMOTE_PREFIXES = ("s3://", "s3a://", "r2://", "gs://", "gcs://", "http://", "https://")
-
+_INIT_RACE_TIMEOUT_S = 20.0  # writers creating one new catalog (8 hosts on 2 busy cores: >3 s)
 _instances: dict[tuple[str, str | None, bool], duckdb.DuckDBPyConnection] = {}
 _lock = threading.Lock()
+_data_paths: dict[str, str | None] = {}  # the data path each lake's catalog names
 
 
 def extension_dir() -> Path:
@@ -80,22 +69,8 @@ def _load(con: duckdb.DuckDBPyConnection, name: str) -> None:
     con.execute(f"LOAD {name}")
 
 
-
 def is_remote(data_path: str | None) -> bool:
-    return bool(data_path) and data_path.lower().startswith(_REMOTE_PREFIXES)
-
-
-def _s3_secret(con: duckdb.DuckDBPyConnection) -> None:
-    """A DuckDB secret from the environment; none set means httpfs's own defaults."""
-    region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
-    values = {k: os.environ.get(v) for k, v in S3_ENV.items()}
-    values["REGION"] = region
-    given = {k: v for k, v in values.items() if v}
-    if not given:
-        return
-    # CREATE SECRET takes no bound parameters; values come from the operator's environment.
-    body = ", ".join(f"{k} {string_literal(v)}" for k, v in given.items())
-    con.execute(f"CREATE OR REPLACE SECRET stepscope_s3 (TYPE s3, {body})")
+    return s3.is_object_store(data_path)
 
 
 def _new_instance(loc: StoreLocation, read_only: bool) -> duckdb.DuckDBPyConnection:
@@ -114,19 +89,35 @@ def _new_instance(loc: StoreLocation, read_only: bool) -> duckdb.DuckDBPyConnect
         _load(con, "ducklake")
         if catalog.startswith("postgres:"):
             _load(con, "postgres")
+        refuse_credentials(loc.data_path)
         if is_remote(loc.data_path):
             _load(con, "httpfs")
-            _s3_secret(con)
         options = []
         if read_only:
             options.append("READ_ONLY")
         elif loc.data_path:
             options.append(f"DATA_PATH {string_literal(loc.data_path)}")
         suffix = f" ({', '.join(options)})" if options else ""
-        con.execute(f"ATTACH {string_literal('ducklake:' + catalog)} AS {ALIAS}{suffix}")
+        attach = f"ATTACH {string_literal('ducklake:' + catalog)} AS {ALIAS}{suffix}"
+        try:
+            con.execute(attach)
+        except duckdb.Error as exc:
+            # A lake on S3 opened by its URL alone: only the catalog knows the data path.
+            # Loading httpfs up front would cost every local lake ~0.3 s per process.
+            if "requires the extension httpfs" not in str(exc):
+                raise
+            _load(con, "httpfs")
+            con.execute(attach)
+        data_path = con.execute(f"SELECT data_path FROM ducklake_settings('{ALIAS}')").fetchone()
+        _data_paths[loc.url] = data_path[0] if data_path else loc.data_path
+        if is_remote(_data_paths[loc.url]):
+            s3.create_secret(con, _data_paths[loc.url], _load)
     except duckdb.Error as exc:
         con.close()
         raise _plain_error(loc, exc) from exc
+    except StoreError:
+        con.close()
+        raise
     return con
 
 
@@ -134,7 +125,7 @@ def _plain_error(loc: StoreLocation, exc: duckdb.Error) -> StoreError:
     text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     if "does not match existing data path" in str(exc):
         return StoreError(
-            f"lake {loc.describe()}: the data path {loc.data_path!r} differs from the one the "
+            f"lake {loc.describe()}: the data path {redact(loc.data_path or '')!r} differs from the one the "
             "catalog was created with; drop --data-path/STEPSCOPE_LAKE_DATA_PATH or fix it"
         )
     if "creating a new DuckLake is explicitly disabled" in text:
@@ -159,6 +150,43 @@ _UNREACHABLE = (
     "the database system is starting up", "the database system is shutting down",
     "too many clients",
 )  # fmt: skip
+
+
+# libpq's words for a catalog connection that died under a statement (a restart, a kill).
+_CATALOG_LOST = (
+    "server closed the connection", "terminating connection", "no connection to the server",
+    "could not receive data from server", "could not send data to server", "connection has been closed",
+    "ssl syscall error", "the database system is in recovery mode", "connection refused",
+    "the database system is shutting down", "the database system is starting up",
+)  # fmt: skip
+
+
+def outage(loc: StoreLocation, exc: BaseException) -> StoreError | None:
+    """A lake's service failing under a statement, as one line: its catalog (PostgreSQL)
+    went away, or its object storage is unreachable or refuses. None for anything else.
+
+    Both are StoreBusy (exit 75, the run kept in the spool for the next ``flush``); the
+    process's cached instance is dropped, so the next open reconnects.
+    """
+    if loc.kind != "ducklake" or not isinstance(exc, duckdb.Error):
+        return None
+    text = " ".join(str(exc).split())
+    lost = any(m in text.lower() for m in _CATALOG_LOST)
+    if lost and "http" not in text.lower():  # httpfs says "connection refused" too
+        reset(loc)
+        reason = _pg_reason(str(exc)) or text[:300]
+        return StoreBusy(f"lake catalog {loc.describe()} went away: {redact(reason)}")
+    data_path = _data_paths.get(loc.url) or loc.data_path
+    if not is_remote(data_path):
+        return None
+    try:
+        endpoint = s3.endpoint()
+    except StoreError:
+        endpoint = None
+    found = s3.outage(data_path, endpoint, exc)
+    if found is not None:
+        reset(loc)
+    return found
 
 
 def _pg_reason(text: str) -> str | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,13 +52,36 @@ class StoreLocation:
         return redact(self.url)
 
 
+# Secrets a URL may carry: libpq's password=, a URL's user:password@, and query parameters
+# that sign or authenticate a request (httpfs reads s3_access_key_id=, s3_secret_access_key=,
+# s3_session_token= from an S3 URL; a presigned URL has X-Amz-Signature=, X-Amz-Credential=).
+_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/@\s;?#]*@")
+_SECRET_PARAM = re.compile(
+    r"(?i)\b([\w.-]*(?:password|passwd|secret|token|key_id|access_key|signature|credential)"
+    r"[\w.-]*)=[^\s;&#]*"
+)
+
+
 def redact(url: str) -> str:
-    """Hide password=... values in a libpq-style connection string."""
-    parts = []
-    for token in url.split(" "):
-        key, sep, _value = token.partition("=")
-        parts.append(f"{key}=***" if sep and key.lower().endswith("password") else token)
-    return " ".join(parts)
+    """Hide every credential in a store URL or data path (for messages, logs and pages)."""
+    return _SECRET_PARAM.sub(r"\1=***", _URL_USERINFO.sub(r"\1***@", url))
+
+
+def refuse_credentials(data_path: str | None) -> None:
+    """Raise StoreError (with the path redacted) when the data path carries credentials.
+
+    They would be written into the lake's catalog, where every reader sees the data path,
+    and into every log line that names it; keys belong in the environment, ~/.aws or a
+    DuckDB secret (docs/lake.md).
+    """
+    from store.errors import StoreError
+
+    if data_path and redact(data_path) != data_path:
+        raise StoreError(
+            f"data path {redact(data_path)}: credentials in the URL are refused; use "
+            "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, a profile in ~/.aws (AWS_PROFILE) or a "
+            "DuckDB secret"
+        )
 
 
 def lake_catalog(url: str) -> str:
@@ -93,6 +117,7 @@ def check_usable(loc: StoreLocation) -> None:
     """Fail fast, before any measuring, on a store path that can never be written."""
     from store.errors import StoreError
 
+    refuse_credentials(loc.data_path)
     if loc.path is not None:
         if loc.path.is_dir():
             raise StoreError(f"store {loc.path} is a directory; give a file path such as "

@@ -38,10 +38,22 @@ DUCKDB_EXTENSION_DIR = Setting(
     "where the pinned duckdb-extension-* wheels are installed for DuckDB to load",
 )
 S3_ENDPOINT = Setting(
-    "STEPSCOPE_S3_ENDPOINT", "AWS", "S3-compatible endpoint host[:port] for lake data files"
+    "STEPSCOPE_S3_ENDPOINT",
+    "AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, the AWS profile's endpoint_url, else AWS",
+    "S3-compatible endpoint for lake data files: host[:port] or http(s)://host[:port]",
 )
-S3_URL_STYLE = Setting("STEPSCOPE_S3_URL_STYLE", "vhost", "path (MinIO) or vhost (AWS)")
-S3_USE_SSL = Setting("STEPSCOPE_S3_USE_SSL", "true", "use TLS to the S3 endpoint")
+S3_URL_STYLE = Setting(
+    "STEPSCOPE_S3_URL_STYLE", "path with a custom endpoint, else vhost", "path or vhost"
+)
+S3_USE_SSL = Setting(
+    "STEPSCOPE_S3_USE_SSL", "from the endpoint's scheme, else true", "use TLS to the S3 endpoint"
+)
+S3_CREDENTIAL_CHAIN = Setting(
+    "STEPSCOPE_S3_CREDENTIAL_CHAIN",
+    "env;config",
+    "AWS SDK credential providers tried when AWS_ACCESS_KEY_ID is unset (add sso, sts, "
+    "instance, process)",
+)
 LOCK_DIR = Setting(
     "STEPSCOPE_LOCK_DIR",
     "/tmp/stepscope-locks",
@@ -62,6 +74,7 @@ SETTINGS: tuple[Setting, ...] = (
     S3_ENDPOINT,
     S3_URL_STYLE,
     S3_USE_SSL,
+    S3_CREDENTIAL_CHAIN,
     LOCK_DIR,
     NVML_MODULE,
     DEBUG,

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from store.location import StoreLocation, resolve
+from tests.lake.s3_server import REGION, MotoServer, free_port
 
 
 def _pg_bin() -> Path:
@@ -38,6 +39,29 @@ class PgServer:
     host: str
     port: int
     user: str = "postgres"
+    data: Path | None = None  # the cluster's folder and server options, for stop/start
+    options: str = ""
+
+    def _ctl(self, *args: str) -> None:
+        assert self.data is not None
+        subprocess.run(
+            _as_server_user([str(PG_BIN / "pg_ctl"), "-D", str(self.data), "-w", "-t", "60",
+                             *args]),
+            check=True, capture_output=True, timeout=90,
+        )  # fmt: skip
+
+    def stop(self) -> None:
+        """A crash: every connection is cut at once (``-m immediate``)."""
+        self._ctl("-m", "immediate", "stop")
+
+    def start(self) -> None:
+        """Back on the same port; returns once it accepts connections (after recovery)."""
+        assert self.data is not None
+        self._ctl("-l", str(self.data.parent / "log"), "-o", self.options, "start")
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
 
     def url(self, dbname: str, data_path: Path | str | None = None) -> str:
         url = (
@@ -89,7 +113,7 @@ def pg() -> Iterator[PgServer]:
         check=True, capture_output=True, timeout=90,
     )  # fmt: skip
     try:
-        yield PgServer("127.0.0.1", port)
+        yield PgServer("127.0.0.1", port, data=data, options=options)
     finally:
         from store import lake
 
@@ -131,3 +155,82 @@ def loc(lake: Lake, monkeypatch: pytest.MonkeyPatch) -> StoreLocation:
     """The store suite's ``loc``, on a DuckLake catalog in PostgreSQL instead of a file."""
     monkeypatch.setenv("STEPSCOPE_SPOOL", str(lake.spool))
     return resolve(lake.url)
+
+
+# --- S3: a real moto server (tests/lake/s3_server.py) for lakes with s3:// data paths ------
+
+
+@pytest.fixture(scope="session")
+def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoServer]:
+    """One moto S3 server for the session, with IAM auth, a user, its key and a bucket."""
+    pytest.importorskip("moto", reason="moto[server] is in requirements-dev.txt")
+    server = MotoServer(free_port(), tmp_path_factory.mktemp("moto") / "moto.log")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@dataclass(frozen=True)
+class S3Lake:
+    """A fresh lake whose data files go to ``s3://bucket/prefix/`` on a moto server."""
+
+    url: str
+    spool: Path
+    server: MotoServer
+    prefix: str
+    endpoint: str  # what AWS_ENDPOINT_URL says: the server or a proxy in front of it
+
+    @property
+    def data_path(self) -> str:
+        return f"s3://{self.server.bucket}/{self.prefix}/"
+
+    def env(self, **overrides: str) -> dict[str, str]:
+        """Environment for a process using this lake: the AWS SDKs' standard variables and
+        nothing from the developer's own ~/.aws (``apply`` removes the variables in
+        ``UNSET`` from this process, which the CLI's processes inherit)."""
+        env = {
+            "STEPSCOPE_SPOOL": str(self.spool),
+            "AWS_ACCESS_KEY_ID": self.server.key_id,
+            "AWS_SECRET_ACCESS_KEY": self.server.secret,
+            "AWS_ENDPOINT_URL": self.endpoint,
+            "AWS_REGION": REGION,
+            "AWS_CONFIG_FILE": str(self.spool.parent / "no-aws-config"),
+            "AWS_SHARED_CREDENTIALS_FILE": str(self.spool.parent / "no-aws-credentials"),
+            "AWS_EC2_METADATA_DISABLED": "true",  # never ask 169.254.169.254
+        }
+        return {**env, **overrides}
+
+    def apply(self, monkeypatch: pytest.MonkeyPatch, **overrides: str) -> None:
+        """The same environment for this test process (in-process store calls)."""
+        for key in UNSET:
+            monkeypatch.delenv(key, raising=False)
+        for key, value in self.env(**overrides).items():
+            monkeypatch.setenv(key, value)
+
+
+UNSET = ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL_S3", "AWS_DEFAULT_REGION",
+         "STEPSCOPE_S3_ENDPOINT", "STEPSCOPE_S3_URL_STYLE", "STEPSCOPE_S3_USE_SSL",
+         "STEPSCOPE_S3_CREDENTIAL_CHAIN", "STEPSCOPE_LAKE_DATA_PATH")  # fmt: skip
+
+
+def new_s3_lake(pg: PgServer, server: MotoServer, tmp_path: Path, endpoint: str | None = None
+                ) -> S3Lake:  # fmt: skip
+    name = f"lake_{uuid.uuid4().hex[:12]}"
+    pg.createdb(name)
+    prefix = f"{name}/data"
+    url = pg.url(name, f"s3://{server.bucket}/{prefix}/")
+    return S3Lake(url, tmp_path / "spool", server, prefix, endpoint or server.url)
+
+
+@pytest.fixture
+def s3_lake(pg: PgServer, s3: MotoServer, tmp_path: Path,
+            monkeypatch: pytest.MonkeyPatch) -> Iterator[S3Lake]:  # fmt: skip
+    """A fresh S3-backed lake, its environment applied to this process too."""
+    from store import lake as lake_mod
+
+    found = new_s3_lake(pg, s3, tmp_path)
+    found.apply(monkeypatch)
+    yield found
+    lake_mod.reset()

@@ -21,7 +21,7 @@ deadline = time.monotonic() + seconds
 n = 0
 with out.open("w") as log:
     while time.monotonic() < deadline:
-        bundle = host_bundle(host=f"w{out.stem}", gpus=2 if n % 2 == 0 else 24)
+        bundle = host_bundle(host=f"w{out.stem}", gpus=24 if n % 2 == 0 else 2)
         commit_entry(loc, write_spool(bundle, loc.spool_dir), timeout_s=60)
         log.write(f"{bundle.run.run_id} {len(bundle.tables['host_gpus']['gpu_index'])}\n")
         log.flush()

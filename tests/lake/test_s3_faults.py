@@ -1,0 +1,267 @@
+"""What object storage and a catalog can do to a commit, done for real: the S3 server
+stopped before a commit and killed during one, the network cut mid-upload (a TCP proxy
+over real sockets), a wrong key, a missing bucket, PostgreSQL down at the commit.
+
+Each ends in exit 75 with the run kept in the spool and one line saying why; ``flush``
+commits it once the fault is gone; and no reader ever sees part of the run: every table's
+row count for the run is zero or complete, before, during and after. A PostgreSQL restart
+that is over before the COMMIT is survived: the run commits whole, once.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from store.bundle import read_manifest, write_spool
+from store.commit import commit_entry
+from store.connect import connection
+from store.location import resolve
+from tests.helpers import run_cli
+from tests.lake.conftest import PgServer, S3Lake, new_s3_lake
+from tests.lake.s3_server import MotoServer, TcpProxy, free_port
+from tests.store.bundles import host_bundle
+
+pytestmark = pytest.mark.slow
+BIG_ROWS = 300_000  # ~15 MB of Parquet: an upload long enough to cut in the middle
+CUT_AFTER = 2 << 20  # bytes the proxy lets through before the fault
+
+
+@pytest.fixture(scope="module")
+def big_export(tmp_path_factory: pytest.TempPathFactory) -> Big:
+    """A real export (``collectors export``) of one run with a large, incompressible table."""
+    import json
+    import secrets
+    import zipfile
+
+    tmp = tmp_path_factory.mktemp("big")
+    src = resolve(tmp / "src.duckdb")
+    bundle = host_bundle("big-node", gpus=0)
+    bundle.tables["host_gpus"] = {
+        "gpu_index": list(range(BIG_ROWS)),
+        "name": ["NVIDIA H200"] * BIG_ROWS,
+        "uuid": [f"GPU-{secrets.token_hex(16)}" for _ in range(BIG_ROWS)],
+        "memory_bytes": [141 * 2**30] * BIG_ROWS,
+        "pci_bus_id": [f"0000:{i % 256:02x}:{i % 32:02x}.0" for i in range(BIG_ROWS)],
+    }
+    commit_entry(src, write_spool(bundle, src.spool_dir))
+    out = tmp / "big.zip"
+    res = run_cli(src.path, "export", bundle.run.run_id, "--out", str(out))
+    assert res.code == 0, res.stderr
+    with zipfile.ZipFile(out) as zf:
+        manifest = json.loads(zf.read("manifest.json"))
+    rows = {name: t["rows"] for name, t in manifest["tables"].items()}
+    assert rows["host_gpus"] == BIG_ROWS
+    return Big(out, bundle.run.run_id, {**rows, "runs": 1})
+
+
+@dataclass(frozen=True)
+class Big:
+    zip: Path
+    run_id: str
+    rows: dict[str, int]  # per table, ``runs`` included: the whole run
+
+
+def run_counts(url: str, run_id: str) -> dict[str, int]:
+    """Rows for ``run_id`` in every table of the lake (what a reader can see of the run)."""
+    with connection(resolve(url), read_only=True, timeout_s=30) as con:
+        tables = [r[0] for r in con.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE' "
+            "AND table_catalog = current_database() AND table_schema = current_schema() "
+            "AND table_name <> 'stepscope_schema'").fetchall()]  # fmt: skip
+        return {t: con.execute(f'SELECT count(*) FROM "{t}" WHERE run_id = ?', [run_id]
+                               ).fetchone()[0] for t in tables}  # fmt: skip
+
+
+def assert_none_or_all(counts: dict[str, int], want: dict[str, int]) -> bool:
+    """True when the run is complete, False when absent; fails on anything in between."""
+    seen = {t: n for t, n in counts.items() if n}
+    if not seen:
+        return False
+    assert seen == want, f"a reader saw part of a run: {seen} of {want}"
+    return True
+
+
+class Watcher:
+    """A reader polling the run's row counts in every table while the fault happens."""
+
+    def __init__(self, url: str, run_id: str, want: dict[str, int]) -> None:
+        self.url, self.run_id, self.want = url, run_id, want
+        self.seen: list[dict[str, int]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+        self._thread.start()
+
+    def _poll(self) -> None:
+        while not self._stop.wait(0.2):
+            try:
+                self.seen.append(run_counts(self.url, self.run_id))
+            except Exception:  # noqa: BLE001 - the fault may stop reads too; not counted
+                continue
+
+    def check(self) -> None:
+        self._stop.set()
+        self._thread.join(60)
+        for counts in self.seen:
+            assert_none_or_all(counts, self.want)
+
+
+def import_big(lake: S3Lake, zip_path: Path, tmp_path: Path, **env: str):  # noqa: ANN201
+    return run_cli(tmp_path / "unused.duckdb", "import", str(zip_path), "--store", lake.url,
+                   **lake.env(**env))  # fmt: skip
+
+
+def assert_kept(res, lake: S3Lake, *words: str) -> str:  # noqa: ANN001
+    """Exit 75, one error line with ``words``, the run in the spool; returns the run id."""
+    assert res.code == 75, res.stderr
+    errors = [line for line in res.stderr.splitlines() if "kept in the spool" in line]
+    assert len(errors) == 1 and "Traceback" not in res.stderr, res.stderr
+    for word in words:
+        assert word in errors[0], errors[0]
+    (entry,) = [p for p in lake.spool.iterdir() if not p.name.startswith(".")]
+    return read_manifest(entry)["run"]["run_id"]
+
+
+def flush_commits(lake: S3Lake, run_id: str, want: dict[str, int], tmp_path: Path) -> None:
+    from store import lake as lake_mod
+
+    lake_mod.reset()  # this process's reader reconnects with the environment of now
+    assert not assert_none_or_all(run_counts(lake.url, run_id), want)  # nothing of it yet
+    res = run_cli(tmp_path / "unused.duckdb", "flush", "--store", lake.url, **lake.env())
+    assert res.code == 0, res.stderr
+    assert f"committed run {run_id}" in res.stderr
+    assert assert_none_or_all(run_counts(lake.url, run_id), want)
+    assert not [p for p in lake.spool.iterdir() if not p.name.startswith(".")]
+
+
+@pytest.fixture
+def own_moto(tmp_path: Path) -> Iterator[MotoServer]:
+    """A moto server this test may stop and start (it keeps buckets in memory only)."""
+    server = MotoServer(free_port(), tmp_path / "moto.log")
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def proxy_lake(pg: PgServer, s3: MotoServer, tmp_path: Path,
+               monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[S3Lake, TcpProxy]]:  # fmt: skip
+    """A lake on the session's moto whose collectors reach S3 through a cuttable proxy;
+    this process (the reader) talks to moto directly."""
+    from store import lake as lake_mod
+
+    proxy = TcpProxy(s3.port)
+    proxy.resume()
+    found = new_s3_lake(pg, s3, tmp_path, endpoint=f"http://127.0.0.1:{proxy.port}")
+    found.apply(monkeypatch, AWS_ENDPOINT_URL=s3.url)
+    # One run committed before the fault: it must stay whole through everything below.
+    res = run_cli(tmp_path / "unused.duckdb", "host", "--store", found.url, **found.env())
+    assert res.code == 0, res.stderr
+    yield found, proxy
+    proxy.cut()
+    lake_mod.reset()
+
+
+def test_s3_stopped_before_the_commit(pg: PgServer, own_moto: MotoServer, big_export,
+                                      tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    lake = new_s3_lake(pg, own_moto, tmp_path)
+    lake.apply(monkeypatch)
+    own_moto.stop()
+    res = import_big(lake, big_export.zip, tmp_path)
+    run_id = assert_kept(res, lake, "unreachable", own_moto.url, "flush")
+    own_moto.start()  # back, empty, with a new key: flush reads the new environment
+    lake.apply(monkeypatch)
+    flush_commits(lake, run_id, big_export.rows, tmp_path)
+
+
+def test_s3_killed_during_the_upload(pg: PgServer, own_moto: MotoServer, big_export,
+                                     tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    proxy = TcpProxy(own_moto.port)
+    proxy.resume()
+    lake = new_s3_lake(pg, own_moto, tmp_path, endpoint=f"http://127.0.0.1:{proxy.port}")
+    lake.apply(monkeypatch)
+    killed = threading.Event()
+    proxy.on_upload(CUT_AFTER, lambda: (own_moto.stop(kill=True), killed.set()))
+    res = import_big(lake, big_export.zip, tmp_path)
+    assert killed.is_set(), "the upload finished before the server was killed"
+    run_id = assert_kept(res, lake, f"127.0.0.1:{proxy.port}")
+    own_moto.start()
+    lake.apply(monkeypatch)  # the restarted server's key (the reader's too)
+    flush_commits(lake, run_id, big_export.rows, tmp_path)
+    proxy.cut()
+
+
+def test_network_cut_mid_upload(proxy_lake, big_export, tmp_path: Path) -> None:  # noqa: ANN001
+    lake, proxy = proxy_lake
+    proxy.on_upload(CUT_AFTER, proxy.cut)
+    watcher = Watcher(lake.url, big_export.run_id, big_export.rows)
+    res = import_big(lake, big_export.zip, tmp_path)
+    run_id = assert_kept(res, lake, "unreachable", f"127.0.0.1:{proxy.port}")
+    proxy.resume()
+    flush_commits(lake, run_id, big_export.rows, tmp_path)
+    watcher.check()
+    assert len(watcher.seen) > 3  # the reader really read throughout
+    with connection(resolve(lake.url), read_only=True) as con:  # the earlier run is whole
+        assert con.execute("SELECT count(*) FROM runs").fetchone()[0] == 2
+
+
+@pytest.mark.parametrize("env, words", [
+    ({"AWS_SECRET_ACCESS_KEY": "wrong"}, ("refused", "SignatureDoesNotMatch")),
+    ({"AWS_ACCESS_KEY_ID": "AKIANOSUCHKEY0000000"}, ("refused", "InvalidAccessKeyId")),
+])  # fmt: skip
+def test_wrong_key(s3_lake: S3Lake, big_export, tmp_path: Path, env: dict, words: tuple) -> None:
+    res = import_big(s3_lake, big_export.zip, tmp_path, **env)
+    run_id = assert_kept(res, s3_lake, *words)
+    assert s3_lake.server.secret not in res.stderr
+    flush_commits(s3_lake, run_id, big_export.rows, tmp_path)
+
+
+def test_missing_bucket(pg: PgServer, s3: MotoServer, big_export, tmp_path: Path,
+                        monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    lake = new_s3_lake(pg, s3, tmp_path)
+    bucket = f"missing-{lake.prefix.split('/')[0].replace('_', '-')}"
+    lake = type(lake)(lake.url.replace(f"s3://{s3.bucket}/", f"s3://{bucket}/"), lake.spool,
+                      s3, lake.prefix, lake.endpoint)  # fmt: skip
+    lake.apply(monkeypatch)
+    res = import_big(lake, big_export.zip, tmp_path)
+    run_id = assert_kept(res, lake, f"bucket '{bucket}' does not exist")
+    s3.client().create_bucket(Bucket=bucket)
+    flush_commits(lake, run_id, big_export.rows, tmp_path)
+
+
+def test_postgres_down_at_the_commit(proxy_lake, pg: PgServer, big_export,
+                                     tmp_path: Path) -> None:  # noqa: ANN001  # fmt: skip
+    """The catalog's server crashes while the run's Parquet is uploading and is back only
+    after the collector gave up: the transaction the commit began cannot be committed."""
+    lake, proxy = proxy_lake
+    stopped = threading.Event()
+    proxy.on_upload(CUT_AFTER, lambda: (pg.stop(), stopped.set()))
+    try:
+        res = import_big(lake, big_export.zip, tmp_path)
+    finally:
+        pg.start()
+    assert stopped.is_set()
+    run_id = assert_kept(res, lake, "lake catalog", "unreachable")
+    flush_commits(lake, run_id, big_export.rows, tmp_path)
+
+
+def test_postgres_restarted_mid_upload(proxy_lake, pg: PgServer, big_export,
+                                       tmp_path: Path) -> None:  # noqa: ANN001  # fmt: skip
+    """A restart that is over before the COMMIT: DuckLake writes the catalog only at COMMIT,
+    on a new connection, so the run commits whole and once (exit 0)."""
+    lake, proxy = proxy_lake
+    restarted = threading.Event()
+    proxy.on_upload(CUT_AFTER, lambda: (pg.restart(), restarted.set()))
+    watcher = Watcher(lake.url, big_export.run_id, big_export.rows)
+    res = import_big(lake, big_export.zip, tmp_path)
+    assert restarted.is_set()
+    assert res.code == 0, res.stderr
+    from store import lake as lake_mod
+
+    lake_mod.reset()
+    assert assert_none_or_all(run_counts(lake.url, big_export.run_id), big_export.rows)
+    watcher.check()
