@@ -14,7 +14,7 @@ from playwright.sync_api import expect
 
 from tests.e2e.conftest import free_port, open_app
 from tests.helpers import ROOT, run_cli
-from tests.lake.conftest import Lake, lake, pg  # noqa: F401 (the PostgreSQL fixtures)
+from tests.lake.conftest import Lake, lake, pg, s3  # noqa: F401 (PostgreSQL, S3 fixtures)
 
 pytestmark = pytest.mark.e2e
 
@@ -49,6 +49,54 @@ def test_overview_reads_the_lake_and_sees_new_commits(lake: Lake, tmp_path: Path
         assert res.code == 0, res.stderr
         open_app(page, f"{url}/overview")
         expect(page.get_by_text("3 host(s):")).to_be_visible()
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        log.close()
+
+
+def test_every_page_opens_on_a_lake_in_s3(pg, s3, tmp_path: Path, page,  # noqa: F811
+                                          monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """The dashboard in Chromium on a lake whose data files are in a real S3 server (moto):
+    every page opened with a shared link, filled from the bucket, no exception shown."""
+    from urllib.parse import urlencode
+
+    from benchmarks.scale.generate import build_file
+    from benchmarks.scale.pages import PAGE_FILES, links
+    from tests.lake.conftest import new_s3_lake
+
+    lake_ = new_s3_lake(pg, s3, tmp_path)
+    lake_.apply(monkeypatch)
+    src = tmp_path / "src.duckdb"
+    build_file(src, runs=10, kernel_rows=40_960, rank_steps=16, memory_limit="1GB", threads=2)
+    res = run_cli(src, "migrate", "--to", lake_.url, **lake_.env())
+    assert res.code == 0, res.stderr
+    assert any("/trace_kernels/" in k for k in s3.keys(lake_.prefix))
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "STEPSCOPE_STORE": lake_.url, **lake_.env()}
+    log = (tmp_path / "streamlit.log").open("w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+         "--server.headless", "true", "--server.fileWatcherType", "none"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None and time.monotonic() < deadline, "streamlit did not start"
+            try:
+                urllib.request.urlopen(f"{url}/_stcore/health", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.2)
+        for name, params in links(lake_.url).items():
+            open_app(page, f"{url}/{Path(PAGE_FILES[name]).stem}?{urlencode(params, doseq=True)}")
+            expect(page.locator("[data-testid='stMain']")).not_to_contain_text("Traceback")
+            alerts = page.locator("[data-testid='stAlertContentError']")
+            assert alerts.count() == 0, f"{name}: {alerts.all_inner_texts()}"
+        open_app(page, f"{url}/overview")
+        expect(page.get_by_text("host(s):").first).to_be_visible()
     finally:
         proc.terminate()
         proc.wait(10)
