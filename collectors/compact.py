@@ -33,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
     from store.connect import connection
-    from store.lake import is_conflict, open_private
+    from store.lake import is_conflict, open_private, outage
 
     if args.keep_days < 0:
         raise InputError(f"--keep-days {args.keep_days}: give 0 or more days")
@@ -59,6 +59,8 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
                     rows = con.execute(sql, params).to_arrow_table().num_rows
                     break
                 except duckdb.Error as exc:
+                    if (plain := outage(ctx.loc, exc)) is not None:
+                        raise plain from exc  # its bucket or catalog unavailable: exit 75
                     if not is_conflict(exc) or time.monotonic() > deadline:
                         raise
                     time.sleep(0.5)  # a collector committed meanwhile: try again

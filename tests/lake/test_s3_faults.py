@@ -265,3 +265,20 @@ def test_postgres_restarted_mid_upload(proxy_lake, pg: PgServer, big_export,
     lake_mod.reset()
     assert assert_none_or_all(run_counts(lake.url, big_export.run_id), big_export.rows)
     watcher.check()
+
+
+def test_compact_with_the_bucket_unreachable(proxy_lake, tmp_path: Path) -> None:  # noqa: ANN001
+    """compact's first step writes the catalog's inlined rows to Parquet in the bucket."""
+    lake, proxy = proxy_lake
+    proxy.cut()
+    res = run_cli(tmp_path / "unused.duckdb", "compact", "--store", lake.url, "--keep-days", "0",
+                  **lake.env())  # fmt: skip
+    assert res.code == 75, res.stderr
+    (line,) = [x for x in res.stderr.splitlines() if "unreachable" in x]
+    assert f"127.0.0.1:{proxy.port}" in line and "Traceback" not in res.stderr
+    proxy.resume()
+    again = run_cli(tmp_path / "unused.duckdb", "compact", "--store", lake.url, "--keep-days",
+                    "0", **lake.env())  # fmt: skip
+    assert again.code == 0, again.stderr
+    with connection(resolve(lake.url), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM runs").fetchone()[0] == 1
