@@ -24,6 +24,7 @@ PAGES = [
             url_path="tradeoff"),
     st.Page("pages/policy.py", title="Policy", icon=":material/policy:", url_path="policy"),
     st.Page("pages/serving.py", title="Serving", icon=":material/dns:", url_path="serving"),
+    st.Page("pages/trends.py", title="Trends", icon=":material/trending_up:", url_path="trends"),
 ]  # fmt: skip
 
 navigation = st.navigation(PAGES)

@@ -37,12 +37,14 @@ class VersionChange:
 
 @dataclass
 class SeriesTrend:
-    """One series analysed: its points (oldest first), shifts and version changes."""
+    """One series analysed: its points (oldest first), shifts, version changes, and the
+    runs set aside as outliers (a mask over the points)."""
 
     series_id: str
     points: pd.DataFrame
     shifts: list[regress.Shift]
     version_changes: list[VersionChange]
+    outliers: np.ndarray
 
     @property
     def first(self) -> pd.Series:
@@ -151,7 +153,7 @@ def analyse(
         group = group.reset_index(drop=True)
         values = group["value"].to_numpy(dtype=float)
         out.append(SeriesTrend(str(series_id), group, regress.shifts(values, min_change, min_runs),
-                               version_changes(group)))  # fmt: skip
+                               version_changes(group), regress.outliers(values, min_runs)))  # fmt: skip
     return out
 
 
