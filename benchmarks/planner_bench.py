@@ -2,11 +2,10 @@
 
     .venv/bin/python benchmarks/planner_bench.py [--repeat 30]
 
-Each timed call is what the Tradeoff page does on every rerun: load the policy file, cost
-every default layout at every concurrency 1..512, check the policy, rank, find crossovers,
-and (for the reference case) calibrate; then the serving model's curve per layout at
-1024 in / 2048 out (planner.serving_layouts, the page's serving chart). Memo caches are
-cleared before every call.
+Each timed call is what the Tradeoff page does on every rerun: load the policy file, predict
+every default layout with the serving model at every concurrency 1..512 (1024 in / 1024
+out), with bands, check the policy, rank, find crossovers and close calls, and (for the
+reference case) calibrate. Memo caches are cleared before every call.
 """
 
 from __future__ import annotations
@@ -20,9 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from planner import costmodel, hardware, models, reference  # noqa: E402
+from planner import hardware, models, reference, routing  # noqa: E402
 from planner.api import plan  # noqa: E402
-from planner.serving_layouts import serving_curves  # noqa: E402
 
 CASES = [
     ("reference-kimi-k25-rtxpro6000", reference.MODEL, reference.HOST, True),
@@ -33,11 +31,10 @@ CASES = [
 
 
 def one(model: str, host: str, ref: bool) -> tuple[float, int]:
-    costmodel._EMAX_CACHE.clear()
+    routing.clear_cache()
     m, hw = models.preset(model), hardware.preset(host)
     t0 = time.perf_counter()
     res = plan(m, hw, concurrencies=range(1, 513), **(reference.plan_kwargs() if ref else {}))
-    serving_curves(m, hw, [r.layout for r in res.layouts], 1024, 2048, res.concurrency)
     return (time.perf_counter() - t0) * 1e3, len(res.layouts)
 
 

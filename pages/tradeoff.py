@@ -4,9 +4,9 @@ State lives in the URL: ``setup`` (the published reference case or a model + hos
 (a preset or ``run:<run id>`` whose arguments record the model),
 ``hw`` (pages/host_choice.py), ``comm`` (an absolute comm run id), ``calib`` (an
 absolute trace run id), ``layouts``, ``cmin``/``cmax``, ``isl``/``osl`` (the benchmark's
-input / output lengths: the step model's context is I + O/2, and the serving chart predicts
-``vllm bench serve`` at them) and ``at``. Numbers come from planner.plan and the serving model
-(planner.serving_layouts); this page only formats them.
+input / output lengths: every layout is predicted for ``vllm bench serve`` at them) and
+``at``. Numbers come from planner.plan (the one serving model, each prediction with its
+measured-error band); this page only formats them.
 """
 
 from __future__ import annotations
@@ -18,14 +18,14 @@ import streamlit as st
 
 from pages import ui
 from pages.host_choice import host_select
-from pages.serving_predict import tradeoff_section
 from pages.tradeoff_view import render
 from planner import hardware, models, reference
-from planner.api import PlanResult, plan
+from planner.api import plan
+from planner.calibrate import Calibration
 from planner.comm import curves_from_rows
-from planner.costmodel import Assumptions, Calibration
 from planner.errors import PlannerInputError
 from planner.layouts import default_layouts
+from planner.plan_types import PlanResult
 from store import queries_planner as qp
 from store.errors import StoreError
 
@@ -112,7 +112,7 @@ def inputs() -> tuple[dict, list[str]]:
     kwargs: dict = {"model": model, "hardware": hw}
     c3, c4 = st.columns(2)
     with c3:
-        comm_opts = {AUTO: "auto: this host's GPU comm runs, else published / fallback"}
+        comm_opts = {AUTO: "auto: this host's GPU comm runs, else published / spec sheet"}
         for row in comm_runs.to_dict("records"):
             comm_opts[row["run_id"]] = (f"{row['run_id']} ({row['host']}, {row['backend']}, "
                                         f"{row['device']}, {row['world_size']} ranks)")  # fmt: skip
@@ -130,8 +130,9 @@ def inputs() -> tuple[dict, list[str]]:
             cal_opts[row["run_id"]] = (f"{row['run_id']} ({row['host']}, step "
                                        f"{row['step_ms']:.2f} ms, world {row['world_size']})")  # fmt: skip
         cal = url_select("Calibrate to a measured step (trace run)", "calib", list(cal_opts),
-                         cal_opts, help="Scales the compute and communication terms so the "
-                         "TP layout of the same world size reproduces that measured step.")  # fmt: skip
+                         cal_opts, help="Scales the serving model's compute, AllReduce and "
+                         "all-to-all so the TP layout of the same world size reproduces that "
+                         "measured step; every layout then uses those factors.")  # fmt: skip
     if cal != NONE:
         row = traces[traces["run_id"] == cal].iloc[0]
         world = hw.gpu_count if pd.isna(row["world_size"]) else int(row["world_size"])
@@ -172,9 +173,8 @@ try:
         isl = st.number_input("Input tokens", 1, 1_000_000, 1024, step=512, key="isl",
                               bind="query-params", help="1 = decode only")  # fmt: skip
     with c5:
-        osl = st.number_input("Output tokens", 2, 1_000_000, 2048, step=512, key="osl",
+        osl = st.number_input("Output tokens", 2, 1_000_000, 1024, step=512, key="osl",
                               bind="query-params")  # fmt: skip
-    ctx = int(isl) + int(osl) // 2  # mean context a sequence's decode reads
     chosen = [x for x in all_layouts if x.name in picked]
     if not chosen:
         st.info("Pick at least one layout.")
@@ -183,14 +183,9 @@ try:
         st.error(f"Concurrency range {cmin}-{cmax} is empty.")
         st.stop()
     res: PlanResult = plan(layouts=chosen, concurrencies=range(int(cmin), int(cmax) + 1),
-                           assumptions=Assumptions(context_tokens=int(ctx)), **kwargs)  # fmt: skip
+                           isl=int(isl), osl=int(osl), **kwargs)  # fmt: skip
 except PlannerInputError as exc:
     st.error(str(exc))
     st.stop()
 
 render(res, notes)
-try:
-    tradeoff_section(model, hw, chosen, {r.layout.name: r.compliant for r in res.layouts},
-                     int(isl), int(osl), res.concurrency, kwargs.get("comm_curves"))  # fmt: skip
-except PlannerInputError as exc:
-    st.error(str(exc))

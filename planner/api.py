@@ -1,143 +1,42 @@
-"""The one entry point the Tradeoff page, the CLI and other tools call: ``plan(...)``."""
+"""The one entry point the Tradeoff page, the CLI and other tools call: ``plan(...)``.
+
+Every layout is a serving-model instance (planner.serving_layouts) costed by
+planner.serving.predict on this host's collectives; nothing else computes a TPOT.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from planner.comm import CommCurve, CommSet, published_for
-from planner.costmodel import (
-    TERMS,
-    Assumptions,
-    Calibration,
-    LayoutCurve,
-    apply_factors,
-    calibration_factors,
-    evaluate,
-)
+from planner.bands import band
+from planner.calibrate import Calibration, step_factors, with_step_factors
+from planner.comm import FITTED_OPS, CommCurve, CommSet, published_for
 from planner.errors import PlannerInputError
 from planner.findings import findings
 from planner.hardware import HardwareSpec
 from planner.layouts import Layout, default_layouts
 from planner.models import ModelSpec
-from planner.policy import Policy, UnknownDtype, Violation, check_precision, load_policy
-from planner.recommend import (
-    Crossover,
-    PolicyCost,
-    Range,
-    best_index,
-    crossovers,
-    policy_costs,
-    ranges,
+from planner.plan_types import (
+    REPORT_CONCURRENCIES,
+    TERMS,
+    Assumption,
+    Collective,
+    LayoutCurve,
+    LayoutResult,
+    PlanResult,
 )
+from planner.policy import Policy, UnknownDtype, check_precision, load_policy
+from planner.recommend import crossovers, policy_costs, ranges
+from planner.serving import ENGINES
+from planner.serving_layouts import Instance, instance, predict_instance
+from planner.serving_params import DESCRIBE, FITTED, ServingParams
+from planner.serving_step import weights_per_gpu
 
+__all__ = ["MAX_CONCURRENCY", "REPORT_CONCURRENCIES", "plan"]
 MAX_CONCURRENCY = 4096
-REPORT_CONCURRENCIES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
-
-
-@dataclass(frozen=True)
-class Assumption:
-    what: str
-    value: str
-    source: str
-
-
-@dataclass
-class LayoutResult:
-    layout: Layout
-    compliant: bool
-    violations: list[Violation]
-    curve: LayoutCurve
-    calibrated: LayoutCurve | None = None
-
-    def view(self, calibrated: bool = False) -> LayoutCurve:
-        return self.calibrated if calibrated and self.calibrated is not None else self.curve
-
-
-@dataclass
-class PlanResult:
-    model: ModelSpec
-    hardware: HardwareSpec
-    policy: Policy
-    concurrency: np.ndarray
-    layouts: list[LayoutResult]
-    recommended: list[Range]
-    crossovers: list[Crossover]
-    policy_costs: list[PolicyCost]
-    assumptions: list[Assumption]
-    findings: list[str] = field(default_factory=list)
-    calibration: Calibration | None = None
-    calibration_factors: dict[str, float] = field(default_factory=dict)
-    recommended_calibrated: list[Range] = field(default_factory=list)
-    comm_sources: list[str] = field(default_factory=list)
-
-    def layout(self, name_or_kind: str) -> LayoutResult:
-        for r in self.layouts:
-            if name_or_kind in (r.layout.name, r.layout.kind):
-                return r
-        raise KeyError(name_or_kind)
-
-    def best_at(self, c: int, calibrated: bool = False) -> str | None:
-        curves = [r.view(calibrated) for r in self.layouts]
-        j = curves[0].at(c)
-        idx = best_index(curves, [r.compliant for r in self.layouts])
-        return self.layouts[idx[j]].layout.name if idx[j] >= 0 else None
-
-    def point(self, r: LayoutResult, c: int, calibrated: bool = False) -> dict[str, Any]:
-        cur = r.view(calibrated)
-        j = cur.at(c)
-        return {
-            "concurrency": int(c),
-            "tpot_ms": round(float(cur.tpot_ms[j]), 4),
-            "tokens_per_s": round(float(cur.tokens_per_s[j]), 2),
-            "tokens_per_s_per_gpu": round(float(cur.tokens_per_s[j]) / self.hardware.gpu_count, 2),
-            "breakdown_ms": {t: round(float(cur.terms[t][j]), 4) for t in TERMS},
-            "fits": bool(cur.fits[j]),
-            "dummy_ranks": int(cur.dummy_ranks[j]),
-        }
-
-    def report_concurrencies(self) -> list[int]:
-        grid = set(int(x) for x in self.concurrency)
-        picks = [c for c in REPORT_CONCURRENCIES if c in grid]
-        return picks or [int(self.concurrency[0]), int(self.concurrency[-1])]
-
-    def to_json(self, concurrencies: list[int] | None = None) -> dict[str, Any]:
-        cs = concurrencies or self.report_concurrencies()
-        out_layouts = []
-        for r in self.layouts:
-            item = {
-                "name": r.layout.name, "kind": r.layout.kind, "tp": r.layout.tp,
-                "dp": r.layout.dp, "ep": r.layout.ep, "compliant": r.compliant,
-                "violations": [v.rule_id for v in r.violations],
-                "how": r.layout.how,
-                "weights_per_gpu_gb": round(r.curve.weights_per_gpu_bytes / 1e9, 2),
-                "allreduce_calls_per_step": r.curve.allreduce_calls,
-                "points": [self.point(r, c) for c in cs],
-            }  # fmt: skip
-            if r.calibrated is not None:
-                item["calibrated_points"] = [self.point(r, c, True) for c in cs]
-            out_layouts.append(item)
-        data: dict[str, Any] = {
-            "model": self.model.name, "host": self.hardware.name,
-            "gpu_count": self.hardware.gpu_count,
-            "policy": self.policy.label,
-            "layouts": out_layouts,
-            "recommended": [{"concurrency": c, "layout": self.best_at(c)} for c in cs],
-            "recommended_ranges": [vars(x) for x in self.recommended],
-            "crossovers": [vars(x) for x in self.crossovers],
-            "policy_costs": [vars(x) for x in self.policy_costs if x.concurrency in cs],
-            "assumptions": [vars(a) for a in self.assumptions],
-            "findings": self.findings,
-        }  # fmt: skip
-        if self.calibration is not None:
-            data["recommended_calibrated"] = [
-                {"concurrency": c, "layout": self.best_at(c, True)} for c in cs
-            ]
-            data["calibration"] = {"source": self.calibration.source,
-                                   "factors": self.calibration_factors}  # fmt: skip
-        return data
+COMM_SWEEP = "1,2,4,8,16,32,64"
 
 
 def _grid(concurrencies: Any) -> np.ndarray:
@@ -154,8 +53,53 @@ def _grid(concurrencies: Any) -> np.ndarray:
     return arr.astype(int)
 
 
-def _comm_world(layout: Layout, n: int) -> int:
-    return layout.tp if layout.model_kind in ("tp", "tp_dp", "tp_fast_allreduce") else n
+def layout_curve(model: ModelSpec, hw: HardwareSpec, lay: Layout, inst: Instance,
+                 conc: np.ndarray, p: ServingParams, comm: CommSet) -> LayoutCurve:  # fmt: skip
+    """The serving model's curve for one layout, with its band (NaN where it cannot run)."""
+    eng = inst.workload.engine
+    tb, fb = band(eng, model, "tpot"), band(eng, model, "ttft")
+    c = np.asarray(conc, dtype=float)
+    try:
+        pr = predict_instance(model, inst, hw, c, p, comm)
+    except PlannerInputError as exc:
+        nan = np.full_like(c, np.nan)
+        return LayoutCurve(lay, conc, nan, nan, nan, {t: nan for t in TERMS},
+                           np.zeros(c.shape, dtype=bool), nan, nan, nan, nan,
+                           weights_per_gpu(model, inst.serve), 0.0, np.zeros_like(c), 0, eng,
+                           inst.predict_args(), why_not=str(exc))  # fmt: skip
+    return LayoutCurve(
+        lay, conc, pr.tpot_ms, pr.ttft_ms, pr.output_tok_s,
+        {t: np.broadcast_to(pr.breakdown_ms[t], c.shape).astype(float) for t in TERMS},
+        pr.admitted.copy(), tb.low(pr.tpot_ms), tb.high(pr.tpot_ms), fb.low(pr.ttft_ms),
+        fb.high(pr.ttft_ms), pr.weights_per_gpu_gb * 1e9, pr.kv_capacity_seqs, pr.dummy_ranks,
+        pr.allreduce_calls, eng, inst.predict_args(),
+    )  # fmt: skip
+
+
+def _collectives(model: ModelSpec, hw: HardwareSpec, inst: Instance,
+                 comm: CommSet) -> list[Collective]:  # fmt: skip
+    from planner.serving_comm import allreduce_calls, exchange
+
+    s, out = inst.serve, []
+    if allreduce_calls(model, s):
+        out.append((s.allreduce, s.tp))
+    kind = exchange(model, s)
+    if kind == "allgather_reducescatter":
+        out += [("all_gather", s.gpus), ("reduce_scatter", s.gpus)]
+    elif kind == "dispatch_combine":
+        out.append(("all_to_all", s.gpus))
+    return [Collective(op, n, comm.kind(op, n), comm.get(op, n).source) for op, n in out]
+
+
+def measure_command(c: Collective, model: ModelSpec) -> str:
+    op = "all_reduce" if c.op == "all_reduce_fast" else c.op
+    cmd = (f"python -m collectors comm --ops {op} --tokens {COMM_SWEEP} --hidden {model.hidden} "
+           f"--nproc {c.world_size}")  # fmt: skip
+    if c.op == "all_reduce_fast":
+        return (f"{cmd} (the NCCL AllReduce the fast curve is derived from; the custom / "
+                "PCIe-IPC AllReduce itself is measured by serving the layout with the "
+                "engine's bench command)")  # fmt: skip
+    return cmd
 
 
 def plan(
@@ -166,15 +110,18 @@ def plan(
     comm_curves: list[CommCurve] | None = None,
     calibration: Calibration | None = None,
     policy: Policy | None = None,
-    assumptions: Assumptions | None = None,
+    isl: int = 1024,
+    osl: int = 1024,
+    engine: str = "vllm",
+    num_prompts: int = 0,
+    params: ServingParams = FITTED,
     fill_published: bool = True,
 ) -> PlanResult:
-    """Cost every layout over the concurrency grid, check it against the policy, rank."""
-    a = assumptions or Assumptions()
-    if not 0 < a.bandwidth_efficiency <= 1 or not 0 < a.memory_utilization <= 1:
-        raise PlannerInputError("assumptions: efficiencies must be in (0, 1]")
-    if a.context_tokens < 1:
-        raise PlannerInputError("assumptions: context length must be >= 1 token")
+    """Predict every layout over the concurrency grid, check it against the policy, rank."""
+    if isl < 1 or osl < 2:
+        raise PlannerInputError("--isl must be >= 1 and --osl >= 2")
+    if engine not in ENGINES:
+        raise PlannerInputError(f"--engine {engine!r}: one of {', '.join(ENGINES)}")
     pol = policy or load_policy()
     conc = _grid(concurrencies)
     lays = layouts if layouts is not None else default_layouts(model, hardware)
@@ -184,75 +131,90 @@ def plan(
     curves_in = list(comm_curves or [])
     if fill_published:
         curves_in += published_for(hardware.gpu_model, hardware.gpu_count)
-    sets: dict[int, CommSet] = {}
+    comm = CommSet(curves_in, hardware, params.link_eff)
     results: list[LayoutResult] = []
     for lay in lays:
         if lay.tp * lay.dp > hardware.gpu_count:
             raise PlannerInputError(f"layout {lay.name!r} needs {lay.tp * lay.dp} GPUs, host "
                                     f"{hardware.name!r} has {hardware.gpu_count}")  # fmt: skip
-        world = _comm_world(lay, hardware.gpu_count)
-        comm = sets.setdefault(world, CommSet(curves_in, world, hardware.interconnect))
         try:
             violations = check_precision(model.native, lay.precision(model), pol)
         except UnknownDtype as exc:
             raise PlannerInputError(f"layout {lay.name!r}: {exc}") from None
-        curve = evaluate(model, hardware, lay, conc, comm, a)
-        results.append(LayoutResult(lay, not violations, violations, curve))
-    compliant = [r.compliant for r in results]
+        inst = instance(lay, hardware.gpu_count, isl, osl, engine, num_prompts)
+        curve = layout_curve(model, hardware, lay, inst, conc, params, comm)
+        used = _collectives(model, hardware, inst, comm)
+        weak = [c for c in used if c.op not in FITTED_OPS and c.kind != "measured"]
+        results.append(LayoutResult(lay, not violations, violations, curve, None, used, weak,
+                                    [measure_command(c, model) for c in weak]))  # fmt: skip
     curves = [r.curve for r in results]
+    ok = [r.recommendable for r in results]
     res = PlanResult(
         model=model, hardware=hardware, policy=pol, concurrency=conc, layouts=results,
-        recommended=ranges(curves, compliant), crossovers=crossovers(curves, compliant),
-        policy_costs=policy_costs(curves, compliant), assumptions=[],
+        recommended=ranges(curves, ok), crossovers=crossovers(curves, ok),
+        policy_costs=policy_costs(curves, [r.compliant for r in results],
+                                  [not r.hypothesis for r in results]),
+        assumptions=[], isl=isl, osl=osl, engine=engine,
     )  # fmt: skip
     if calibration is not None:
-        _calibrate(res, calibration)
-    used = {c.describe(): c for s in sets.values() for c in s.used()}
-    res.comm_sources = list(used)
-    res.assumptions = _assumptions(res, a, list(used.values()))
+        _calibrate(res, calibration, params, comm, num_prompts)
+    res.comm_sources = [c.describe() for c in comm.used()]
+    res.assumptions = _assumptions(res, params, comm.used(), num_prompts)
     res.findings += findings(res)
     return res
 
 
-def _calibrate(res: PlanResult, cal: Calibration) -> None:
-    match = next((r for r in res.layouts if cal.matches(r.layout)), None)
-    if match is None:
+def _calibrate(res: PlanResult, cal: Calibration, p: ServingParams, comm: CommSet,
+               num_prompts: int) -> None:  # fmt: skip
+    match = next((r for r in res.layouts if cal.matches(r.layout.model_kind, r.layout.tp,
+                                                        r.layout.dp)), None)  # fmt: skip
+    if match is None or match.curve.why_not:
         res.findings.append(f"calibration from {cal.source} not applied: no {cal.layout_kind} "
                             f"TP={cal.tp} DP={cal.dp} layout in this plan")  # fmt: skip
         return
-    factors = calibration_factors(cal, match.curve)
+    cur = match.curve
+    i = min(cur.at(cal.concurrency), len(cur.concurrency) - 1)
+    factors = step_factors(cal, cur.terms, cur.allreduce_calls, i)
+    cp = with_step_factors(p, factors)
+    n = res.hardware.gpu_count
     for r in res.layouts:
-        r.calibrated = apply_factors(r.curve, factors)
+        inst = instance(r.layout, n, res.isl, res.osl, res.engine, num_prompts)
+        r.calibrated = layout_curve(res.model, res.hardware, r.layout, inst, res.concurrency,
+                                    cp, comm)  # fmt: skip
+        r.calibrated.calibrated = True
     res.calibration, res.calibration_factors = cal, {k: round(v, 4) for k, v in factors.items()}
-    res.recommended_calibrated = ranges(
-        [r.calibrated for r in res.layouts if r.calibrated is not None],
-        [r.compliant for r in res.layouts],
-    )
+    res.recommended_calibrated = ranges([r.calibrated for r in res.layouts],
+                                        [r.recommendable for r in res.layouts])  # fmt: skip
 
 
-def _assumptions(res: PlanResult, a: Assumptions, curves: list[CommCurve]) -> list[Assumption]:
+def _assumptions(res: PlanResult, p: ServingParams, curves: list[CommCurve],
+                 num_prompts: int) -> list[Assumption]:  # fmt: skip
     m, hw = res.model, res.hardware
+    prompts = (f"{num_prompts} prompts" if num_prompts else
+               f"{p.prompts_per_client.get(res.engine, 1):.1f} prompts per concurrency slot")
     out = [
         Assumption("model", f"{m.name}: {m.num_layers} layers ({m.num_moe_layers} MoE), hidden "
                    f"{m.hidden}, {m.num_experts} experts top-{m.top_k}, {m.attention.upper()}, "
                    f"native {m.native.weights} weights", m.source),
         Assumption("host", f"{hw.gpu_count}x {hw.gpu_model}, {hw.memory_bytes / 1e9:.0f} GB, "
                    f"{hw.mem_bandwidth_gbps:.0f} GB/s, {hw.interconnect}", hw.source),
-        Assumption("context length", f"{a.context_tokens} tokens per sequence", "assumed"),
-        Assumption("memory bandwidth achieved", f"{a.bandwidth_efficiency:.0%} of peak",
-                   "assumed"),
-        Assumption("usable GPU memory", f"{a.memory_utilization:.0%} less "
-                   f"{a.reserve_bytes / 1e9:.0f} GB reserve", "assumed (vLLM default)"),
-        Assumption("all-to-all ops per MoE layer", str(a.a2a_ops_per_moe_layer),
-                   "dispatch + combine (the write-up's 3-3.5 ms verdict counts one)"),
-        Assumption("expert routing", "uniform top-k; the busiest EP rank reads the expected "
+        Assumption("workload", f"vllm bench serve --dataset-name random, {res.isl} in / "
+                   f"{res.osl} out, {prompts}; engine {res.engine} (SGLang-only layouts on "
+                   "SGLang)", "--isl / --osl / --engine / --num-prompts"),
+        Assumption("expert routing", "uniform top-k; the busiest EP rank runs the expected "
                    "maximum of its touched experts", "assumed"),
+        Assumption("error band", band(res.engine, m).describe(),
+                   "planner/serving_params.py BANDS (python -m planner.fit --bands)"),
         Assumption("policy", res.policy.label, res.policy.path or "built-in"),
     ]  # fmt: skip
+    for name, (what, src) in DESCRIBE.items():
+        val = getattr(p, name)
+        val = val.get(res.engine, val.get("vllm")) if isinstance(val, dict) else val
+        out.append(Assumption(name, f"{val:.4g} ({what})", src))
     out += [Assumption(f"{c.op} latency", c.describe(), c.kind) for c in curves]
     if res.calibration is not None:
         f = res.calibration_factors
         out.append(Assumption(
-            "calibration", f"compute x{f['weights']:.2f}, AllReduce x{f['allreduce']:.2f}, "
+            "calibration", f"compute x{f['compute']:.2f}, AllReduce x{f['allreduce']:.2f}, "
             f"all-to-all x{f['all_to_all']:.2f}", res.calibration.source))  # fmt: skip
     return out

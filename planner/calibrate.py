@@ -1,4 +1,4 @@
-"""Calibrated mode: per-host factors fitted from measured serving points of a model on a host.
+"""Calibrated mode: per-host factors for the one serving model, from this host's measurements.
 
 The global parameters (planner.serving_params) carry over between GPUs through spec sheets;
 a stored ``vllm-bench`` sweep (or trace) of this model on this host pins what the spec sheet
@@ -10,7 +10,12 @@ cannot say. Two factors, fitted on log TPOT error (a grid search: deterministic,
 
 Measured communication per step (from a trace: ``trace_comm_sources`` totals over the run's
 steps, e.g. MoE AllReduce and attention AllReduce us/step) replaces the modelled collectives
-when given: ``comm_scale`` = measured / modelled at the traced concurrency.
+when given: the collectives' scale = measured / modelled at the traced concurrency.
+
+A measured (or published) decode step of one layout (:class:`Calibration`, the Tradeoff
+page's trace runs and the reference case) gives three factors the same way: compute (every
+non-collective term), AllReduce (per call when the trace counted its calls) and all-to-all,
+each measured / modelled at the traced concurrency; every layout then uses them.
 """
 
 from __future__ import annotations
@@ -88,8 +93,8 @@ class Calibrated:
 def scaled(p: ServingParams, bandwidth: float, fixed: float, comm: float) -> ServingParams:
     return p.with_values(
         bw_eff=p.bw_eff * bandwidth, kernel_us=p.kernel_us * fixed,
-        expert_us=p.expert_us * fixed, comm_scale=p.comm_scale * comm,
-        step_ms={k: v * fixed for k, v in p.step_ms.items()},
+        expert_us=p.expert_us * fixed, allreduce_scale=p.allreduce_scale * comm,
+        a2a_scale=p.a2a_scale * comm,
     )  # fmt: skip
 
 
@@ -116,7 +121,7 @@ def calibrate(
     comm_factor, notes = 1.0, []
     for c in comm or []:
         pr = predict(model, hw, c.layout, Workload(c.isl, c.osl), np.array([c.concurrency]), base)
-        modelled = float(pr.breakdown_ms["comm"][0])
+        modelled = float(pr.breakdown_ms["allreduce"][0] + pr.breakdown_ms["all_to_all"][0])
         if modelled > 0 and c.total_ms > 0:
             comm_factor = c.total_ms / modelled
             notes.append(f"collectives: traced {c.total_ms:.2f} ms/step vs modelled "
@@ -135,3 +140,57 @@ def calibrate(
     factors = {"bandwidth": round(best[0], 3), "fixed": round(best[1], 3),
                "comm": round(comm_factor, 3)}  # fmt: skip
     return Calibrated(p, factors, before, _errors(model, hw, pts, p), notes)
+
+
+# ---- a measured decode step of one layout (trace or published) ------------------------
+COMM_KEYS = ("allreduce", "all_to_all")
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A measured decode-step breakdown of the same model / host / layout."""
+
+    layout_kind: str
+    tp: int
+    dp: int
+    concurrency: int
+    step_ms: float
+    comm_ms: tuple[tuple[str, float], ...]  # (allreduce | all_to_all, ms per step)
+    source: str
+    profiled: bool = True  # a profiler inflates the step; the page says so
+    # From the trace's step anatomy (store.queries_planner.trace_allreduce_anatomy):
+    allreduce_calls: float | None = None  # measured AllReduce calls per step
+
+    def matches(self, kind: str, tp: int, dp: int) -> bool:
+        return (kind, tp, dp) == (self.layout_kind, self.tp, self.dp)
+
+
+def step_factors(cal: Calibration, terms: dict[str, np.ndarray], calls: int,
+                 i: int) -> dict[str, float]:  # fmt: skip
+    """compute / allreduce / all_to_all factors so the model reproduces the measured step
+    at grid point i of the matching layout's terms.
+
+    With a measured AllReduce call count, the AllReduce term is scaled per call (measured
+    time per call over the model's), so calls the model does not have (a trace's extra
+    AllReduces) stay in the compute share instead of inflating every layout's per-call
+    latency; layouts that drop the MoE AllReduce then drop it at its measured cost.
+    """
+    comm = dict(cal.comm_ms)
+    if cal.allreduce_calls and calls and "allreduce" in comm:
+        comm["allreduce"] = comm["allreduce"] / cal.allreduce_calls * calls
+    compute_model = sum(float(v[i]) for k, v in terms.items() if k not in COMM_KEYS)
+    compute_meas = cal.step_ms - sum(comm.values())
+    out = {"compute": 1.0, "allreduce": 1.0, "all_to_all": 1.0}
+    if compute_model > 0 and compute_meas > 0:
+        out["compute"] = compute_meas / compute_model
+    for k in COMM_KEYS:
+        model_ms = float(terms[k][i])
+        if k in comm and comm[k] > 0 and model_ms > 0:
+            out[k] = comm[k] / model_ms
+    return out
+
+
+def with_step_factors(p: ServingParams, f: dict[str, float]) -> ServingParams:
+    return p.with_values(compute_scale=p.compute_scale * f["compute"],
+                         allreduce_scale=p.allreduce_scale * f["allreduce"],
+                         a2a_scale=p.a2a_scale * f["all_to_all"])  # fmt: skip

@@ -15,12 +15,14 @@ import sys
 from typing import Any
 
 from planner import hardware, hosts, models, reference
-from planner.api import PlanResult, plan
-from planner.costmodel import Assumptions
+from planner.api import plan
+from planner.engines import ENGINES
 from planner.errors import PlannerInputError
 from planner.layouts import default_layouts, select
+from planner.plan_json import to_json
+from planner.plan_text import render_text
+from planner.plan_types import PlanResult
 from planner.policy import PolicyError, load_policy
-from planner.serving_layouts import serving_curves, serving_json
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -45,14 +47,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--concurrency", default="1-512",
                    help="grid, e.g. 1-512 or 1,2,4,8 (default 1-512)")  # fmt: skip
     p.add_argument("--report", help="concurrencies to print (default: powers of two)")
-    p.add_argument("--context", type=int, default=Assumptions.context_tokens,
-                   help="tokens in each sequence's KV cache (default %(default)s)")  # fmt: skip
-    p.add_argument("--isl", type=int, help="benchmark input tokens: the context becomes "
-                   "I + O/2 and the serving model predicts each layout (with --osl)")  # fmt: skip
-    p.add_argument("--osl", type=int, help="benchmark output tokens (with --isl)")
+    add_workload_arguments(p)
     p.add_argument("--policy", help="policy file (default: the full-precision policy)")
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
     return p
+
+
+def add_workload_arguments(p: argparse.ArgumentParser, required: bool = False) -> None:
+    """The benchmark both commands predict: ``vllm bench serve`` random prompts."""
+    p.add_argument("--isl", type=int, required=required, default=None if required else 1024,
+                   help="input tokens per request (1 = decode only)"
+                   + ("" if required else "; default %(default)s"))  # fmt: skip
+    p.add_argument("--osl", type=int, required=required, default=None if required else 1024,
+                   help="output tokens per request" + ("" if required else
+                                                       "; default %(default)s"))  # fmt: skip
+    p.add_argument("--engine", default="vllm", choices=tuple(ENGINES),
+                   help="serving engine (SGLang-only layouts are predicted on SGLang)")  # fmt: skip
+    p.add_argument("--num-prompts", type=int, default=0, metavar="N",
+                   help="requests the benchmark sends (vllm bench serve --num-prompts); "
+                   "default: the fitted benchmark's prompts per concurrency slot")  # fmt: skip
 
 
 def parse_ints(text: str, what: str) -> list[int]:
@@ -132,61 +145,23 @@ def run_plan(args: argparse.Namespace) -> PlanResult:
         raise PlannerInputError(str(exc)) from None
     wanted = [x.strip() for x in args.layouts.split(",")] if args.layouts else None
     layouts = select(default_layouts(model, hw), wanted)
-    context = args.context
-    if (args.isl is None) != (args.osl is None):
-        raise PlannerInputError("--isl and --osl go together")
-    if args.isl is not None:
-        if args.isl < 1 or args.osl < 2:
-            raise PlannerInputError("--isl must be >= 1 and --osl >= 2")
-        context = args.isl + args.osl // 2
-    res = plan(model, hw, layouts, parse_ints(args.concurrency, "--concurrency"),
-               policy=policy, assumptions=Assumptions(context_tokens=context), **kwargs)  # fmt: skip
-    if args.isl is not None:
-        res.serving = serving_curves(model, hw, [r.layout for r in res.layouts], args.isl,
-                                     args.osl, res.concurrency, kwargs.get("comm_curves"))  # fmt: skip
-        res.serving_io = (args.isl, args.osl)
-    return res
+    if args.num_prompts < 0:
+        raise PlannerInputError("--num-prompts must be >= 0")
+    return plan(model, hw, layouts, parse_ints(args.concurrency, "--concurrency"),
+                policy=policy, isl=args.isl, osl=args.osl, engine=args.engine,
+                num_prompts=args.num_prompts, **kwargs)  # fmt: skip
 
 
-def render_text(res: PlanResult, cs: list[int], preset: bool) -> str:
-    lines = [f"{res.model.name} on {res.hardware.gpu_count}x {res.hardware.gpu_model} "
-             f"({res.hardware.name}), policy {res.policy.label}", ""]  # fmt: skip
-    width = max(len(r.layout.name) for r in res.layouts) + 2
-    lines.append("TPOT ms by concurrency".ljust(width) + "".join(f"{c:>9}" for c in cs))
-    for r in res.layouts:
-        cells = []
-        for c in cs:
-            p = res.point(r, c)
-            cells.append(f"{p['tpot_ms']:>8.2f}" + (" " if p["fits"] else "*"))
-        tag = "" if r.compliant else "  BLOCKED: " + ", ".join(v.rule_id for v in r.violations)
-        lines.append(r.layout.name.ljust(width) + "".join(cells) + tag)
-    lines += ["(* does not fit in GPU memory)", "", "Recommended (compliant, fits):"]
-    lines += [f"  concurrency {x.start}-{x.end}: {x.layout}" for x in res.recommended] or [
-        "  nothing compliant fits"]  # fmt: skip
-    if res.crossovers:
-        lines += ["", "Crossovers:"] + [f"  {x.sentence()}" for x in res.crossovers[:12]]
-    costs = [x for x in res.policy_costs if x.concurrency in cs]
-    lines += ["", "Policy:"] + ([f"  {x.sentence()}" for x in costs] or [
-        "  costs nothing in TPOT at these concurrencies (where both fit)"])  # fmt: skip
-    if res.findings:
-        lines += ["", "Findings:"] + [f"  {f}" for f in res.findings]
-    if preset:
-        lines += ["", "Published figure vs model (published figures, not measured runs):"]
-        lines += [f"  {c['figure']}: published {c['published']}; model {c['model']}"
-                  for c in reference.checks(res)]  # fmt: skip
-    if getattr(res, "serving", None):
-        isl, osl = res.serving_io
-        lines += ["", f"Serving prediction, {isl} in / {osl} out (mean TPOT ms, band: 80% of "
-                  "measured within):"]  # fmt: skip
-        for item in serving_json(res.serving, cs):
-            if item["why_not"]:
-                lines.append(f"  {item['layout']}: no prediction ({item['why_not']})")
-                continue
-            cells = ", ".join(f"c={p['concurrency']}: {p['tpot_ms']:.2f} [{p['tpot_low_ms']:.1f}-"
-                              f"{p['tpot_high_ms']:.1f}]" for p in item["points"])  # fmt: skip
-            lines.append(f"  {item['layout']}: {cells}")
-    lines += ["", "Assumptions:"] + [f"  {a.what}: {a.value} [{a.source}]" for a in res.assumptions]
-    return "\n".join(lines)
+def target_args(args: argparse.Namespace) -> str:
+    """The --model / --host flags that name this plan's model and host for `predict`."""
+    if args.preset:
+        return f"--preset {reference.NAME}"
+    host = (f"--host-from-store {args.host_from_store}" if args.host_from_store
+            else f"--host {args.host}")  # fmt: skip
+    store = f" --store {args.store}" if args.store and (args.host_from_store or args.comm_run) \
+        else ""  # fmt: skip
+    runs = "".join(f" --comm-run {r}" for r in args.comm_run)
+    return f"--model {args.model} {host}{store}{runs}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -201,10 +176,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"planner: {exc}", file=sys.stderr)
         return 1
     if args.json:
-        data = res.to_json(cs)
-        if getattr(res, "serving", None):
-            data["serving"] = {"isl": res.serving_io[0], "osl": res.serving_io[1],
-                               "layouts": serving_json(res.serving, cs)}  # fmt: skip
+        data = to_json(res, cs, target_args(args))
         if args.preset:
             data["published"] = {"name": reference.NAME, "label": "published figures",
                                  "figures": reference.PUBLISHED,

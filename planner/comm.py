@@ -1,4 +1,4 @@
-"""Communication cost: latency per collective from measured curves, else a labelled fallback.
+"""Communication cost: latency per collective and world size, and where each curve came from.
 
 The x axis of every curve is the payload *per rank* in bytes: for AllReduce the message
 (tokens x hidden x dtype), for all-to-all the bytes one rank sends to each destination
@@ -6,39 +6,48 @@ The x axis of every curve is the payload *per rank* in bytes: for AllReduce the 
 AllGather / ReduceScatter the gathered total. Between points: log-log interpolation; below
 the first point: its latency (the latency floor); beyond the last: that latency plus the
 extra bytes over the bus bandwidth (a bandwidth tail, labelled as an extrapolation).
+
+Every curve has a kind, in order of trust: ``measured`` (a comm run in the store, on this
+host), ``published`` (a published figure for the same GPUs), ``derived`` (another op's curve
+under a stated rule) or ``spec`` (alpha-beta from the host's spec sheet: the link latency
+and the link bandwidth the serving model's fit assumes). The planner calls a layout a
+hypothesis when it rests on a collective the fit never saw that nobody measured here.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
+
+from planner.hardware import HardwareSpec
 
 OPS = ("all_reduce", "all_reduce_fast", "all_to_all", "all_gather", "reduce_scatter")
 _OP_NAMES = {"allreduce": "all_reduce", "alltoall": "all_to_all", "alltoallv": "all_to_all",
              "allgather": "all_gather", "reducescatter": "reduce_scatter"}  # fmt: skip
 _FAST_BACKENDS = ("flashinfer", "ipc", "custom", "symm", "quick", "one_shot", "oneshot")
 _FULL_DTYPES = ("bf16", "bfloat16", "fp16", "float16", "half", "fp32", "float32", "float", "")
-# Alpha-beta fallback constants by interconnect class. PCIe: AIConfigurator's measured NCCL
-# small-message latencies on 8x RTX PRO 6000 (REFERENCE §5) and the middle of the 22-41 GB/s
-# measured AllReduce busbw; NVLink: typical NCCL figures on 8x H100/H200 (assumed).
-_ALPHA_US = {"pcie": {"all_reduce": 27.0, "all_to_all": 13.0, "all_gather": 15.0,
-                      "reduce_scatter": 15.0},
-             "nvlink": {"all_reduce": 12.0, "all_to_all": 10.0, "all_gather": 8.0,
-                        "reduce_scatter": 8.0}}  # fmt: skip
-_BUSBW_GBPS = {"pcie": 30.0, "nvlink": 350.0}
-# SGLang's PCIe-IPC AllReduce cut TPOT 21.14 -> 13.62 ms at TP8 (REFERENCE §2): 7.52 ms over
-# the 123 AllReduces of a 61-layer step is about 61 us per call.
-FAST_ALLREDUCE_SAVING_US = (21.14 - 13.62) * 1000 / 123
+# Collectives the serving model's fit covers (NCCL AllReduce under TP, AllGather +
+# ReduceScatter under attention-DP, on spec-sheet figures): their error is in the band. The
+# others rest on a derived or spec-sheet curve until measured on the host.
+FITTED_OPS = ("all_reduce", "all_gather", "reduce_scatter")
+_DEFAULT_ALPHA_US = {"nvlink": 8.0, "pcie": 27.0}  # when the host spec gives no link latency
+_TAIL_BUSBW_GBPS = {"pcie": 30.0, "nvlink": 350.0}  # beyond a measured curve's last point
 
 
 def bus_factor(op: str, n: int) -> float:
     """nccl-tests' busbw factor: 2(n-1)/n for AllReduce, (n-1)/n otherwise."""
     n = max(n, 1)
     return 2 * (n - 1) / n if op.startswith("all_reduce") else (n - 1) / n
+
+
+def wire_factor(op: str, n: int) -> float:
+    """Bytes one rank moves over its link per byte of the curve's x axis: nccl-tests' bus
+    factor, except all-to-all, whose x axis is one destination's share (sent n - 1 times)."""
+    return float(max(n, 1) - 1) if op == "all_to_all" else bus_factor(op, n)
 
 
 @dataclass(frozen=True)
@@ -49,7 +58,7 @@ class CommCurve:
     world_size: int
     bytes: tuple[float, ...]
     us: tuple[float, ...]
-    kind: str  # measured | published | derived | fallback
+    kind: str  # measured | published | derived | spec
     source: str
     tail_busbw_gbps: float = 30.0
     # Derived curves: latency = max(base - shift_us, floor_frac * base) * scale.
@@ -63,7 +72,7 @@ class CommCurve:
         xs, ys = np.log(self.bytes), np.log(self.us)
         out = np.exp(np.interp(np.log(b), xs, ys)) if len(xs) > 1 else np.full_like(b, self.us[0])
         last = self.bytes[-1]
-        tail = self.us[-1] + (b - last) * bus_factor(self.bus_op or self.op, self.world_size) / (
+        tail = self.us[-1] + (b - last) * wire_factor(self.bus_op or self.op, self.world_size) / (
             self.tail_busbw_gbps * 1e9) * 1e6  # fmt: skip
         out = np.where(b > last, tail, out)
         if self.shift_us or self.floor_frac:
@@ -80,7 +89,7 @@ class CommCurve:
             if self.kind in ("measured", "published")
             else "derived"
             if self.kind == "derived"
-            else "alpha-beta"
+            else "spec-sheet alpha-beta"
         )
         return f"{self.op} ({self.world_size} GPUs): {self.source} [{span}]"
 
@@ -92,59 +101,68 @@ def _fmt_bytes(b: float) -> str:
     return f"{b:.0f} B"
 
 
-def alpha_beta(op: str, n: int, interconnect: str) -> CommCurve:
-    klass = "nvlink" if interconnect == "nvlink" else "pcie"
-    base = "all_reduce" if op == "all_reduce_fast" else op
-    alpha = _ALPHA_US[klass][base]
-    bw = _BUSBW_GBPS[klass]
+# SGLang's PCIe-IPC AllReduce cut TPOT 21.14 -> 13.62 ms at TP8 (REFERENCE §2): 7.52 ms over
+# the 123 AllReduces of a 61-layer step is about 61 us per call.
+FAST_ALLREDUCE_SAVING_US = (21.14 - 13.62) * 1000 / 123
+
+
+def spec_curve(op: str, n: int, hw: HardwareSpec, link_eff: float) -> CommCurve:
+    """alpha + bytes on the wire / achieved link bandwidth, from the host's spec sheet."""
+    alpha = hw.link_latency_us or _DEFAULT_ALPHA_US.get(hw.interconnect, 27.0)
+    bw = hw.link_gbps * link_eff
     return CommCurve(
-        op=op, world_size=n, bytes=(1024.0,), us=(alpha,), kind="fallback",
-        source=f"alpha-beta fallback ({klass}: alpha {alpha:g} us, busbw {bw:g} GB/s)",
+        op=op, world_size=n, bytes=(1.0,), us=(alpha,), kind="spec",
+        source=f"spec sheet of {hw.name}: {alpha:g} us + bytes over {bw:.0f} GB/s "
+        f"({hw.interconnect}, {link_eff:.0%} of {hw.link_gbps:g} GB/s)",
         tail_busbw_gbps=bw,
     )  # fmt: skip
 
 
 class CommSet:
-    """The curves one plan uses, with fallbacks filled in on first use (and listed)."""
+    """The collectives one plan or prediction uses: each (op, world size) from the best curve
+    there is (measured, published, derived, spec), remembered so the plan can list them."""
 
-    def __init__(self, curves: list[CommCurve], n: int, interconnect: str) -> None:
-        self.n, self.interconnect = n, interconnect
-        self._curves: dict[str, CommCurve] = {}
-        for c in curves:
-            if c.world_size == n:  # another world size's curve would mislead: fall back
-                self._curves.setdefault(c.op, c)
+    def __init__(self, curves: list[CommCurve], hw: HardwareSpec, link_eff: float = 0.7) -> None:
+        self.hw, self.link_eff = hw, link_eff
+        self._given: dict[tuple[str, int], CommCurve] = {}
+        for c in sorted(curves, key=lambda c: c.kind != "measured"):  # measured win
+            if c.kind in ("measured", "published"):
+                self._given.setdefault((c.op, c.world_size), c)
+        self._used: dict[tuple[str, int], CommCurve] = {}
 
-    def get(self, op: str) -> CommCurve:
-        if op in self._curves:
-            return self._curves[op]
-        curve: CommCurve
-        if op in ("all_gather", "reduce_scatter"):
-            ar = self.get("all_reduce")
-            curve = CommCurve(
-                op=op, world_size=ar.world_size, bytes=ar.bytes, us=ar.us, kind="derived",
-                source=f"half the AllReduce curve (ring AllReduce = ReduceScatter + AllGather; "
-                f"AllReduce from {ar.source})", tail_busbw_gbps=ar.tail_busbw_gbps, scale=0.5,
-                bus_op="all_reduce",
-            )  # fmt: skip
-        elif op == "all_reduce_fast":
-            ar = self.get("all_reduce")
-            curve = CommCurve(
-                op=op, world_size=ar.world_size, bytes=ar.bytes, us=ar.us, kind="derived",
-                source=f"NCCL AllReduce less {FAST_ALLREDUCE_SAVING_US:.0f} us per call (SGLang "
-                "PCIe-IPC AllReduce: TPOT 21.14 -> 13.62 ms at TP8, REFERENCE §2), floor 25%",
-                tail_busbw_gbps=ar.tail_busbw_gbps, shift_us=FAST_ALLREDUCE_SAVING_US,
-                floor_frac=0.25, bus_op="all_reduce",
-            )  # fmt: skip
-        else:
-            curve = alpha_beta(op, self.n, self.interconnect)
-        self._curves[op] = curve
+    def get(self, op: str, n: int) -> CommCurve:
+        key = (op, n)
+        if key in self._used:
+            return self._used[key]
+        curve = self._given.get(key) or self._derive(op, n)
+        self._used[key] = curve
         return curve
 
-    def latency_us(self, op: str, nbytes: np.ndarray | float) -> np.ndarray:
-        return self.get(op).latency_us(nbytes)
+    def _derive(self, op: str, n: int) -> CommCurve:
+        ar = self._given.get(("all_reduce", n))
+        if op in ("all_gather", "reduce_scatter") and ar is not None:
+            return replace(ar, op=op, kind="derived", scale=0.5, bus_op="all_reduce",
+                           source="half the AllReduce curve (ring AllReduce = ReduceScatter + "
+                           f"AllGather; AllReduce from {ar.source})")  # fmt: skip
+        if op == "all_reduce_fast":
+            base = self.get("all_reduce", n)
+            return replace(
+                base, op=op, kind="derived", shift_us=FAST_ALLREDUCE_SAVING_US,
+                floor_frac=0.25, bus_op="all_reduce",
+                source=f"NCCL AllReduce less {FAST_ALLREDUCE_SAVING_US:.0f} us per call "
+                "(SGLang PCIe-IPC AllReduce: TPOT 21.14 -> 13.62 ms at TP8, REFERENCE §2), "
+                f"floor 25%; AllReduce from {base.source}",
+            )  # fmt: skip
+        return spec_curve(op, n, self.hw, self.link_eff)
+
+    def latency_us(self, op: str, n: int, nbytes: np.ndarray | float) -> np.ndarray:
+        return self.get(op, n).latency_us(nbytes)
+
+    def kind(self, op: str, n: int) -> str:
+        return self.get(op, n).kind
 
     def used(self) -> list[CommCurve]:
-        return [self._curves[k] for k in OPS if k in self._curves]
+        return list(self._used.values())
 
 
 # ---- measured rows (v_comm_results) -> curves ------------------------------------------
@@ -199,7 +217,7 @@ def curves_from_rows(
         curves.append(CommCurve(
             op=op, world_size=n, bytes=tuple(xs), us=tuple(ys), kind="measured",
             source=f"measured comm run {run_id}" + (f" ({labels[run_id]})" if labels[run_id] else ""),
-            tail_busbw_gbps=_BUSBW_GBPS["nvlink" if interconnect == "nvlink" else "pcie"],
+            tail_busbw_gbps=_TAIL_BUSBW_GBPS["nvlink" if interconnect == "nvlink" else "pcie"],
         ))  # fmt: skip
     return curves
 

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
-if TYPE_CHECKING:
-    from planner.api import LayoutResult, PlanResult
+from planner.plan_types import LayoutResult, PlanResult
 
 
 def find(res: PlanResult, kind: str, **attrs: object) -> LayoutResult | None:
@@ -19,7 +16,7 @@ def find(res: PlanResult, kind: str, **attrs: object) -> LayoutResult | None:
 
 def findings(res: PlanResult) -> list[str]:
     out = []
-    for sentence in (vllm_vs_writeup(res), capacity(res), unmeasured(res)):
+    for sentence in (vllm_vs_writeup(res), capacity(res), *hypotheses(res)):
         if sentence:
             out.append(sentence)
     return out
@@ -29,7 +26,7 @@ def vllm_vs_writeup(res: PlanResult) -> str:
     """Where vLLM's real EP layouts differ from the write-up's TP-attention + EP-MoE estimate."""
     n, m = res.hardware.gpu_count, res.model
     tp = find(res, "tp")
-    if tp is None or not m.num_experts or n < 2:
+    if tp is None or not m.num_experts or n < 2 or tp.curve.why_not:
         return ""
     at = tp.curve.at(1)
     parts = []
@@ -39,21 +36,21 @@ def vllm_vs_writeup(res: PlanResult) -> str:
                      f"({tpep.curve.terms['allreduce'][at]:.2f} ms per step at concurrency 1, "
                      f"the same as TP={n}: it removes none)")  # fmt: skip
     est = find(res, "tp_attn_ep_moe")
-    if est is not None:
+    if est is not None and not est.curve.why_not:
         saved = tp.curve.terms["allreduce"][at] - est.curve.terms["allreduce"][at]
         parts.append(f"the write-up's estimate (TP attention + EP MoE: {saved:.2f} ms of MoE "
                      f"AllReduce replaced by {est.curve.terms['all_to_all'][at]:.2f} ms of "
                      f"all-to-all) has no vLLM layout at DP=1")  # fmt: skip
     dp = find(res, "dp_attn_ep", a2a_backend="allgather_reducescatter")
     if dp is not None:
-        fit = "" if dp.curve.fits[at] else (
-            f"; it does not even fit: {dp.curve.weights_per_gpu_bytes / 1e9:.1f} GB of weights "
-            "per GPU")  # fmt: skip
+        what = (f"it does not even fit: {dp.curve.weights_per_gpu_bytes / 1e9:.1f} GB of "
+                "weights per GPU" if dp.curve.why_not else
+                f"{dp.curve.tpot_ms[at]:.2f} ms TPOT at concurrency 1 vs "
+                f"{tp.curve.tpot_ms[at]:.2f} ms for TP={n}")  # fmt: skip
         parts.append(f"vLLM's real EP layout, DP={n} attention + EP, replicates "
                      f"{m.nonexpert_bytes() / 1e9:.1f} GB of attention, shared-expert and "
                      "embedding weights on every GPU and reads them every step, and idle DP "
-                     f"ranks run dummy passes: {dp.curve.tpot_ms[at]:.2f} ms TPOT at "
-                     f"concurrency 1 vs {tp.curve.tpot_ms[at]:.2f} ms for TP={n}{fit}")  # fmt: skip
+                     f"ranks run dummy passes: {what}")  # fmt: skip
     return ("Where vLLM differs from the write-up's estimate: " + "; ".join(parts) + ".") if (
         parts) else ""  # fmt: skip
 
@@ -73,29 +70,26 @@ def capacity(res: PlanResult) -> str:
     """The policy's cost in memory: how far compliant layouts fit vs blocked ones."""
     ok, ok_name = _max_fit(res, True)
     bad, bad_name = _max_fit(res, False)
-    ctx = next((a.value for a in res.assumptions if a.what == "context length"), "")
+    ctx = f"{res.isl} in / {res.osl} out"
     if bad > ok:
         where = f"up to concurrency {ok} ({ok_name})" if ok else "at no concurrency"
-        return (f"Capacity: compliant layouts fit {where}; {bad_name} would fit up to {bad} - "
-                f"the policy costs that capacity{f' at {ctx}' if ctx else ''}.")  # fmt: skip
+        return (f"Capacity: compliant layouts run every request at once {where}; {bad_name} "
+                f"would up to {bad} - the policy costs that capacity at {ctx}.")  # fmt: skip
     if ok and ok < int(res.concurrency[-1]):
         return f"Capacity: nothing compliant fits above concurrency {ok} ({ok_name})."
     return ""
 
 
-def unmeasured(res: PlanResult) -> str:
-    """Say when the recommendation rests on a curve nobody measured on this host."""
-    names = {x.layout for x in res.recommended}
-    weak = set()
+def hypotheses(res: PlanResult) -> list[str]:
+    """One sentence per compliant layout resting on a collective nobody measured here."""
+    out = []
     for r in res.layouts:
-        if r.layout.name in names and r.layout.allreduce_op == "all_reduce_fast":
-            weak.add(r.layout.name)
-    src = [a for a in res.assumptions if a.what.startswith("all_reduce_fast") and a.source in (
-        "derived", "fallback")]  # fmt: skip
-    if weak and src:
-        return (
-            f"{', '.join(sorted(weak))} is recommended on a derived AllReduce curve, not a "
-            "measurement: measure it on this host before relying on it "
-            "(serve it with that AllReduce and profile a decode step)."
-        )
-    return ""
+        if not (r.compliant and r.hypothesis) or r.curve.why_not:
+            continue
+        what = "; ".join(f"{c.op} on {c.world_size} GPUs from a {c.kind} curve ({c.source})"
+                         for c in r.unmeasured)  # fmt: skip
+        j = r.curve.at(1)
+        out.append(f"Hypothesis, not a recommendation: {r.layout.name} "
+                   f"({r.curve.tpot_ms[j]:.2f} ms TPOT at concurrency 1) rests on {what}, "
+                   f"not measured on this host; measure it: `{'`; `'.join(r.measure)}`.")  # fmt: skip
+    return out

@@ -1,7 +1,7 @@
 """Fit the serving model's global parameters on the Blackwell fixture; leave-one-model-out.
 
-    python -m planner.fit                  # fit on vLLM rows, print values + LOMO figures
-    python -m planner.fit --engine sglang  # then each other engine's per-step overhead
+    python -m planner.fit            # fit: shared values on vLLM rows, then per engine
+    python -m planner.fit --bands    # + leave-one-model-out bands per engine and format
 
 Loss: mean |log(predicted / measured)| of TPOT, plus 0.2 x the same for TTFT (TTFT pins the
 prefill efficiency that prefill interference also uses). Nelder-Mead on log-parameters in
@@ -24,15 +24,19 @@ from planner import fixture, serving
 from planner.errors import PlannerInputError
 from planner.serving_params import FITTED, ServingParams
 
-# The engine's per-step overhead is not fitted on vLLM: with layer counts of 61-80 in three of
-# the four models, a per-step constant and the per-kernel floor cannot be told apart (leaving
-# gpt-oss out, the fit trades one for the other). vLLM 0.19 schedules asynchronously (the CPU
-# prepares step n+1 while the GPU runs step n, vLLM docs "async scheduling"), so its per-step
-# overhead is taken as 0 and the sampler is costed in the LM-head op.
-FREE = ("bw_eff", "kernel_us", "expert_us", "mfu", "ttft_fixed_ms", "burst_share")
-BOUNDS = {"bw_eff": (0.2, 0.92), "moe_eff": (0.2, 1.5), "kernel_us": (0.3, 30.0), "expert_us": (0.01, 30.0),
-          "mfu": (0.05, 1.0), "step_ms": (0.0, 20.0), "ttft_fixed_ms": (0.0, 500.0),
-          "burst_share": (0.0, 1.0)}  # fmt: skip
+# No engine's per-step overhead is fitted: vLLM's async scheduling, SGLang's overlap scheduler
+# and TRT-LLM's overlap scheduler all prepare step n+1 on the CPU while the GPU runs step n
+# (planner/engines.py cites their defaults), so a step costs its kernels; the sampler is
+# costed in the LM-head op.
+FREE = ("bw_eff", "kernel_us", "expert_us", "mfu", "moe_mfu", "ttft_fixed_ms",
+        "prompts_per_client")
+# Per engine, on its own rows, the rest as fitted on vLLM: its request path and the
+# fixture's benchmark protocol for that engine (prompts per concurrency slot).
+ENGINE_FREE = ("ttft_fixed_ms", "prompts_per_client")
+PER_ENGINE = ENGINE_FREE  # parameters that hold one value per engine
+BOUNDS = {"bw_eff": (0.2, 0.92), "moe_eff": (0.2, 1.5), "kernel_us": (0.3, 30.0),
+          "expert_us": (0.01, 30.0), "mfu": (0.05, 1.0), "moe_mfu": (0.02, 1.0), "ttft_fixed_ms": (0.0, 500.0),
+          "prompts_per_client": (1.0, 100.0)}  # fmt: skip
 TTFT_WEIGHT = 0.2
 
 
@@ -89,8 +93,9 @@ def _params(x: np.ndarray, base: ServingParams, engine: str, free: tuple[str, ..
     for name, v in zip(free, np.exp(x), strict=True):
         lo, hi = BOUNDS[name]
         vals[name] = float(min(max(v, lo), hi))
-    if "step_ms" in vals:
-        vals["step_ms"] = {**base.step_ms, engine: vals["step_ms"]}
+    for name in PER_ENGINE:
+        if name in vals:
+            vals[name] = {**getattr(base, name), engine: vals[name]}
     return base.with_values(**vals)
 
 
@@ -145,40 +150,33 @@ def fit(rows: list[fixture.Row], engine: str = "vllm", base: ServingParams = FIT
 
 
 def _value(p: ServingParams, name: str, engine: str) -> float:
-    return p.step_ms.get(engine, 1.0) if name == "step_ms" else float(getattr(p, name))
+    v = getattr(p, name)
+    return float(v.get(engine, v["vllm"])) if isinstance(v, dict) else float(v)
 
 
-def lomo(rows: list[fixture.Row], engine: str = "vllm", iters: int = 240) -> list[tuple]:
-    """Leave-one-model-out: fit without a model's rows, score that model's rows."""
-    out = []
-    models_ = sorted({r.model_path for r in rows if r.engine == engine})
-    for m in models_:
-        train = [r for r in rows if r.model_path != m]
-        p = fit(train, engine, iters=iters)
-        held = groups([r for r in rows if r.engine == engine and r.model_path == m])
-        out += errors(held, p)
-    return out
-
-
-def summary(errs: list[tuple]) -> dict[str, float]:
-    a = np.abs([e[1] for e in errs])
-    return {"rows": int(a.size), "median_abs_tpot_err": round(float(np.median(a)), 4),
-            "within_25pct": round(float(np.mean(a <= 0.25)), 4)}  # fmt: skip
+def fit_all(rows: list[fixture.Row], iters: int = 240) -> ServingParams:
+    """The shared parameters on the vLLM rows, then each other engine's own on its rows."""
+    p = fit(rows, iters=iters)
+    for engine in ("sglang", "trtllm"):
+        if any(r.engine == engine for r in rows):
+            p = fit(rows, engine, base=p, free=ENGINE_FREE, iters=max(iters // 4, 40))
+    return p
 
 
 def main(argv: list[str] | None = None) -> int:
+    from planner import holdout
+
     ap = argparse.ArgumentParser(prog="python -m planner.fit", description=__doc__.split("\n")[0])
-    ap.add_argument("--engine", default="vllm", choices=serving.ENGINES)
-    ap.add_argument("--no-lomo", action="store_true", help="skip leave-one-model-out")
+    ap.add_argument("--bands", action="store_true", help="also the leave-one-model-out bands "
+                    "per engine and weight format (planner/serving_params.py BANDS)")  # fmt: skip
     args = ap.parse_args(argv)
     rows, dropped = fixture.load_rows()
-    # Other engines: only their per-step overhead, the rest as fitted on vLLM.
-    p = fit(rows) if args.engine == "vllm" else fit(rows, args.engine, free=("step_ms",), iters=60)
-    names = (*FREE, "step_ms")
-    out = {"dropped": dropped, "fitted": {n: _value(p, n, args.engine) for n in names}}
-    out["in_sample"] = summary([e for e in errors(groups(rows), p) if e[0].engine == args.engine])
-    if not args.no_lomo and args.engine == "vllm":
-        out["leave_one_model_out"] = summary(lomo(rows))
+    p = fit_all(rows)
+    fitted = {n: (getattr(p, n) if n in PER_ENGINE else _value(p, n, "vllm")) for n in FREE}
+    out = {"dropped": dropped, "fitted": fitted,
+           "in_sample": holdout.summary(errors(groups(rows), p))}  # fmt: skip
+    if args.bands:
+        out["bands"] = holdout.bands(holdout.lomo(rows))
     json.dump(out, sys.stdout, indent=1, default=float)
     print()
     return 0

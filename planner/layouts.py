@@ -27,13 +27,14 @@ class Layout:
     dp: int
     ep: int
     base: str = ""  # the cost-model kind (= kind, except for downcast variants)
-    a2a_backend: str = ""  # dp_attn_ep: allgather_reducescatter | deepep_low_latency
+    a2a_backend: str = ""  # allgather_reducescatter | deepep_low_latency (EP kinds)
     allreduce_op: str = "all_reduce"
     kv_dtype: str = ""  # "" = native
     dispatch_dtype: str = ""
     combine_dtype: str = ""
     activations: str = ""
     how: str = ""  # how to launch it / which engine implements it
+    engine: str = ""  # "" = the plan's engine; "sglang" where only SGLang launches it
 
     @property
     def model_kind(self) -> str:
@@ -74,6 +75,7 @@ def default_layouts(model: ModelSpec, hw: HardwareSpec) -> list[Layout]:
                    how=f"vllm serve MODEL -tp {n} --enable-expert-parallel (DP=1: all-to-all "
                    "never runs, the MoE output is still all-reduced)"),
             Layout("TP attention + EP MoE (write-up estimate)", "tp_attn_ep_moe", n, 1, n,
+                   a2a_backend="deepep_low_latency", engine="sglang",
                    how="SGLang with DeepEP (--moe-a2a-backend deepep, BF16 dispatcher output); "
                    "vLLM has no such layout at DP=1"),
             Layout(f"DP={n} attention + EP={n} (AllGather+ReduceScatter)", "dp_attn_ep", 1, n,
@@ -109,7 +111,8 @@ def _downcasts(model: ModelSpec, n: int, moe: bool) -> list[Layout]:
     if moe and n > 1:
         out.append(Layout(
             "TP attention + EP MoE, FP8 dispatch/combine", "downcast", n, 1, n,
-            base="tp_attn_ep_moe", dispatch_dtype="fp8_e4m3", combine_dtype="fp8_e4m3",
+            base="tp_attn_ep_moe", a2a_backend="deepep_low_latency", engine="sglang",
+            dispatch_dtype="fp8_e4m3", combine_dtype="fp8_e4m3",
             how="SGLang DeepEP default FP8 dispatch + VLLM_FLASHINFER_MOE_A2A_LOW_PRECISION_COMBINE=1",
         ))  # fmt: skip
         out.append(Layout(

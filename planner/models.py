@@ -12,6 +12,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from planner.errors import PlannerInputError
 from planner.native import NativeError, from_hf_config
 from planner.policy import Precision
@@ -140,13 +142,27 @@ class ModelSpec:
         heads = max(1.0, self.num_kv_heads / max(tp, 1))
         return self.num_layers * 2 * heads * self.head_dim * b
 
-    def attention_flops_per_token(self, context: float) -> float:
-        """Decode attention FLOPs per token over all heads and layers (MLA absorbed form)."""
-        if self.attention == "mla":
-            per_head = 2 * context * (2 * self.kv_lora_rank + self.qk_rope_dim)
+    def attention_flops_per_token(self, context: float, prefill: bool = False) -> float:
+        """Attention FLOPs (QK and PV) per token over all heads and layers at ``context``.
+
+        Full layers attend to the context (DSA sparse layers to at most their top-k),
+        sliding-window layers to at most the window; linear-attention layers carry a fixed
+        state (not counted). MLA decodes in the absorbed form (scores over the 512-wide
+        latent + rope) and prefills in the MHA form over up-projected K/V (qk = nope + rope,
+        v), as vLLM's MLA backends do (vllm/v1/attention/backends/mla/common.py: "compute-
+        friendly" prefill, "data-movement friendly" decode); SGLang and TRT-LLM do the same.
+        """
+        if self.attention == "mla" and prefill:
+            per_ctx = 2 * (self.qk_nope_dim + self.qk_rope_dim + self.v_head_dim)
+        elif self.attention == "mla":
+            per_ctx = 2 * (2 * self.kv_lora_rank + self.qk_rope_dim)
         else:
-            per_head = 4 * context * self.head_dim
-        return self.num_layers * self.num_heads * per_head
+            per_ctx = 4 * self.head_dim
+        full = self.num_layers - self.window_layers - self.linear_layers
+        ctx = np.asarray(context, dtype=float)
+        seen = full * np.minimum(ctx, self.sparse_topk or np.inf)
+        seen = seen + self.window_layers * np.minimum(ctx, self.sliding_window or np.inf)
+        return self.num_heads * per_ctx * seen
 
 
 # ---------------------------------------------------------------------------------------

@@ -1,12 +1,16 @@
 """``python -m planner predict``: one serving instance, one answer (the serving cost model).
 
     python -m planner predict --model CONFIG.json|PRESET --host PRESET|HOST_FILE [--gpus N]
-        --tp T [--dp D] [--ep] --isl I --osl O --concurrency C[,C...]
-        [--engine vllm|sglang|trtllm] [--kv-dtype auto|fp8] [--json]
+        --tp T [--dp D] [--ep] [--all2all-backend B] [--allreduce nccl|fast] [--replicas R]
+        --isl I --osl O --concurrency C[,C...] [--engine vllm|sglang|trtllm]
+        [--kv-dtype auto|fp8] [--a2a-dtype auto|fp8] [--marlin-input-dtype auto|fp8] [--json]
+    python -m planner predict --preset reference-kimi-k25-rtxpro6000 --tp 8 ...
 
 Driven like ``vllm bench serve --random-input-len I --random-output-len O --max-concurrency C``.
 ``--dp D --ep`` is vLLM's ``--data-parallel-size D --enable-expert-parallel`` (attention DP,
-C is the client's total). Exit codes: 0 ok, 1 bad input (one line on stderr), 2 usage.
+C is the client's total). Every layout ``python -m planner`` lists answers here with the
+flags its ``--json`` prints under ``predict``: the same model, the same numbers.
+Exit codes: 0 ok, 1 bad input (one line on stderr), 2 usage.
 """
 
 from __future__ import annotations
@@ -19,14 +23,19 @@ from typing import Any
 
 import numpy as np
 
-from planner import hardware, hosts, models
-from planner.cli import parse_ints
+from planner import hardware, hosts, models, reference
+from planner.bands import band
+from planner.cli import add_workload_arguments, parse_ints, stored_curves
+from planner.comm import CommSet, published_for
 from planner.errors import PlannerInputError
 from planner.policy import PolicyError, check_precision, load_policy
-from planner.serving import ENGINES, ServeLayout, Workload, predict
+from planner.serving import ServeLayout, Workload
+from planner.serving_comm import A2A_BACKENDS
+from planner.serving_layouts import Instance, predict_instance
 from planner.serving_params import DESCRIBE, FITTED, ServingParams
 
 MAX_POINTS = 64
+FP8 = "fp8_e4m3"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,78 +43,140 @@ def build_parser() -> argparse.ArgumentParser:
                                 description="Mean TPOT, TTFT and output tokens/s of one "
                                 "serving instance, from the serving cost model.",
                                 epilog="exit codes: 0 ok, 1 bad input, 2 usage")  # fmt: skip
-    p.add_argument("--model", required=True, help="config.json path (or its directory) or "
-                   "preset: " + ", ".join(models.MODEL_PRESETS))  # fmt: skip
-    hosts.add_arguments(p, with_store=True, required=True)
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--model", help="config.json path (or its directory) or preset: "
+                     + ", ".join(models.MODEL_PRESETS))  # fmt: skip
+    src.add_argument("--preset", choices=[reference.NAME], help="the published reference "
+                     "case: its model, host and published collective figures")  # fmt: skip
+    hosts.add_arguments(p, with_store=True)
+    p.add_argument("--comm-run", action="append", default=[], metavar="RUN_ID",
+                   help="use this stored comm run's curves (repeatable)")
     p.add_argument("--gpus", type=int, help="GPUs of the instance (default tp x dp)")
     p.add_argument("--tp", type=int, required=True, help="tensor-parallel size")
     p.add_argument("--dp", type=int, default=1, help="attention data-parallel size")
     p.add_argument("--ep", action="store_true", help="expert parallel for the MoE layers")
-    p.add_argument("--isl", type=int, required=True, help="input tokens (1 = decode only)")
-    p.add_argument("--osl", type=int, required=True, help="output tokens")
+    p.add_argument("--all2all-backend", default="", choices=("", *A2A_BACKENDS),
+                   help="MoE token exchange under EP (vLLM --all2all-backend; with --dp 1 "
+                   "and --engine sglang: TP attention + DeepEP MoE)")  # fmt: skip
+    p.add_argument("--allreduce", default="nccl", choices=("nccl", "fast"),
+                   help="fast: the custom / FlashInfer PCIe-IPC AllReduce")  # fmt: skip
+    p.add_argument("--replicas", type=int, default=1,
+                   help="independent instances behind a load balancer (each gets C / R)")
+    add_workload_arguments(p, required=True)
     p.add_argument("--concurrency", required=True, help="client concurrency, e.g. 1,8,64")
-    p.add_argument("--engine", default="vllm", choices=ENGINES)
     p.add_argument("--kv-dtype", default="auto", choices=("auto", "fp8"))
+    p.add_argument("--a2a-dtype", default="auto", choices=("auto", "fp8"),
+                   help="fp8: FP8 dispatch and combine payloads (a downcast)")
+    p.add_argument("--marlin-input-dtype", default="auto", choices=("auto", "fp8"),
+                   help="fp8: W4A8 Marlin inputs, VLLM_MARLIN_INPUT_DTYPE (a downcast)")
     p.add_argument("--no-cuda-graphs", action="store_true", help="--enforce-eager")
     p.add_argument("--policy", help="policy file (default: the full-precision policy)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     return p
 
 
-def layout_from(tp: int, dp: int, ep: bool, gpus: int | None) -> ServeLayout:
+def layout_from(args: argparse.Namespace) -> ServeLayout:
+    tp, dp, ep, gpus = args.tp, args.dp, args.ep, args.gpus
     if tp < 1 or dp < 1:
         raise PlannerInputError("--tp and --dp must be >= 1")
     if gpus is not None and gpus != tp * dp:
         raise PlannerInputError(f"--gpus {gpus}: one instance uses --tp x --dp = {tp * dp}")
     n = tp * dp
-    return ServeLayout(tp=tp, dp=dp, moe_tp=1 if ep else n, moe_ep=n if ep else 1)
+    return ServeLayout(tp=tp, dp=dp, moe_tp=1 if ep else n, moe_ep=n if ep else 1,
+                       a2a=args.all2all_backend,
+                       allreduce="all_reduce_fast" if args.allreduce == "fast" else "all_reduce")
+
+
+def _target(args: argparse.Namespace):
+    """(model, hardware, comm curves, whether published curves for the GPUs fill in)."""
+    if args.preset:
+        return (models.preset(reference.MODEL), hardware.preset(reference.HOST),
+                reference.comm_curves(), False)  # fmt: skip
+    if not args.host and not args.host_from_store:
+        raise PlannerInputError("--host PRESET|FILE or --host-from-store HOST is required")
+    model = models.resolve(args.model)
+    from store.errors import StoreError
+
+    try:
+        host = hosts.from_args(args)
+        hw = host.hardware
+        curves = (stored_curves(host.stored, args.comm_run, args.store, hw.interconnect)
+                  if host.stored or args.comm_run else [])  # fmt: skip
+    except StoreError as exc:
+        raise PlannerInputError(f"store: {exc}") from None
+    return model, hw, curves, True
 
 
 def run(args: argparse.Namespace, params: ServingParams = FITTED) -> dict[str, Any]:
-    model = models.resolve(args.model)
-    hw = hosts.from_args(args).hardware
-    lay = layout_from(args.tp, args.dp, args.ep, args.gpus)
-    if lay.gpus > hw.gpu_count and not hw.max_gpus:
-        raise PlannerInputError(f"--tp {args.tp} --dp {args.dp} needs {lay.gpus} GPUs; host "
-                                f"{hw.name!r} has {hw.gpu_count}")  # fmt: skip
+    model, hw, curves, fill = _target(args)
+    lay = layout_from(args)
+    if lay.gpus * args.replicas > hw.gpu_count and not hw.max_gpus:
+        raise PlannerInputError(f"--tp {args.tp} --dp {args.dp} x {args.replicas} replica(s) "
+                                f"needs {lay.gpus * args.replicas} GPUs; host {hw.name!r} has "
+                                f"{hw.gpu_count}")  # fmt: skip
+    if args.replicas < 1:
+        raise PlannerInputError("--replicas must be >= 1")
     if lay.gpus > hw.gpu_count:
         hw = hardware.with_count(hw, lay.gpus)
     conc = parse_ints(args.concurrency, "--concurrency")
     if len(conc) > MAX_POINTS or min(conc) < 1 or max(conc) > 65536:
         raise PlannerInputError(f"--concurrency: 1-{MAX_POINTS} values between 1 and 65536")
-    kv = "fp8_e4m3" if args.kv_dtype == "fp8" else ""
-    w = Workload(args.isl, args.osl, args.engine, kv, not args.no_cuda_graphs)
-    pr = predict(model, hw, lay, w, np.asarray(conc), params)
+    if args.num_prompts < 0:
+        raise PlannerInputError("--num-prompts must be >= 0")
+    kv = FP8 if args.kv_dtype == "fp8" else ""
+    a2a = FP8 if args.a2a_dtype == "fp8" else ""
+    act = FP8 if args.marlin_input_dtype == "fp8" else ""
+    w = Workload(args.isl, args.osl, args.engine, kv, not args.no_cuda_graphs, a2a, act,
+                 args.num_prompts)  # fmt: skip
+    comm = CommSet(curves + (published_for(hw.gpu_model, hw.gpu_count) if fill else []), hw,
+                   params.link_eff)  # fmt: skip
+    pr = predict_instance(model, Instance(lay, args.replicas, w), hw, np.asarray(conc), params,
+                          comm)  # fmt: skip
     try:
         pol = load_policy(args.policy)
     except PolicyError as exc:
         raise PlannerInputError(str(exc)) from None
-    used = replace(model.native, kv_cache=kv or model.native.kv_cache)
-    violations = check_precision(model.native, used, pol)
+    n = model.native
+    used = replace(n, kv_cache=kv or n.kv_cache, activations=act or n.activations,
+                   communication=a2a or n.communication,
+                   dispatch=a2a or n.dispatch or n.communication)  # fmt: skip
+    violations = check_precision(n, used, pol)
+    tb, fb = band(args.engine, model, "tpot"), band(args.engine, model, "ttft")
     points = [{"concurrency": int(c), "tpot_ms": round(float(pr.tpot_ms[i]), 3),
+               "tpot_ms_low": round(float(tb.low(pr.tpot_ms[i])), 3),
+               "tpot_ms_high": round(float(tb.high(pr.tpot_ms[i])), 3),
                "ttft_ms": round(float(pr.ttft_ms[i]), 2),
+               "ttft_ms_low": round(float(fb.low(pr.ttft_ms[i])), 2),
+               "ttft_ms_high": round(float(fb.high(pr.ttft_ms[i])), 2),
                "output_tok_s": round(float(pr.output_tok_s[i]), 1),
                "running_per_rank": int(pr.running[i]),
                "breakdown_ms": {k: round(float(np.broadcast_to(v, pr.tpot_ms.shape)[i]), 3)
                                 for k, v in pr.breakdown_ms.items()}}
               for i, c in enumerate(conc)]  # fmt: skip
     return {
-        "model": model.name, "host": hw.name, "gpu_model": hw.gpu_model, "gpus": lay.gpus,
-        "engine": args.engine,
+        "model": model.name, "host": hw.name, "gpu_model": hw.gpu_model,
+        "gpus": lay.gpus * args.replicas, "engine": args.engine,
         "isl": args.isl, "osl": args.osl,
         "layout": {"tp": lay.tp, "dp": lay.dp, "ep": bool(args.ep), "moe_tp": lay.moe_tensor,
-                   "moe_ep": lay.moe_ep, "name": lay.describe()},
+                   "moe_ep": lay.moe_ep, "all2all_backend": lay.a2a,
+                   "allreduce": args.allreduce, "replicas": args.replicas,
+                   "name": lay.describe()},
         "policy": {"label": pol.label, "compliant": not violations,
                    "violations": [{"rule": v.rule_id, "sentence": v.sentence}
                                   for v in violations]},
         "weights_per_gpu_gb": round(pr.weights_per_gpu_gb, 2),
         "kv_capacity_seqs_per_rank": round(pr.kv_capacity_seqs, 1),
+        "collectives": [{"op": op, "world_size": k, "kind": comm.kind(op, k),
+                         "source": comm.get(op, k).source} for op, k in pr.collectives],
+        "band": {"tpot": tb.describe(), "ttft": fb.describe()},
         "points": points,
         "assumptions": assumptions(model, hw, w, params),
     }  # fmt: skip
 
 
 def assumptions(model, hw, w: Workload, p: ServingParams) -> list[dict[str, str]]:
+    prompts = (f"{w.num_prompts} prompts" if w.num_prompts else
+               f"{p.prompts_per_client.get(w.engine, 1):.1f} prompts per concurrency slot")
     out = [
         {"what": "model", "value": f"{model.name}: {model.num_layers} layers, "
          f"{model.num_experts} experts top-{model.top_k}, {model.attention.upper()}, "
@@ -114,9 +185,12 @@ def assumptions(model, hw, w: Workload, p: ServingParams) -> list[dict[str, str]
         {"what": "host", "value": f"{hw.gpu_count}x {hw.gpu_model}, {hw.memory_bytes / 1e9:.0f} "
          f"GB, {hw.mem_bandwidth_gbps:.0f} GB/s, {hw.interconnect} {hw.link_gbps:.0f} GB/s",
          "source": hw.source},
-        {"what": "workload", "value": f"random prompts {w.isl} in / {w.osl} out, about 10 x C "
-         "requests; mean context during decode I + O/2; prefill interference C x I / O "
-         "tokens per step", "source": "vllm bench serve --dataset-name random"},
+        {"what": "workload", "value": f"random prompts {w.isl} in / {w.osl} out, {prompts}; "
+         "all C requests at once, then each finished one replaced; mean context during "
+         "decode I + O/2; prefill interference C x I / O tokens per step",
+         "source": "vllm bench serve --dataset-name random"},
+        {"what": "engine scheduler", "value": f"{w.engine}: token budget, chunking and "
+         "overlap from its source defaults", "source": "planner/engines.py"},
         {"what": "CUDA graphs", "value": "on" if w.cuda_graphs else "off (eager)",
          "source": "engine default" if w.cuda_graphs else "--no-cuda-graphs"},
     ]  # fmt: skip
@@ -138,7 +212,9 @@ def render(data: dict[str, Any]) -> str:
              f"{'concurrency':>11} {'TPOT ms':>9} {'TTFT ms':>9} {'output tok/s':>13}"]  # fmt: skip
     for p in data["points"]:
         lines.append(f"{p['concurrency']:>11} {p['tpot_ms']:>9.2f} {p['ttft_ms']:>9.1f} "
-                     f"{p['output_tok_s']:>13.1f}")  # fmt: skip
+                     f"{p['output_tok_s']:>13.1f}   TPOT {p['tpot_ms_low']:.2f}-"
+                     f"{p['tpot_ms_high']:.2f}")  # fmt: skip
+    lines += ["", f"Band (80% of measured runs): {data['band']['tpot']}"]
     lines += ["", "Assumptions:"] + [f"  {a['what']}: {a['value']} [{a['source']}]"
                                      for a in data["assumptions"]]  # fmt: skip
     return "\n".join(lines)

@@ -1,55 +1,25 @@
-"""Best compliant layout per concurrency range, crossovers, and what the policy costs.
+"""Best layout per concurrency range, crossovers, what the policy costs, and close calls.
 
 At a fixed concurrency c every layout emits c tokens per step, so the lowest TPOT is also
-the highest throughput: one ranking serves both. Only layouts that fit in memory count.
+the highest throughput: one ranking serves both. Only layouts that fit (weights in memory,
+every request admitted) count; the ``allowed`` mask is the caller's (compliant with the
+policy and not resting on an unmeasured collective). Two layouts whose measured-error
+bands overlap at a concurrency are too close to call there.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-from planner.costmodel import LayoutCurve
+from planner.plan_types import Call, Crossover, LayoutCurve, PlanResult, PolicyCost, Range
 
 STABLE_POINTS = 8  # a swap must hold this many grid points (>= one DP staircase period)
-
-
-@dataclass(frozen=True)
-class Range:
-    start: int
-    end: int
-    layout: str
-    tpot_ms_start: float
-    tpot_ms_end: float
-
-
-@dataclass(frozen=True)
-class Crossover:
-    concurrency: int  # first concurrency where `faster` beats `slower`
-    faster: str
-    slower: str
-
-    def sentence(self) -> str:
-        return f"from concurrency {self.concurrency}, {self.faster} beats {self.slower}"
-
-
-@dataclass(frozen=True)
-class PolicyCost:
-    concurrency: int
-    blocked_layout: str
-    best_compliant: str
-    cost_ms: float  # TPOT the policy costs (blocked TPOT lower by this much)
-
-    def sentence(self) -> str:
-        return (f"the policy costs {self.cost_ms:.2f} ms TPOT at concurrency {self.concurrency} "
-                f"({self.blocked_layout} vs {self.best_compliant})")  # fmt: skip
 
 
 def _tpot_matrix(curves: list[LayoutCurve], allowed: list[bool]) -> np.ndarray:
     m = np.vstack([c.tpot_ms for c in curves])
     mask = np.vstack([c.fits & ok for c, ok in zip(curves, allowed, strict=True)])
-    return np.where(mask, m, np.inf)
+    return np.where(mask & np.isfinite(m), m, np.inf)
 
 
 def best_index(curves: list[LayoutCurve], allowed: list[bool]) -> np.ndarray:
@@ -59,6 +29,32 @@ def best_index(curves: list[LayoutCurve], allowed: list[bool]) -> np.ndarray:
     m = _tpot_matrix(curves, allowed)
     idx = np.argmin(m, axis=0)
     return np.where(np.isfinite(m.min(axis=0)), idx, -1)
+
+
+def overlapping(curves: list[LayoutCurve], allowed: list[bool], best: int, j: int) -> list[int]:
+    """Allowed, fitting layouts whose band overlaps the best one's at grid point j."""
+    b = curves[best]
+    out = []
+    for k, (c, ok) in enumerate(zip(curves, allowed, strict=True)):
+        if k == best or not ok or not c.fits[j] or not np.isfinite(c.tpot_ms[j]):
+            continue
+        if c.low_ms[j] <= b.high_ms[j] and b.low_ms[j] <= c.high_ms[j]:
+            out.append(k)
+    return sorted(out, key=lambda k: curves[k].tpot_ms[j])
+
+
+def call_at(res: PlanResult, c: int, calibrated: bool = False) -> Call:
+    """The recommendation at concurrency c and the layouts too close to call with it."""
+    curves = [r.view(calibrated) for r in res.layouts]
+    ok = [r.recommendable for r in res.layouts]
+    j = curves[0].at(c)
+    i = int(best_index(curves, ok)[j])
+    if i < 0:
+        return Call(int(c), None, float("nan"), float("nan"), float("nan"))
+    best = curves[i]
+    close = tuple(curves[k].layout.name for k in overlapping(curves, ok, i, j))
+    return Call(int(c), best.layout.name, float(best.tpot_ms[j]), float(best.low_ms[j]),
+                float(best.high_ms[j]), close)  # fmt: skip
 
 
 def ranges(curves: list[LayoutCurve], allowed: list[bool]) -> list[Range]:
@@ -110,12 +106,14 @@ def crossovers(curves: list[LayoutCurve], allowed: list[bool]) -> list[Crossover
     return sorted(out, key=lambda x: (x.concurrency, x.faster))
 
 
-def policy_costs(curves: list[LayoutCurve], compliant: list[bool]) -> list[PolicyCost]:
-    """Per concurrency: the best blocked layout's gain over the best compliant one (> 0)."""
+def policy_costs(curves: list[LayoutCurve], compliant: list[bool],
+                 measured: list[bool]) -> list[PolicyCost]:  # fmt: skip
+    """Per concurrency: the best blocked layout's gain over the best compliant one (> 0),
+    both resting on measured (or fitted) collectives."""
     if not curves or all(compliant):
         return []
-    good = best_index(curves, compliant)
-    bad = best_index(curves, [not ok for ok in compliant])
+    good = best_index(curves, [c and m for c, m in zip(compliant, measured, strict=True)])
+    bad = best_index(curves, [not c and m for c, m in zip(compliant, measured, strict=True)])
     out = []
     for j, c in enumerate(curves[0].concurrency):
         if good[j] < 0 or bad[j] < 0:

@@ -1,97 +1,89 @@
-"""The serving model over the Tradeoff page's layouts: one curve per layout with its band.
+"""Every Tradeoff layout as a serving-model instance: a ServeLayout, a collective backend,
+the engine that launches it, and the ``python -m planner predict`` command that answers it.
 
-Maps each planner.layouts.Layout to the instance it launches (planner.serving.ServeLayout):
-``tp`` / ``tp_fast_allreduce`` -> TP=n; ``tp_ep_dp1`` -> TP=n with EP=n MoE; ``dp_attn_ep`` ->
-attention DP=n with EP=n; ``tp_dp`` -> dp replicas of TP=k, each serving C / dp; a downcast
-layout -> its base with FP8 KV where that is what it changes. Layouts no engine launches at
-DP=1 (SGLang's DeepEP TP-attention estimate) get no serving curve, with the reason.
+``tp`` -> TP=n; ``tp_fast_allreduce`` -> TP=n on the custom / PCIe-IPC AllReduce;
+``tp_ep_dp1`` -> TP=n with EP=n MoE (the MoE output still all-reduced, vLLM at DP=1);
+``tp_attn_ep_moe`` -> TP=n attention, EP=n MoE with DeepEP dispatch/combine (SGLang);
+``dp_attn_ep`` -> attention DP=n with EP=n over its all2all backend; ``tp_dp`` -> dp
+independent replicas of TP=k, each serving C / dp; a downcast -> its base with the one
+lossy change (FP8 KV cache, FP8 dispatch/combine, W4A8 Marlin inputs).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from planner.errors import PlannerInputError
-from planner.hardware import HardwareSpec
+from planner.comm import CommSet
 from planner.layouts import Layout
 from planner.models import ModelSpec
-from planner.serving import MeasuredCurves, ServeLayout, Workload, predict
-from planner.serving_params import ACCURACY, FITTED, ServingParams
+from planner.serving import Prediction, ServeLayout, Workload, predict
+from planner.serving_params import FITTED, ServingParams
 
 
-@dataclass
-class ServingCurve:
-    layout: str
-    concurrency: np.ndarray
-    tpot_ms: np.ndarray | None = None
-    ttft_ms: np.ndarray | None = None
-    output_tok_s: np.ndarray | None = None
-    low_ms: np.ndarray | None = None  # band: where the measured TPOT is expected (80%)
-    high_ms: np.ndarray | None = None
-    why_not: str = ""
+@dataclass(frozen=True)
+class Instance:
+    serve: ServeLayout
+    replicas: int
+    workload: Workload
+
+    def predict_args(self) -> list[str]:
+        """The flags of ``python -m planner predict`` that ask for this instance."""
+        s, w = self.serve, self.workload
+        args = ["--tp", str(s.tp), "--dp", str(s.dp)] + (["--ep"] if s.moe_ep > 1 else [])
+        if s.a2a:
+            args += ["--all2all-backend", s.a2a]
+        if s.allreduce == "all_reduce_fast":
+            args += ["--allreduce", "fast"]
+        if self.replicas > 1:
+            args += ["--replicas", str(self.replicas)]
+        args += ["--engine", w.engine, "--isl", str(w.isl), "--osl", str(w.osl)]
+        if w.kv_dtype:
+            args += ["--kv-dtype", "fp8"]
+        if w.a2a_dtype:
+            args += ["--a2a-dtype", "fp8"]
+        if w.activations:
+            args += ["--marlin-input-dtype", "fp8"]
+        if w.num_prompts:
+            args += ["--num-prompts", str(w.num_prompts)]
+        return args
 
 
-def to_serve(lay: Layout, n: int) -> tuple[ServeLayout, int, str] | None:
-    """(instance layout, replicas, KV dtype) for a Tradeoff layout, or None."""
+def instance(lay: Layout, n: int, isl: int, osl: int, engine: str = "vllm",
+             num_prompts: int = 0) -> Instance:  # fmt: skip
+    """The serving instance a Tradeoff layout launches on an n-GPU host."""
     kind = lay.model_kind
-    kv = lay.kv_dtype or ""
-    if kind in ("tp", "tp_fast_allreduce"):
-        return ServeLayout(tp=lay.tp, moe_tp=lay.tp), 1, kv
+    eng = lay.engine or engine
+    w = Workload(isl, osl, eng, kv_dtype=lay.kv_dtype,
+                 a2a_dtype=lay.dispatch_dtype or lay.combine_dtype,
+                 activations=lay.activations, num_prompts=num_prompts)  # fmt: skip
+    ar = lay.allreduce_op
     if kind == "tp_ep_dp1":
-        return ServeLayout(tp=lay.tp, moe_tp=1, moe_ep=lay.tp), 1, kv
+        return Instance(ServeLayout(lay.tp, moe_tp=1, moe_ep=lay.tp, allreduce=ar), 1, w)
+    if kind == "tp_attn_ep_moe":
+        serve = ServeLayout(lay.tp, moe_tp=1, moe_ep=lay.tp, a2a=lay.a2a_backend or
+                            "deepep_low_latency", allreduce=ar)  # fmt: skip
+        return Instance(serve, 1, w)
     if kind == "dp_attn_ep":
-        return ServeLayout(tp=1, dp=n, moe_tp=1, moe_ep=n), 1, kv
+        return Instance(ServeLayout(1, dp=n, moe_tp=1, moe_ep=n, a2a=lay.a2a_backend), 1, w)
     if kind == "tp_dp":
-        return ServeLayout(tp=lay.tp, moe_tp=lay.tp), lay.dp, kv
-    return None
+        return Instance(ServeLayout(lay.tp, moe_tp=lay.tp, allreduce=ar), lay.dp, w)
+    return Instance(ServeLayout(lay.tp, moe_tp=lay.tp, allreduce=ar), 1, w)  # tp, fast AR
 
 
-def serving_curves(
-    model: ModelSpec, hw: HardwareSpec, layouts: list[Layout], isl: int, osl: int,
-    concurrency: np.ndarray, comm_curves: list | None = None, engine: str = "vllm",
-    params: ServingParams = FITTED,
-) -> list[ServingCurve]:  # fmt: skip
-    conc = np.asarray(concurrency, dtype=float)
-    comm = MeasuredCurves(comm_curves or [])
-    out: list[ServingCurve] = []
-    for lay in layouts:
-        mapped = to_serve(lay, hw.gpu_count)
-        if mapped is None:
-            out.append(ServingCurve(lay.name, conc, why_not="no engine launches this layout "
-                                    "at DP=1 (an estimate of the write-up)"))  # fmt: skip
-            continue
-        inst, replicas, kv = mapped
-        try:
-            pr = predict(model, hw, inst, Workload(isl, osl, engine, kv),
-                         np.ceil(conc / replicas), params, comm)  # fmt: skip
-        except PlannerInputError as exc:
-            out.append(ServingCurve(lay.name, conc, why_not=str(exc)))
-            continue
-        out.append(ServingCurve(
-            lay.name, conc, pr.tpot_ms, pr.ttft_ms, pr.output_tok_s * replicas,
-            pr.tpot_ms / (1 + ACCURACY["q90"]), pr.tpot_ms / (1 + ACCURACY["q10"]),
-        ))  # fmt: skip
-    return out
-
-
-def serving_json(curves: list[ServingCurve], report: list[int]) -> list[dict]:
-    """The curves at the report concurrencies, as the CLI's JSON / text print them."""
-    out = []
-    for c in curves:
-        item: dict = {"layout": c.layout, "why_not": c.why_not, "points": []}
-        if c.tpot_ms is not None:
-            for conc in report:
-                i = int(np.searchsorted(c.concurrency, conc))
-                if i >= len(c.concurrency) or c.concurrency[i] != conc:
-                    continue
-                item["points"].append({
-                    "concurrency": int(conc), "tpot_ms": round(float(c.tpot_ms[i]), 3),
-                    "tpot_low_ms": round(float(c.low_ms[i]), 3),
-                    "tpot_high_ms": round(float(c.high_ms[i]), 3),
-                    "ttft_ms": round(float(c.ttft_ms[i]), 2),
-                    "output_tok_s": round(float(c.output_tok_s[i]), 1),
-                })  # fmt: skip
-        out.append(item)
-    return out
+def predict_instance(m: ModelSpec, inst: Instance, hw, conc: np.ndarray,
+                     p: ServingParams = FITTED,
+                     comm: CommSet | None = None) -> Prediction:  # fmt: skip
+    """The prediction at the client's concurrency: each of R replicas serves ceil(C / R);
+    the throughput is all replicas'."""
+    c = np.asarray(conc, dtype=float)
+    per = np.ceil(c / inst.replicas)
+    w = inst.workload
+    if w.num_prompts and inst.replicas > 1:
+        w = Workload(**{**w.__dict__, "num_prompts": math.ceil(w.num_prompts / inst.replicas)})
+    pr = predict(m, hw, inst.serve, w, per, p, comm)
+    pr.concurrency = c
+    pr.output_tok_s = pr.output_tok_s * np.minimum(inst.replicas, c)
+    return pr

@@ -1,11 +1,12 @@
 """Named parameters of the serving cost model (planner.serving): fitted ones and fixed ones.
 
-Fitted (six numbers, one set for every GPU; bw_eff ends at its 0.92 bound): on the vLLM rows of
-``../shared/fixtures/serving/aic_silicon_blackwell_agg.csv`` (filtered by
-``planner.fixture``) with
+Fitted on ``../shared/fixtures/serving/aic_silicon_blackwell_agg.csv`` (filtered by
+``planner.fixture``), one set for every GPU: five shared numbers on the vLLM rows (bw_eff
+ends at its 0.92 bound), then per engine its request-path TTFT and the fixture benchmark's
+prompts per concurrency slot, on that engine's rows. Engine scheduling (token budgets,
+chunking, overlap, KV memory rules) is not fitted: planner/engines.py reads it from source.
 
-    python -m planner.fit                   # prints the values pasted below
-    python -m planner.fit --engine sglang   # the per-engine step overhead of SGLang / TRT-LLM
+    python -m planner.fit --bands   # prints FITTED's values and BANDS (leave-one-model-out)
 
 Hardware enters only through spec-sheet numbers (planner.hardware); nothing here is per host.
 A test (tests/planner/test_serving_fit.py) refits and fails when these drift.
@@ -13,7 +14,7 @@ A test (tests/planner/test_serving_fit.py) refits and fails when these drift.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 # Weight formats as the kernels see them. Fractions of the dense (BF16/FP8) bandwidth
 # efficiency a format's decode GEMM reaches, by GPU generation (fixed, not fitted):
@@ -44,59 +45,69 @@ class ServingParams:
     """The few global numbers of the serving model."""
 
     bw_eff: float = 0.80  # achieved fraction of spec memory bandwidth, dense GEMM / KV reads
-    moe_eff: float = 0.70  # grouped expert GEMM bandwidth relative to dense
+    moe_eff: float = 1.0  # grouped expert GEMM bandwidth relative to dense (expert_us carries it)
     kernel_us: float = 4.0  # per-kernel floor with CUDA graphs (us)
     expert_us: float = 0.5  # grouped GEMM overhead per expert the busiest rank runs (us)
     mfu: float = 0.45  # achieved fraction of dense tensor peak (prefill, compute-bound GEMMs)
-    step_ms: dict[str, float] = field(
-        default_factory=lambda: {"vllm": 1.0, "sglang": 1.0, "trtllm": 1.0}
-    )  # engine's per-step overhead: scheduler, input prep, sampler, detokenize hand-off
+    moe_mfu: float = 0.3  # the same for prefill's grouped expert GEMMs (routing, permute, tiles)
     memory_utilization: float = 0.9  # vLLM --gpu-memory-utilization default
     reserve_gb: float = 4.0  # activations, CUDA graphs, NCCL buffers per GPU
     link_eff: float = 0.7  # achieved fraction of the spec link bandwidth (large messages)
-    comm_scale: float = 1.0  # calibrated mode: measured / modelled collectives on this host
-    burst_share: float = 0.3  # share of a wave's other prefills a new prompt waits behind
-    ttft_fixed_ms: float = 30.0  # request path outside the GPU: HTTP, tokenize, first chunk
+    # Request path outside the GPU per engine: HTTP, tokenise, detokenise the first token.
+    ttft_fixed_ms: dict[str, float] = field(
+        default_factory=lambda: {"vllm": 30.0, "sglang": 30.0, "trtllm": 30.0})
+    # The benchmark's --num-prompts / --max-concurrency (the fixture's protocol, per engine).
+    prompts_per_client: dict[str, float] = field(
+        default_factory=lambda: {"vllm": 5.0, "sglang": 5.0, "trtllm": 5.0})
+    # Calibrated mode (planner.calibrate): measured / modelled on this host.
+    compute_scale: float = 1.0
+    allreduce_scale: float = 1.0
+    a2a_scale: float = 1.0
 
-    def with_values(self, **kw: float) -> ServingParams:
-        vals = {**self.__dict__, **{k: v for k, v in kw.items() if k != "step_ms"}}
-        if "step_ms" in kw:
-            vals["step_ms"] = kw["step_ms"]
-        return ServingParams(**vals)
+    def with_values(self, **kw) -> ServingParams:
+        return replace(self, **kw)
 
 
 # Names, units and sources of every parameter, for the assumptions list.
 DESCRIBE: dict[str, tuple[str, str]] = {
     "bw_eff": ("fraction of spec HBM/GDDR bandwidth streamed by dense GEMMs and KV reads",
                "fitted"),
-    "moe_eff": ("grouped expert GEMM bandwidth relative to dense", "fitted"),
     "kernel_us": ("per-kernel floor under CUDA graphs, us", "fitted"),
     "expert_us": ("grouped-GEMM overhead per active expert per MoE layer, us", "fitted"),
     "mfu": ("fraction of dense tensor peak reached by prefill GEMMs", "fitted"),
-    "step_ms": ("engine per-step overhead, ms", "fitted per engine"),
+    "ttft_fixed_ms": ("request path outside the GPU (HTTP, tokenize, stream), ms",
+                      "fitted per engine"),
+    "prompts_per_client": ("the benchmark's prompts per concurrency slot (first-wave weight)",
+                           "fitted (the fixture's protocol); --num-prompts sets it"),
     "memory_utilization": ("GPU memory the engine may use", "vLLM default 0.9"),
     "reserve_gb": ("activation / CUDA-graph / NCCL reserve per GPU, GB", "assumed"),
     "link_eff": ("achieved fraction of spec NVLink / PCIe bandwidth", "assumed"),
-    "burst_share": ("share of a wave's other prefills a new prompt waits behind", "fitted"),
-    "ttft_fixed_ms": ("request path outside the GPU (HTTP, tokenize, stream), ms", "fitted"),
 }  # fmt: skip
 
-# ---- fitted values: `python -m planner.fit` (vLLM rows), `--engine sglang|trtllm` --------
+# ---- fitted values: `python -m planner.fit` -------------------------------------------
 FITTED = ServingParams(
-    bw_eff=0.92,  # at its bound: no GPU streams more than ~92% of spec (0.92 in fit.BOUNDS)
-    moe_eff=1.0,  # not fitted: expert_us carries the grouped GEMM's extra cost
-    kernel_us=5.8636,
-    expert_us=0.2444,
-    mfu=0.3600,
-    ttft_fixed_ms=65.57,
-    burst_share=0.3219,
-    # vLLM: 0 by construction (async scheduling, see fit.FREE); SGLang / TRT-LLM: fitted on
-    # their own rows with everything else as above (both come out at 0).
-    step_ms={"vllm": 0.0, "sglang": 0.0, "trtllm": 0.0},
+    bw_eff=0.9200,  # at its bound: no GPU streams more than ~92% of spec (fit.BOUNDS)
+    kernel_us=6.0504,
+    expert_us=0.1801,
+    mfu=0.4918,
+    moe_mfu=0.1086,
+    ttft_fixed_ms={"vllm": 48.13, "sglang": 238.7, "trtllm": 55.17},
+    prompts_per_client={"vllm": 5.398, "sglang": 1, "trtllm": 4.184},
 )
 
-# Leave-one-model-out error of TPOT on the fixture's vLLM rows (predicted / measured - 1),
-# `benchmarks/planner_accuracy.py`: the band the pages draw around every prediction
-# (measured is expected within predicted / (1 + q90) .. predicted / (1 + q10) in 80% of cases).
-ACCURACY = {"median_abs": 0.1346, "within_25pct": 0.8159, "q10": -0.2284, "q90": 0.2587,
-            "rows": 592, "source": "leave-one-model-out, vLLM rows of the Blackwell fixture"}  # fmt: skip
+# ---- measured error bands: `python -m planner.fit --bands` -----------------------------
+# Leave-one-model-out residuals (predicted / measured - 1) per engine / weight format: the
+# band every page and the CLI draw (planner.bands). Same fixture and fit as FITTED.
+BANDS: dict[str, dict[str, dict[str, float]]] = {
+    "sglang/*": {"tpot": {"q10": -0.2459, "q90": 0.2727, "median_abs": 0.1419, "rows": 395}, "ttft": {"q10": -0.5713, "q90": 1.1437, "median_abs": 0.3584, "rows": 395}},
+    "sglang/bf16": {"tpot": {"q10": -0.0332, "q90": 0.2772, "median_abs": 0.0651, "rows": 51}, "ttft": {"q10": -0.0813, "q90": 1.4391, "median_abs": 0.4026, "rows": 51}},
+    "sglang/fp4": {"tpot": {"q10": -0.1987, "q90": 0.1906, "median_abs": 0.1007, "rows": 136}, "ttft": {"q10": -0.9029, "q90": 0.6012, "median_abs": 0.444, "rows": 136}},
+    "sglang/fp8": {"tpot": {"q10": -0.2661, "q90": 0.3252, "median_abs": 0.1741, "rows": 208}, "ttft": {"q10": -0.3589, "q90": 1.1838, "median_abs": 0.2933, "rows": 208}},
+    "trtllm/*": {"tpot": {"q10": -0.1842, "q90": 0.4507, "median_abs": 0.1552, "rows": 373}, "ttft": {"q10": -0.5838, "q90": 1.5699, "median_abs": 0.4449, "rows": 373}},
+    "trtllm/fp4": {"tpot": {"q10": -0.1886, "q90": 0.4755, "median_abs": 0.2132, "rows": 251}, "ttft": {"q10": -0.5982, "q90": 1.7409, "median_abs": 0.4774, "rows": 251}},
+    "trtllm/fp8": {"tpot": {"q10": -0.1565, "q90": 0.1694, "median_abs": 0.0925, "rows": 122}, "ttft": {"q10": -0.5735, "q90": 0.4202, "median_abs": 0.3227, "rows": 122}},
+    "vllm/*": {"tpot": {"q10": -0.2526, "q90": 0.2588, "median_abs": 0.1519, "rows": 592}, "ttft": {"q10": -0.4685, "q90": 0.6307, "median_abs": 0.241, "rows": 592}},
+    "vllm/fp4": {"tpot": {"q10": -0.2393, "q90": 0.3168, "median_abs": 0.1708, "rows": 320}, "ttft": {"q10": -0.4823, "q90": 0.673, "median_abs": 0.3007, "rows": 320}},
+    "vllm/fp8": {"tpot": {"q10": -0.2637, "q90": 0.0177, "median_abs": 0.126, "rows": 242}, "ttft": {"q10": -0.4522, "q90": 0.4281, "median_abs": 0.1973, "rows": 242}},
+    "vllm/int4": {"tpot": {"q10": -0.1758, "q90": -0.0073, "median_abs": 0.0793, "rows": 30}, "ttft": {"q10": -0.2827, "q90": -0.0427, "median_abs": 0.175, "rows": 30}},
+}  # fmt: skip

@@ -7,9 +7,9 @@ import pytest
 
 from planner import fixture, hardware, models
 from planner.calibrate import Measured, MeasuredComm, calibrate
-from planner.comm import CommCurve
+from planner.comm import CommCurve, CommSet
 from planner.errors import PlannerInputError
-from planner.serving import MeasuredCurves, ServeLayout, Workload, predict
+from planner.serving import ServeLayout, Workload, predict
 from planner.serving_params import FITTED
 
 needs_fixture = pytest.mark.skipif(not fixture.CSV.is_file(), reason=f"{fixture.CSV} absent")
@@ -32,7 +32,7 @@ def test_a_sweep_of_the_model_on_the_host_cuts_its_error() -> None:
 def test_measured_collectives_replace_the_modelled_ones() -> None:
     m, hw = models.preset("kimi-k2.5"), hardware.preset("rtx-pro-6000-pcie-8x")
     lay = ServeLayout(tp=8, moe_tp=8)
-    modelled = predict(m, hw, lay, Workload(1, 256), np.array([1])).breakdown_ms["comm"][0]
+    modelled = predict(m, hw, lay, Workload(1, 256), np.array([1])).breakdown_ms["allreduce"][0]
     traced = MeasuredComm(
         lay, 1, 1, 256, moe_allreduce_us=60 * 78.0, attention_allreduce_us=63 * 78.0
     )  # the write-up's 78 us calls
@@ -40,7 +40,7 @@ def test_measured_collectives_replace_the_modelled_ones() -> None:
     cal = calibrate(m, hw, pts, comm=[traced])
     assert cal.factors["comm"] == pytest.approx(traced.total_ms / modelled, rel=1e-3)
     after = predict(m, hw, lay, Workload(1, 256), np.array([1]), cal.params)
-    assert after.breakdown_ms["comm"][0] == pytest.approx(traced.total_ms, rel=1e-6)
+    assert after.breakdown_ms["allreduce"][0] == pytest.approx(traced.total_ms, rel=1e-6)
     assert cal.factors["bandwidth"] == 1.0  # one point: only fixed costs move
     assert abs(cal.error_after[0]) < 0.05
 
@@ -51,14 +51,14 @@ def test_stored_curves_are_used_for_their_world_size_only() -> None:
     w = Workload(1, 256)
     base = predict(m, hw, ServeLayout(8, moe_tp=8), w, np.array([1]), FITTED)
     used = predict(m, hw, ServeLayout(8, moe_tp=8), w, np.array([1]), FITTED,
-                   MeasuredCurves([curve]))  # fmt: skip
-    assert used.breakdown_ms["comm"][0] == pytest.approx(123 * 100.0 / 1e3)
-    assert used.breakdown_ms["comm"][0] > base.breakdown_ms["comm"][0]
+                   CommSet([curve], hw))  # fmt: skip
+    assert used.breakdown_ms["allreduce"][0] == pytest.approx(123 * 100.0 / 1e3)
+    assert used.breakdown_ms["allreduce"][0] > base.breakdown_ms["allreduce"][0]
     m = models.preset("minimax-m2.5")  # fits on 4 of the 8 GPUs
     other = predict(m, hw, ServeLayout(4, moe_tp=4), w, np.array([1]), FITTED,
-                    MeasuredCurves([curve]))  # fmt: skip
+                    CommSet([curve], hw))  # fmt: skip
     plain = predict(m, hw, ServeLayout(4, moe_tp=4), w, np.array([1]), FITTED)
-    assert other.breakdown_ms["comm"][0] == plain.breakdown_ms["comm"][0]
+    assert other.breakdown_ms["allreduce"][0] == plain.breakdown_ms["allreduce"][0]
 
 
 def test_no_points_is_an_error() -> None:

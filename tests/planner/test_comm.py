@@ -1,4 +1,4 @@
-"""Communication curves: log-log interpolation, floor, bandwidth tail, derived and fallback."""
+"""Communication curves: log-log interpolation, floor, bandwidth tail, derived and spec sheet."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from planner.comm import CommCurve, CommSet, alpha_beta, bus_factor, curves_from_rows
+from planner import hardware
+from planner.comm import CommCurve, CommSet, bus_factor, curves_from_rows, wire_factor
 
 
 def _curve(**kw) -> CommCurve:
@@ -23,7 +24,7 @@ def test_log_log_interpolation_floor_and_tail() -> None:
     assert float(c.latency_us(10_000.0)) == pytest.approx(100.0)
     assert float(c.latency_us(1.0)) == pytest.approx(10.0)  # below: the latency floor
     extra = 1e6 - 1e5  # beyond: last point + extra bytes over the bus bandwidth
-    tail = 1000.0 + extra * bus_factor("all_to_all", 8) / 10e9 * 1e6
+    tail = 1000.0 + extra * wire_factor("all_to_all", 8) / 10e9 * 1e6  # 7 destinations
     assert float(c.latency_us(1e6)) == pytest.approx(tail)
     ys = c.latency_us(np.geomspace(1, 1e7, 50))
     assert np.all(np.diff(ys) >= 0)  # monotone in bytes
@@ -34,20 +35,37 @@ def test_single_point_curve_and_bus_factors() -> None:
     assert float(c.latency_us(14336.0)) == 78.0
     assert float(c.latency_us(2 * 14336.0)) == pytest.approx(78 + 14336 * 1.75 / 30e9 * 1e6)
     assert bus_factor("all_reduce", 8) == 1.75 and bus_factor("all_gather", 8) == 0.875
+    assert wire_factor("all_to_all", 8) == 7 and wire_factor("all_reduce", 8) == 1.75
 
 
-def test_commset_fallbacks_are_labelled() -> None:
-    s = CommSet([_curve(op="all_reduce", world_size=4)], n=8, interconnect="pcie")
-    ar = s.get("all_reduce")  # the 4-GPU curve does not stand in for 8 GPUs
-    assert ar.kind == "fallback" and "alpha-beta fallback" in ar.source
-    ag = s.get("all_gather")
+def test_commset_kinds_are_labelled() -> None:
+    pcie, nvl = hardware.preset("rtx-pro-6000-pcie-8x"), hardware.preset("h200-sxm-8x")
+    s = CommSet([_curve(op="all_reduce", world_size=4)], pcie)
+    ar = s.get("all_reduce", 8)  # the 4-GPU curve does not stand in for 8 GPUs
+    assert ar.kind == "spec" and "spec sheet of rtx-pro-6000-pcie-8x" in ar.source
+    # alpha + bytes on the wire over 70% of the spec link bandwidth
+    assert float(ar.latency_us(1e6)) == pytest.approx(27 + 1e6 * 1.75 / (55e9 * 0.7) * 1e6,
+                                                      rel=1e-4)  # fmt: skip
+    assert s.get("all_reduce", 4).kind == "measured"
+    ag = s.get("all_gather", 4)
     assert ag.kind == "derived" and "half the AllReduce" in ag.source
-    assert float(ag.latency_us(4096.0)) == pytest.approx(float(ar.latency_us(4096.0)) / 2)
-    fast = s.get("all_reduce_fast")
+    assert float(ag.latency_us(4096.0)) == pytest.approx(
+        float(s.get("all_reduce", 4).latency_us(4096.0)) / 2)  # fmt: skip
+    assert s.get("all_gather", 8).kind == "spec"  # nothing measured at 8 GPUs to derive from
+    fast = s.get("all_reduce_fast", 8)
     assert fast.kind == "derived" and float(fast.latency_us(4096.0)) < float(ar.latency_us(4096.0))
-    assert {c.op for c in s.used()} == {"all_reduce", "all_gather", "all_reduce_fast"}
-    assert alpha_beta("all_to_all", 8, "nvlink").tail_busbw_gbps > alpha_beta(
-        "all_to_all", 8, "pcie").tail_busbw_gbps  # fmt: skip
+    assert {(c.op, c.world_size) for c in s.used()} == {
+        ("all_reduce", 8), ("all_reduce", 4), ("all_gather", 4), ("all_gather", 8),
+        ("all_reduce_fast", 8)}  # fmt: skip
+    assert CommSet([], nvl).latency_us("all_to_all", 8, 1e6) < CommSet([], pcie).latency_us(
+        "all_to_all", 8, 1e6)  # fmt: skip
+
+
+def test_measured_curves_win_over_published_ones() -> None:
+    hw = hardware.preset("rtx-pro-6000-pcie-8x")
+    pub = _curve(op="all_reduce", kind="published", source="published x", us=(30.0, 300.0))
+    meas = _curve(op="all_reduce", source="measured comm run r9", us=(20.0, 200.0))
+    assert CommSet([pub, meas], hw).get("all_reduce", 8).source == "measured comm run r9"
 
 
 def test_curves_from_store_rows() -> None:

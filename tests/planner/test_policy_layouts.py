@@ -8,7 +8,9 @@ from planner import hardware, models
 from planner.api import plan
 from planner.errors import PlannerInputError
 from planner.layouts import default_layouts, select
+from planner.plan_json import to_json
 from planner.policy import check_precision, load_policy
+from planner.recommend import call_at
 
 
 @pytest.mark.parametrize("name", ["kimi-k2.5", "deepseek-v3", "minimax-m2.5"])
@@ -40,9 +42,9 @@ def test_never_recommends_a_violating_layout(host: str) -> None:
     blocked = {r.layout.name for r in res.layouts if not r.compliant}
     assert blocked
     assert not blocked & {x.layout for x in res.recommended}
-    assert not blocked & {x["layout"] for x in res.to_json()["recommended"]}
+    assert not blocked & {x["layout"] for x in to_json(res)["recommended"]}
     for c in range(1, 513, 7):
-        assert res.best_at(c) not in blocked
+        assert call_at(res, c).layout not in blocked
 
 
 def test_policy_cost_sentence() -> None:

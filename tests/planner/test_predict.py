@@ -39,10 +39,14 @@ def test_json_contract_one_point_per_concurrency() -> None:
         assert pt["tpot_ms"] > 0 and pt["ttft_ms"] > 0 and pt["output_tok_s"] > 0
         assert pt["tpot_ms"] == pytest.approx(sum(pt["breakdown_ms"].values()), abs=0.01)
     assert data["layout"] == {"tp": 4, "dp": 1, "ep": False, "moe_tp": 4, "moe_ep": 1,
+                              "all2all_backend": "", "allreduce": "nccl", "replicas": 1,
                               "name": "TP=4"}  # fmt: skip
+    for pt in data["points"]:  # the measured-error band of vLLM on this format
+        assert pt["tpot_ms_low"] <= pt["tpot_ms_high"] and pt["ttft_ms_low"] < pt["ttft_ms_high"]
+    assert data["band"]["tpot"].startswith("vllm/fp8: measured within")
     assert data["gpus"] == 4 and data["policy"]["compliant"] is True
     assert all(a["source"] for a in data["assumptions"])
-    assert {"bw_eff", "kernel_us", "step_ms", "host", "model"} <= {
+    assert {"bw_eff", "kernel_us", "engine scheduler", "host", "model"} <= {
         a["what"] for a in data["assumptions"]}  # fmt: skip
 
 
@@ -75,7 +79,9 @@ def test_attention_dp_with_expert_parallel() -> None:
     d = answer("--model", "deepseek-v3", "--host", "b200-sxm-8x", "--tp", "1", "--dp", "8",
                "--ep", "--isl", "1024", "--osl", "1024", "--concurrency", "8,256")  # fmt: skip
     assert d["layout"]["moe_ep"] == 8 and d["gpus"] == 8
-    assert d["points"][0]["breakdown_ms"]["comm"] > 0  # AllGather + ReduceScatter per MoE layer
+    assert d["points"][0]["breakdown_ms"]["all_to_all"] > 0  # AllGather + ReduceScatter per MoE layer
+    assert d["points"][0]["breakdown_ms"]["allreduce"] == 0  # TP=1: no AllReduce
+    assert {c["op"] for c in d["collectives"]} == {"all_gather", "reduce_scatter"}
 
 
 def test_every_host_preset_answers() -> None:
@@ -103,6 +109,9 @@ def test_slower_memory_means_slower_decode() -> None:
         (["--concurrency", "a,b"], "--concurrency"),
         (["--isl", "0"], "--isl must be >= 1"),
         (["--model", "minimax-m2.5", "--tp", "5"], "heads do not split"),
+        (["--all2all-backend", "deepep_low_latency"], "needs --ep"),
+        (["--replicas", "2"], "needs 16 GPUs"),
+        (["--num-prompts", "-3"], "--num-prompts must be >= 0"),
     ],
 )
 def test_bad_input_is_one_line_exit_1(args: list[str], needle: str) -> None:
@@ -114,6 +123,17 @@ def test_bad_input_is_one_line_exit_1(args: list[str], needle: str) -> None:
     assert p.returncode == 1
     assert p.stdout == "" and len(p.stderr.strip().splitlines()) == 1
     assert needle in p.stderr and "Traceback" not in p.stderr
+
+
+def test_deepep_at_dp1_is_sglang_only() -> None:
+    p = predict_cli("--model", "deepseek-v3", "--host", "b200-sxm-8x", "--tp", "8", "--ep",
+                    "--all2all-backend", "deepep_low_latency", "--isl", "128", "--osl", "128",
+                    "--concurrency", "1")  # fmt: skip
+    assert p.returncode == 1 and "only when DP > 1" in p.stderr and "--engine sglang" in p.stderr
+    ok = answer("--model", "deepseek-v3", "--host", "b200-sxm-8x", "--tp", "8", "--ep",
+                "--all2all-backend", "deepep_low_latency", "--engine", "sglang", "--isl", "128",
+                "--osl", "128", "--concurrency", "1")  # fmt: skip
+    assert ok["points"][0]["breakdown_ms"]["all_to_all"] > 0  # dispatch + combine per MoE layer
 
 
 def test_model_that_does_not_fit_is_an_error_not_a_guess() -> None:
@@ -147,3 +167,34 @@ def test_concurrency_beyond_kv_capacity_waits_in_ttft_not_in_tpot() -> None:
     cap = d["kv_capacity_seqs_per_rank"]
     assert big["running_per_rank"] == int(cap) < 4096
     assert big["ttft_ms"] > 20 * small["ttft_ms"]  # queued for a KV slot
+
+
+def test_downcast_flags_answer_and_break_the_policy() -> None:
+    common = ("--model", "deepseek-v3", "--host", "b200-sxm-8x", "--tp", "1", "--dp", "8",
+              "--ep", "--all2all-backend", "deepep_low_latency", "--isl", "1024", "--osl",
+              "1024", "--concurrency", "64")  # fmt: skip
+    full, fp8 = answer(*common), answer(*common, "--a2a-dtype", "fp8")
+    assert full["policy"]["compliant"] is True
+    assert {v["rule"] for v in fp8["policy"]["violations"]} == {"communication-native"}
+    # DeepSeek-V3 dispatches FP8 natively: only the combine payload shrinks.
+    assert fp8["points"][0]["breakdown_ms"]["all_to_all"] < full["points"][0]["breakdown_ms"][
+        "all_to_all"]  # fmt: skip
+
+
+def test_replicas_split_the_clients_and_add_their_throughput() -> None:
+    one = answer("--model", "minimax-m2.5", "--host", "h200-sxm-8x", "--tp", "4", "--isl",
+                 "1024", "--osl", "1024", "--concurrency", "32")["points"][0]  # fmt: skip
+    two = answer("--model", "minimax-m2.5", "--host", "h200-sxm-8x", "--tp", "4", "--replicas",
+                 "2", "--isl", "1024", "--osl", "1024", "--concurrency", "64")["points"][0]  # fmt: skip
+    assert two["tpot_ms"] == pytest.approx(one["tpot_ms"])
+    assert two["output_tok_s"] == pytest.approx(2 * one["output_tok_s"], rel=1e-3)
+
+
+def test_more_prompts_per_client_means_less_first_wave_in_ttft() -> None:
+    def ttft(n: str) -> float:
+        return answer("--model", "minimax-m2.5", "--host", "h200-sxm-8x", "--tp", "4",
+                      "--isl", "8192", "--osl", "1024", "--concurrency", "64",
+                      "--num-prompts", n)["points"][0]["ttft_ms"]  # fmt: skip
+
+    # 64 prompts: all arrive at once and queue behind each other; 6400: later, drifted waves
+    assert ttft("64") > 3 * ttft("6400")

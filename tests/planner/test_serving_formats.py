@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from planner import hardware, models
-from planner.serving import ServeLayout, Workload, family, predict
+from planner.serving import ServeLayout, Workload, predict
+from planner.serving_step import family
 from tests.helpers import FIXTURES
 
 CONFIGS = FIXTURES / "serving" / "configs"

@@ -63,6 +63,10 @@ def test_predicts_every_measured_point_and_calibrates(stored) -> None:
     assert sorted(frame["concurrency"]) == [1, 4, 16, 64]
     assert (frame["predicted_tpot_ms"] > 0).all() and (frame["predicted_ttft_ms"] > 0).all()
     assert frame["calibrated_tpot_ms"].notna().all()
+    # every prediction carries the band of the model's measured error (vLLM, this format)
+    assert (frame["predicted_tpot_low_ms"] < frame["predicted_tpot_high_ms"]).all()
+    assert (frame["predicted_ttft_low_ms"] < frame["predicted_ttft_high_ms"]).all()
+    assert frame["band"].iloc[0].startswith("vllm/int4: measured within")
     assert frame["model_source"].iloc[0].startswith("preset kimi-k2.5")  # no stored config yet
     bench = _bench(loc, run_id).set_index("concurrency")["mean_tpot_ms"]
     err = lambda col: (frame.set_index("concurrency")[col] / bench - 1).abs().median()  # noqa: E731

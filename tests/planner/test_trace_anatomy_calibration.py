@@ -12,7 +12,7 @@ import pytest
 
 from planner import hardware, models
 from planner.api import plan
-from planner.costmodel import Calibration
+from planner.calibrate import Calibration
 from store import queries_planner as qp
 from store.location import resolve
 from tests.helpers import run_cli
@@ -62,6 +62,14 @@ def test_allreduce_is_scaled_per_measured_call() -> None:
     assert tp.calibrated.tpot_ms[i] == pytest.approx(21.7)
     # Without the call count the whole measured AllReduce lands on the model's calls.
     assert total.layout("tp").calibrated.terms["allreduce"][i] == pytest.approx(127 * 0.080)
-    ep = next(r for r in per_call.layouts if r.layout.kind == "tp_attn_ep_moe")
+    assert total.layout("tp").calibrated.tpot_ms[i] == pytest.approx(21.7)
+    # The TP-attention + EP-MoE estimate keeps only L + L_dense + 1 AllReduces, at 80 us each.
+    ep = per_call.layout("tp_attn_ep_moe")
     j = ep.curve.at(1)
+    assert ep.curve.allreduce_calls == model.num_layers + model.num_dense_layers + 1
     assert ep.calibrated.terms["allreduce"][j] == pytest.approx(ep.curve.allreduce_calls * 0.080)
+    # The compute factor is the one the TP step implied, applied to every layout.
+    f = per_call.calibration_factors["compute"]
+    compute = [t for t in ep.curve.terms if t not in ("allreduce", "all_to_all")]
+    assert sum(ep.calibrated.terms[t][j] for t in compute) == pytest.approx(
+        f * sum(ep.curve.terms[t][j] for t in compute), rel=1e-3)  # fmt: skip

@@ -1,0 +1,74 @@
+"""What each serving engine's scheduler does by default, from its source (not fitted).
+
+vLLM V1 (vllm-project/vllm, vllm/engine/arg_utils.py ``EngineArgs.get_batch_defaults``,
+v0.10-0.19): the OpenAI server's ``max_num_batched_tokens`` is 8192 on GPUs with >= 70 GiB
+that are not A100, else 2048; chunked prefill is on and a step schedules the running
+requests' decode tokens first, then prompt chunks FCFS in what is left of the budget.
+Async scheduling prepares step n+1 on the CPU while the GPU runs step n.
+
+SGLang (sgl-project/sglang, python/sglang/srt/server_args.py): ``chunked_prefill_size``
+2048 below 35 GB of GPU memory, 8192 below 160 GB, 16384 above (B200, B300, GB200);
+``enable_mixed_chunk = False``: a prefill batch runs on its own, decode waits for it;
+``disable_overlap_schedule = False``: the overlap scheduler hides the CPU's per-batch work.
+
+TensorRT-LLM (NVIDIA/TensorRT-LLM, tensorrt_llm/llmapi/llm_args.py): ``max_num_tokens``
+8192, ``enable_chunked_prefill = False`` (a prompt is one context chunk), in-flight batching
+mixes context and generation requests in one iteration; ``disable_overlap_scheduler =
+False`` (overlap on).
+
+With every engine overlapping its CPU work, the per-step overhead is 0: what a step costs is
+its kernels (planner.serving_step).
+
+KV cache room after the weights: vLLM ``--gpu-memory-utilization 0.9`` of the whole GPU less
+the profiled activations / CUDA graphs (``reserve``); SGLang ``mem_fraction_static`` =
+(memory - reserved) / memory with reserved = 512 MiB + 1.5 MiB x max(chunk, 2048) + 2 MiB x
+cuda_graph_max_bs (512) + tp / 8 GiB, at least 10 GiB above 60 GiB (server_args.py
+``_handle_gpu_memory_settings``); TRT-LLM ``KvCacheConfig.free_gpu_memory_fraction = 0.9`` of
+what is free once the weights and activations are loaded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from planner.hardware import HardwareSpec
+
+GIB = 2**30
+
+
+@dataclass(frozen=True)
+class Engine:
+    name: str
+    mixed: bool  # decode tokens and prompt chunks share one step
+    chunked: bool  # prompts longer than the budget are split over steps
+    overlap: bool  # CPU scheduling overlapped with the GPU step
+
+    def token_budget(self, hw: HardwareSpec, isl: int) -> int:
+        """Prompt + decode tokens one step may carry (per attention rank)."""
+        mem = hw.memory_bytes
+        if self.name == "vllm":
+            big = mem >= 70 * GIB and "a100" not in hw.gpu_model.lower()
+            return 8192 if big else 2048
+        if self.name == "sglang":
+            return 2048 if mem < 35 * GIB else 8192 if mem < 160 * GIB else 16384
+        return max(8192, isl)  # TRT-LLM: one context chunk per prompt, not split
+
+    def kv_budget_bytes(self, hw: HardwareSpec, weights: float, tp: int, isl: int,
+                        memory_utilization: float, reserve: float) -> float:  # fmt: skip
+        """Bytes per GPU the engine gives its KV cache (may be <= 0: does not fit)."""
+        mem = hw.memory_bytes
+        if self.name == "sglang":
+            chunk = self.token_budget(hw, isl)
+            mib = 512 + 1.5 * max(chunk, 2048) + 2 * 512 + tp / 8 * 1024
+            reserved = max(mib, 10 * 1024 if mem > 60 * GIB else 0.0) * 2**20
+            return mem - reserved - weights
+        if self.name == "trtllm":
+            return 0.9 * (mem - weights - reserve)
+        return mem * memory_utilization - weights - reserve
+
+
+ENGINES: dict[str, Engine] = {
+    "vllm": Engine("vllm", mixed=True, chunked=True, overlap=True),
+    "sglang": Engine("sglang", mixed=False, chunked=True, overlap=True),
+    "trtllm": Engine("trtllm", mixed=True, chunked=False, overlap=True),
+}

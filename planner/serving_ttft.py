@@ -1,0 +1,80 @@
+"""TTFT of a closed-loop client against an engine's scheduler: admission, waves, chunks.
+
+The client is ``vllm bench serve --max-concurrency C --num-prompts N`` with fixed random
+lengths (I in, O out): all C requests arrive at once, then each finished request is
+replaced. Per attention rank (C / DP clients, B of them admitted by the KV cache):
+
+- **First wave**: B prompts at t = 0 are prefilled FCFS in steps of the engine's token
+  budget (planner.engines): request j's first token comes at the end of step
+  m_j = ceil((j + 1) I / budget) (whole prompts per step when the engine does not chunk);
+  a step costs its fixed part (weights, kernels) plus its prompt tokens x t_tok.
+- **Later waves** drift apart (each request's decode overlaps a different share of other
+  prompts), so a replacement meets a running batch: it waits half a step, its own prefill
+  (chunked into what the decode tokens leave of the budget, or a prefill batch of its own
+  on SGLang), and the other prompts in the queue (M/D/1 at the prefill utilisation).
+- Mean over the run: (first wave + (N / C - 1) x later) / (N / C), where N / C is the
+  client's prompts per concurrency slot.
+- **Admission**: past the KV capacity, a request waits for (C / B - 1) requests' lifetimes.
+
+A fixed request-path cost per engine (HTTP, tokenisation, detokenisation of the first
+token) is added on top; it and the fixture benchmark's N / C are fitted (planner.fit).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from planner.engines import Engine
+
+
+def first_token_steps(B_max: int, isl: int, budget: int, chunked: bool) -> np.ndarray:
+    """m_j for j = 0..B_max-1: the step at whose end prompt j has its first token."""
+    j = np.arange(B_max, dtype=float)
+    if chunked:
+        return np.ceil((j + 1) * isl / budget)
+    per_step = max(budget // isl, 1)
+    return np.floor(j / per_step) + 1
+
+
+def first_wave_ms(B: np.ndarray, isl: int, budget: int, chunked: bool, step_fixed_ms: float,
+                  t_tok_ms: float) -> np.ndarray:  # fmt: skip
+    """Mean time to first token of B prompts that arrive together (vectorised over B)."""
+    b = np.maximum(np.asarray(B, dtype=float), 1.0)
+    m = first_token_steps(int(b.max()), isl, budget, chunked)
+    csum = np.cumsum(m)
+    bi = b.astype(int)
+    sum_m = csum[bi - 1]
+    # Tokens done by the end of step m_j: m_j full budgets, except in the wave's last step.
+    last = m[bi - 1]
+    first_last = np.searchsorted(m, last)  # first prompt finishing in the last step
+    full = np.where(first_last > 0, csum[np.maximum(first_last - 1, 0)], 0.0)
+    per_step_tokens = budget if chunked else max(budget // isl, 1) * isl
+    tokens = full * per_step_tokens + (bi - first_last) * b * isl
+    return (sum_m * step_fixed_ms + tokens * t_tok_ms) / b
+
+
+def later_wave_ms(eng: Engine, B: np.ndarray, isl: int, osl: int, budget: int,
+                  tpot_ms: np.ndarray, step_fixed_ms: float,
+                  t_tok_ms: float) -> np.ndarray:  # fmt: skip
+    """Mean time to first token of a prompt that arrives while B requests decode."""
+    own_tokens_ms = isl * t_tok_ms
+    if eng.mixed:
+        room = np.maximum(budget - B, 1.0) if eng.chunked else np.full_like(B, float(budget))
+        steps = np.ceil(isl / room)
+        own = steps * tpot_ms + own_tokens_ms  # its chunks ride on decode steps
+    else:  # a prefill batch of its own (SGLang without --enable-mixed-chunk)
+        own = np.ceil(isl / budget) * step_fixed_ms + own_tokens_ms
+    rho = np.minimum(B * own_tokens_ms / np.maximum(osl * tpot_ms, 1e-9), 0.9)
+    queue = rho / (2 * (1 - rho)) * own_tokens_ms
+    return tpot_ms / 2 + own + queue
+
+
+def ttft_ms(eng: Engine, B: np.ndarray, want: np.ndarray, isl: int, osl: int, budget: int,
+            tpot_ms: np.ndarray, step_fixed_ms: float, t_tok_ms: float, fixed_ms: float,
+            prompts_per_client: np.ndarray) -> np.ndarray:  # fmt: skip
+    """Mean TTFT at each concurrency (per attention rank: B admitted of ``want`` clients)."""
+    k = np.maximum(prompts_per_client, 1.0)
+    first = first_wave_ms(B, isl, budget, eng.chunked, step_fixed_ms, t_tok_ms)
+    later = later_wave_ms(eng, B, isl, osl, budget, tpot_ms, step_fixed_ms, t_tok_ms)
+    admission = np.maximum(want / B - 1.0, 0.0) * osl * tpot_ms
+    return fixed_ms + (first + (k - 1) * later) / k + admission
