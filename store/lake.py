@@ -252,7 +252,10 @@ def lake_data_version(loc: StoreLocation) -> str:
                 cursor = con.cursor()
             try:
                 snap = cursor.execute(f"SELECT id FROM ducklake_current_snapshot('{ALIAS}')")
-                return f"snapshot:{snap.fetchone()[0]}"
+                snapshot = snap.fetchone()[0]
+                if _rewritten_since(cursor, loc, snapshot):
+                    reset(loc)  # the next open attaches afresh
+                return f"snapshot:{snapshot}"
             finally:
                 cursor.close()
         except duckdb.Error as exc:
@@ -260,6 +263,39 @@ def lake_data_version(loc: StoreLocation) -> str:
             if attempt == 2:
                 raise _plain_error(loc, exc) from exc
     raise AssertionError("unreachable")
+
+
+# What an ordinary commit records in a snapshot's ``changes``; anything else (compact's
+# flushed_inlined, merge_adjacent, a rewrite) rewrote files under the readers.
+_COMMIT_CHANGES = (
+    "schemas_created", "tables_created", "tables_altered", "tables_dropped", "views_created",
+    "views_dropped", "tables_inserted_into", "tables_deleted_from", "inlined_insert",
+    "inlined_delete",
+)  # fmt: skip
+_seen_snapshots: dict[str, int] = {}
+
+
+def _rewritten_since(cursor: duckdb.DuckDBPyConnection, loc: StoreLocation, snapshot: int) -> bool:
+    """Whether compaction ran since this process last looked (or that snapshot expired).
+
+    DuckLake 1.5.5 keeps per-instance metadata that a compaction by another process
+    invalidates: the instance's next query of a compacted table failed with "INTERNAL Error:
+    Attempted to access index 0 within vector of size 0" (with --keep-days 7) or "Current
+    transaction is aborted" (0), found by benchmarks/scale/fleet.py; a fresh instance reads
+    it fine. One catalog query, only when the snapshot moved.
+    """
+    last = _seen_snapshots.get(loc.url)
+    _seen_snapshots[loc.url] = snapshot
+    if last is None or last == snapshot:
+        return False
+    rows = cursor.execute(
+        f"SELECT snapshot_id, map_keys(changes) FROM ducklake_snapshots('{ALIAS}') "
+        "WHERE snapshot_id >= ?",
+        [last],
+    ).fetchall()
+    if not rows or rows[0][0] != last:
+        return True  # the snapshot this instance read from has been expired
+    return any(key not in _COMMIT_CHANGES for _id, keys in rows[1:] for key in keys)
 
 
 def is_conflict(exc: BaseException) -> bool:

@@ -1,0 +1,30 @@
+"""A long-running reader (the dashboard's process) keeps reading a lake that ``compact``
+rewrote under it: DuckLake 1.5.5's per-instance metadata goes stale when another process
+flushes inlined rows and merges files, so store/lake.py attaches afresh when it sees a
+compaction in the catalog's snapshots (found by benchmarks/scale/fleet.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from benchmarks.scale.generate import build_lake
+from benchmarks.scale.pages import links
+from store import reader
+from tests.helpers import run_cli
+from tests.lake.conftest import Lake
+
+
+@pytest.mark.parametrize("keep_days", ["7", "0"])
+def test_pages_queries_after_a_compact_by_another_process(lake: Lake, tmp_path: Path,
+                                                          keep_days: str) -> None:  # fmt: skip
+    build_lake(lake.url, runs=10, kernel_rows=40_960, rank_steps=16, memory_limit="1GB",
+               threads=2, hosts=50)  # fmt: skip
+    before = links(lake.url)  # this process's cached lake instance reads every kind of run
+    res = run_cli(tmp_path / "unused.duckdb", "compact", "--store", lake.url, "--keep-days",
+                  keep_days, **lake.env())  # fmt: skip
+    assert res.code == 0, res.stderr
+    assert "flush inlined rows to Parquet: 0 item(s)" not in res.stderr  # it rewrote things
+    reader.clear_cache()
+    assert links(lake.url) == before
