@@ -4,11 +4,11 @@
 
 TRACE (default: the fixtures' vLLM MI300X full-graph decode trace, 434 kernels) is spooled
 once; every run copies a store that holds TRACE2's run and commits that entry in a fresh
-process, timing each phase the way store/commit.py runs it. ``connect``: a new DuckDB
-database per commit (``duckdb.connect(path)``) with every compression method, as stop 18
-committed; ``attach``: the store attached to duckdb's default database with FSST left out
-(store/connect.py ``writer``), as now. Both import duckdb the same way (through ``store``).
-Medians in ms; the two variants are interleaved so that both see the same load.
+process, timing each phase the way store/commit.py runs it: the store opened read-write
+through store/connect.py (turnstile, ``duckdb.connect(path)``), migrations checked, the run
+row, one INSERT per table and the runs row in one transaction, COMMIT, then close (which
+checkpoints and releases the file). The process imports duckdb through ``store`` before
+the clock starts. Medians in ms.
 """
 
 from __future__ import annotations
@@ -25,16 +25,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "traces" / "tracelens"
-VARIANTS = ("connect", "attach")
 
 
-def _child(variant: str, store: Path, entry: Path) -> dict[str, float]:
+def _child(store: Path, entry: Path) -> dict[str, float]:
     """One commit of ``entry`` into ``store``, phase by phase (ms)."""
-    import duckdb
-
-    from store import connect, migrate
+    from store import migrate
     from store.bundle import read_manifest
     from store.commit import _create_run_row_table, _select_rows
+    from store.connect import open_with_retry
     from store.location import resolve
 
     manifest = read_manifest(entry)
@@ -47,10 +45,7 @@ def _child(variant: str, store: Path, entry: Path) -> dict[str, float]:
         phases[name] = (now - start) * 1e3
         start = now
 
-    if variant == "attach":
-        con = connect._attach(resolve(store))
-    else:
-        con = duckdb.connect(str(store), config=connect._NO_EXTENSION_LOADING)
+    con = open_with_retry(resolve(store), read_only=False, timeout_s=10)
     mark("open")
     migrate.upgrade(con)
     mark("upgrade")
@@ -64,10 +59,7 @@ def _child(variant: str, store: Path, entry: Path) -> dict[str, float]:
     mark("inserts")
     con.execute("COMMIT")
     mark("COMMIT")
-    if variant == "attach":
-        connect._detach(con)  # the helper then leaves without tearing the database down
-    else:
-        con.close()
+    con.close()
     mark("close + checkpoint")
     phases["total"] = sum(phases.values())
     return phases
@@ -92,12 +84,12 @@ def main() -> None:
     parser.add_argument("--other", type=Path,
                         default=FIXTURES / "sglang_qwen3_8b_decode.json.gz")
     parser.add_argument("--repeat", type=int, default=9)
-    parser.add_argument("--child", nargs=3, metavar=("VARIANT", "STORE", "ENTRY"),
+    parser.add_argument("--child", nargs=2, metavar=("STORE", "ENTRY"),
                         help=argparse.SUPPRESS)  # fmt: skip
     args = parser.parse_args()
     if args.child:
-        variant, store, entry = args.child
-        print(json.dumps(_child(variant, Path(store), Path(entry))))
+        store, entry = args.child
+        print(json.dumps(_child(Path(store), Path(entry))))
         return
 
     from store.commit import commit_entry
@@ -108,23 +100,21 @@ def main() -> None:
         base = work / "base.duckdb"
         commit_entry(resolve(base), _spool(args.other, work / "spool-other"))
         entry = _spool(args.trace, work / "spool")
-        runs: dict[str, list[dict[str, float]]] = {v: [] for v in VARIANTS}
+        runs: list[dict[str, float]] = []
         for i in range(args.repeat):
-            for variant in VARIANTS:
-                store = work / f"{variant}-{i}.duckdb"
-                shutil.copy(base, store)
-                done = subprocess.run(
-                    [sys.executable, "-m", "benchmarks.commit_phases", "--child", variant,
-                     str(store), str(entry)],
-                    cwd=ROOT, capture_output=True, text=True, check=True,
-                )  # fmt: skip
-                runs[variant].append(json.loads(done.stdout))
-        phases = list(runs[VARIANTS[0]][0])
-        print("| variant | " + " | ".join(phases) + " |")
-        print("|---|" + "---:|" * len(phases))
-        for variant, rows in runs.items():
-            cells = [f"{statistics.median(r[p] for r in rows):.1f}" for p in phases]
-            print(f"| {variant} | " + " | ".join(cells) + " |")
+            store = work / f"commit-{i}.duckdb"
+            shutil.copy(base, store)
+            done = subprocess.run(
+                [sys.executable, "-m", "benchmarks.commit_phases", "--child", str(store),
+                 str(entry)],
+                cwd=ROOT, capture_output=True, text=True, check=True,
+            )  # fmt: skip
+            runs.append(json.loads(done.stdout))
+        phases = list(runs[0])
+        print("| " + " | ".join(phases) + " |")
+        print("|" + "---:|" * len(phases))
+        print("| " + " | ".join(f"{statistics.median(r[p] for r in runs):.1f}"
+                                for p in phases) + " |")  # fmt: skip
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

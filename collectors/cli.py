@@ -30,7 +30,6 @@ class Verb:
     help: str
     measures: bool = False  # takes the host-wide measurement lock
     writes: bool = True  # commits to the store (so a store path that can never work fails first)
-    submits: bool = True  # ends by handing a bundle to ctx.submit (see store/commit_helper.py)
 
 
 VERBS: tuple[Verb, ...] = (
@@ -63,18 +62,18 @@ VERBS: tuple[Verb, ...] = (
          "store (validated; re-import is a no-op)"),  # fmt: skip
     # Store upkeep
     Verb("export", "collectors.export_run", "write one run (every table) as Parquet files "
-         "in a folder or a .zip, to hand to a teammate", writes=False, submits=False),  # fmt: skip
-    Verb("flush", "collectors.flush", "commit run bundles waiting in the spool", submits=False),
+         "in a folder or a .zip, to hand to a teammate", writes=False),  # fmt: skip
+    Verb("flush", "collectors.flush", "commit run bundles waiting in the spool"),
     Verb("doctor", "collectors.doctor", "check store, spool backlog, lock dir, NVML and "
-         "optionally a vLLM or SGLang URL; one pass/warn/fail line each", writes=False,
-         submits=False),  # fmt: skip
+         "optionally a vLLM or SGLang URL; one pass/warn/fail line each",
+         writes=False),  # fmt: skip
     Verb("check", "collectors.check", "compare the newest run of every measured series with "
          "its history; one line per regression or improvement, exit 3 on a regression",
-         writes=False, submits=False),  # fmt: skip
+         writes=False),  # fmt: skip
     Verb("migrate", "collectors.migrate_store", "copy every run of an embedded store into a "
-         "DuckLake (--to URL); re-running is a no-op", submits=False),  # fmt: skip
+         "DuckLake (--to URL); re-running is a no-op"),  # fmt: skip
     Verb("compact", "collectors.compact", "merge a lake's small files and expire old "
-         "snapshots (daily; rows unchanged)", submits=False),  # fmt: skip
+         "snapshots (daily; rows unchanged)"),  # fmt: skip
 )
 
 
@@ -130,12 +129,12 @@ def single_threaded_blas() -> None:
     """One OpenBLAS thread for numpy in this process and its children, unless the user set
     ``OPENBLAS_NUM_THREADS``.
 
-    numpy's bundled OpenBLAS starts a thread per core when numpy is imported (numpy issue
-    #29193: 1.28 CPU s for ``import numpy`` on a many-core host, 0.05 s with one thread);
-    on two cores here its spinning thread took 0.11 CPU s that the commit helper needed
-    (issue 12, docs/benchmarks.md stop 19). Import verbs never call BLAS
-    (sorting, searching and grouping only), so they lose nothing. Measuring verbs are left
-    as they are: torch may use OpenBLAS for CPU work (on aarch64 hosts).
+    numpy's bundled OpenBLAS starts a thread per core when numpy is imported, and they spin
+    a while: numpy issue #29193 (github.com/numpy/numpy/issues/29193) measured 1.28 CPU s
+    for ``import numpy`` on a many-core host against 0.05 s with one thread, CPU taken
+    from the GPU host's serving processes by every cron'd collector. Import verbs never
+    call BLAS (sorting, searching and grouping only), so they lose nothing. Measuring verbs
+    are left as they are: torch may use OpenBLAS for CPU work (on aarch64 hosts).
     """
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
@@ -160,13 +159,10 @@ def main(argv: list[str] | None = None) -> int:
         single_threaded_blas()
     from collectors.context import Context  # after logging is set up
 
-    ctx: Context | None = None
     try:
         ctx = Context.from_args(verb.name, args, log)
         if verb.writes and not args.dry_run:
             check_usable(ctx.loc)
-            if verb.submits and not verb.measures:  # a measuring verb's commit is not its cost
-                ctx.start_commit_helper()
         module = importlib.import_module(verb.module)
         if not verb.measures:
             return module.run(args, ctx)
@@ -199,6 +195,3 @@ def main(argv: list[str] | None = None) -> int:
             f"internal error: {type(exc).__name__}: {exc} (set STEPSCOPE_DEBUG=1 for the traceback)"
         )
         return EXIT_FAILED
-    finally:
-        if ctx is not None:
-            ctx.close()

@@ -7,24 +7,19 @@ import json
 import logging
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from collectors.errors import EXIT_OK, EXIT_STORE_BUSY
 from store.bundle import (
     DEFAULT_COMMIT_TIMEOUT_S,
     Bundle,
-    CommitResult,
     FlushReport,
     RunRecord,
+    spool_claimed,
     utc_now_iso,
-    write_spool,
 )
 from store.errors import StoreBusy, StoreError
 from store.location import StoreLocation, resolve
-
-if TYPE_CHECKING:
-    from store.commit_helper import CommitHelper
 
 _INTERNAL_ARGS = {"_verb", "verbose", "log_format", "json", "dry_run", "commit_timeout"}
 
@@ -36,7 +31,6 @@ class Context:
     log: logging.Logger
     loc: StoreLocation
     started_at: str = field(default_factory=utc_now_iso)
-    commit_helper: CommitHelper | None = None
 
     @classmethod
     def from_args(cls, verb: str, args: argparse.Namespace, log: logging.Logger) -> Context:
@@ -57,11 +51,10 @@ class Context:
         )
 
     def environment(self) -> dict[str, Any]:
-        """This host's environment snapshot (collectors/env.py): the one the commit helper
-        took when the verb started, else one taken now."""
-        helper = self.commit_helper
-        taken = helper.early_result() if helper is not None else None
-        return dict(taken) if taken is not None else _environment()
+        """This host's environment snapshot (collectors/env.py)."""
+        from collectors import env  # platform, socket and NVML: only where a snapshot is taken
+
+        return env.snapshot()
 
     def recorded_args(self) -> dict[str, Any]:
         return {
@@ -98,10 +91,14 @@ class Context:
             self.log.info(f"dry run: run {bundle.run.run_id} not committed (rows: {rows})")
             self.emit({**summary, "committed": False, "dry_run": True})
             return EXIT_OK
-        entry = write_spool(bundle, self.loc.spool_dir)
+        # store.commit imports duckdb: only a verb that commits pays for it
+        from store.commit import commit_then_flush
+
+        claim = spool_claimed(bundle, self.loc.spool_dir)  # no other flush reads it meanwhile
+        entry = claim.entry
         self.log.debug(f"spooled {entry}")
         try:
-            result, backlog = self._commit(entry)
+            result, backlog = commit_then_flush(self.loc, claim, self.commit_timeout)
         except StoreBusy as exc:
             self.log.error(
                 f"{exc}; run {bundle.run.run_id} is kept in the spool at {entry}; "
@@ -109,6 +106,11 @@ class Context:
             )
             self.emit({**summary, "committed": False, "spooled": str(entry)})
             return EXIT_STORE_BUSY
+        except KeyboardInterrupt:
+            if entry.exists():  # else it was committed, and the backlog's flush stopped
+                self.log.error(f"run {bundle.run.run_id} is kept in the spool at {entry}; commit "
+                               f"it with: python -m collectors flush --store '{self.loc.url}'")
+            raise
         except StoreError as exc:
             # Nothing a user collected is lost: the run waits in the spool for a fixed store.
             raise StoreError(
@@ -121,32 +123,6 @@ class Context:
         self._report_backlog(backlog)
         self.emit({**summary, "committed": True})
         return EXIT_OK
-
-    def start_commit_helper(self) -> None:
-        """Fork the process that will commit, so DuckDB's import and the environment
-        snapshot overlap the verb's work."""
-        from store.commit_helper import CommitHelper
-
-        self.commit_helper = CommitHelper.start(self.loc, early=_environment)
-
-    def close(self) -> None:
-        if self.commit_helper is not None:
-            self.commit_helper.close()
-
-    def _commit(self, entry: Path) -> tuple[CommitResult, FlushReport | None]:
-        """The entry committed (by the helper when there is one), then the spool's backlog."""
-        helper, self.commit_helper = self.commit_helper, None
-        outcome = helper.commit(entry, self.commit_timeout) if helper else None
-        if outcome is not None:
-            return outcome
-        # store.commit imports duckdb: only a verb that commits pays for it
-        from store.commit import commit_then_flush
-
-        if helper is not None:
-            self.log.debug(f"commit helper {helper.pid} ended without answering")
-            if not entry.exists():  # it committed the entry, then died before answering
-                return CommitResult(entry.name, inserted=False), None
-        return commit_then_flush(self.loc, entry, self.commit_timeout)
 
     def _report_backlog(self, report: FlushReport | None) -> None:
         """Earlier runs left by a busy store went in too; a still-busy store is not an error."""
@@ -165,8 +141,3 @@ def _row_count(table: Any) -> int:
         return len(table)
     return len(table)
 
-
-def _environment() -> dict[str, Any]:
-    from collectors import env  # platform, socket and NVML: only where a snapshot is taken
-
-    return env.snapshot()

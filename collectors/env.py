@@ -11,12 +11,20 @@ import os
 import platform
 import socket
 import sys
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from collectors import nvml
 from store import __version__ as STEPSCOPE_VERSION
-from store.packages import package_version
+
+
+def package_version(name: str) -> str | None:
+    """The installed version of distribution ``name``, None when it is not installed."""
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
 
 
 def _os_name() -> str:

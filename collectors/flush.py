@@ -32,7 +32,10 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         )
     for name, reason in report.failed:
         ctx.log.error(f"spool entry {name} not committed: {reason}")
-    if not (report.committed or report.already_present or report.moved_aside or report.failed):
+    for name in report.held_elsewhere:
+        ctx.log.info(f"spool entry {name} is being committed by another process; left to it")
+    if not (report.committed or report.already_present or report.moved_aside or report.failed
+            or report.held_elsewhere):  # fmt: skip
         ctx.log.info(f"nothing pending in {spool}")
     ctx.emit(
         {
@@ -40,6 +43,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
             "already_present": report.already_present,
             "moved_aside": [{"entry": n, "reason": r, "path": t} for n, r, t in report.moved_aside],
             "failed": [{"entry": n, "reason": r} for n, r in report.failed],
+            "held_elsewhere": report.held_elsewhere,
         }
     )
     return EXIT_FAILED if report.failed else EXIT_OK

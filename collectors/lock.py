@@ -7,7 +7,6 @@ the kernel drops it when the holder dies, so a killed collector never leaves it 
 from __future__ import annotations
 
 import fcntl
-import gc
 import json
 import os
 import time
@@ -55,9 +54,6 @@ def measurement_lock(verb: str, wait: bool, timeout_s: float | None = None) -> I
                 if not wait or (deadline is not None and time.monotonic() > deadline):
                     raise LockHeld(f"another measurement is running: {_holder(path)}") from None
                 time.sleep(0.2)
-        # A measurement runs torch, NCCL or an asyncio load for minutes, making reference
-        # cycles: the cyclic collector that python -m collectors starts without is back on.
-        gc.enable()
         os.ftruncate(fd, 0)
         since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         os.pwrite(fd, json.dumps({"verb": verb, "pid": os.getpid(), "since": since}).encode(), 0)

@@ -26,6 +26,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from store.spool_claim import EntryClaim, claim_entry
+
 BUNDLE_FORMAT = 1  # Parquet tables only
 BUNDLE_FORMAT_JSON = 2  # some tables as JSON columns (an older reader sets it aside, unread)
 # Up to this many rows a table's JSON costs less than the pyarrow import it spares: 1,707
@@ -85,6 +87,7 @@ class FlushReport:
     already_present: list[str]
     moved_aside: list[tuple[str, str, str]]  # (entry, reason, new path)
     failed: list[tuple[str, str]]  # (entry, reason) - left in the spool
+    held_elsewhere: list[str] = field(default_factory=list)  # left to the live process holding it
 
 
 class CorruptBundle(Exception):
@@ -132,14 +135,47 @@ def _json_columns(table: Any) -> tuple[bytes, list[list[str]]] | None:
 
 
 def write_spool(bundle: Bundle, spool_dir: Path) -> Path:
-    """Write ``bundle`` atomically into ``spool_dir``; return the entry's folder."""
+    """Write ``bundle`` atomically into ``spool_dir``; return the entry's folder, unclaimed
+    (a collector keeps its claim: ``spool_claimed``)."""
+    with spool_claimed(bundle, spool_dir) as claim:
+        return claim.entry
+
+
+def spool_claimed(bundle: Bundle, spool_dir: Path) -> EntryClaim:
+    """Write ``bundle`` atomically into ``spool_dir`` and hold the entry's claim
+    (store/spool_claim.py), taken before the entry appears, so no other process's flush
+    reads it while this one commits it. The caller releases the claim."""
     spool_dir.mkdir(parents=True, exist_ok=True)
     final = spool_dir / bundle.run.run_id
-    if final.exists():
-        return final  # same run already waiting: committing it twice is a no-op anyway
-    tmp = spool_dir / f".tmp-{bundle.run.run_id}-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
+    while True:
+        # the same run already waits (a re-import): commit that one
+        if final.exists() and (claim := claim_entry(final, wait=True)) is not None:
+            return claim
+        tmp = spool_dir / f".tmp-{bundle.run.run_id}-{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+        claim = claim_entry(tmp, wait=True)
+        assert claim is not None  # our pid is alive: no flush takes our temporary folder
+        try:
+            _write_tables(bundle, tmp)
+            os.rename(tmp, final)
+        except OSError:
+            claim.release()
+            shutil.rmtree(tmp, ignore_errors=True)
+            if final.exists():
+                continue  # another process spooled the same run meanwhile: commit that one
+            raise
+        except BaseException:
+            claim.release()
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        _fsync_dir(spool_dir)
+        claim.entry = final
+        return claim
+
+
+def _write_tables(bundle: Bundle, folder: Path) -> None:
+    """The table files and ``manifest.json`` of an entry, each fsynced."""
     tables = {}
     # JSON only when no table needs Parquet: once pyarrow is imported, Parquet is cheaper
     small = all(hasattr(t, "spool_columns") and len(t) <= JSON_MAX_ROWS
@@ -149,7 +185,7 @@ def write_spool(bundle: Bundle, spool_dir: Path) -> Path:
             raise ValueError(f"bad bundle table name {name!r}")
         if small and (as_json := _json_columns(table)) is not None:
             data, columns = as_json
-            path = tmp / f"{name}.json"
+            path = folder / f"{name}.json"
             path.write_bytes(data)
             tables[name] = {"file": path.name, "rows": len(table), "columns": columns}
         else:
@@ -158,21 +194,18 @@ def write_spool(bundle: Bundle, spool_dir: Path) -> Path:
             arrow = _to_arrow(table)
             if "run_id" in arrow.column_names:
                 raise ValueError(f"bundle table {name} must not carry run_id; the commit adds it")
-            path = tmp / f"{name}.parquet"
+            path = folder / f"{name}.parquet"
             pq.write_table(arrow, path)
             tables[name] = {"file": path.name, "rows": arrow.num_rows}
         tables[name]["sha256"] = _sha256(path)
     json_tables = any("columns" in t for t in tables.values())
     manifest = {"format": BUNDLE_FORMAT_JSON if json_tables else BUNDLE_FORMAT,
                 "run": asdict(bundle.run), "tables": tables}  # fmt: skip
-    manifest_path = tmp / "manifest.json"
+    manifest_path = folder / "manifest.json"
     manifest_path.write_text(json.dumps(manifest, indent=1, default=str))
-    for path in tmp.iterdir():
+    for path in folder.iterdir():
         with path.open("rb") as f:
             os.fsync(f.fileno())
-    os.rename(tmp, final)
-    _fsync_dir(spool_dir)
-    return final
 
 
 def _fsync_dir(path: Path) -> None:

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import fcntl
 import json
 import logging
-import os
 import re
 import shutil
 import tempfile
@@ -27,10 +25,11 @@ from store.bundle import (
     pending_entries,
     read_manifest,
 )
-from store.connect import writer
+from store.connect import connection
 from store.errors import StoreBusy, StoreError
 from store.location import StoreLocation
 from store.retry import retry
+from store.spool_claim import EntryClaim, EntryHeld, claim_entry
 from store.sql import string_literal
 
 log = logging.getLogger("stepscope.store")
@@ -106,26 +105,36 @@ def _select_rows(entry: Path, info: dict[str, Any]) -> str:
 def commit_entry(
     loc: StoreLocation, entry: Path, timeout_s: float = DEFAULT_COMMIT_TIMEOUT_S
 ) -> CommitResult:
-    """Commit one spool entry whole or not at all, then remove it from the spool.
+    """Claim ``entry`` (waiting while another process holds it), commit it, remove it.
 
-    Raises CorruptBundle (caller moves it aside), StoreBusy (entry stays) or StoreError.
+    An entry that is gone once claimed was committed by the process that held it. Raises
+    what ``commit_claimed`` raises.
     """
+    claim = claim_entry(entry, wait=True)
+    if claim is None:
+        return CommitResult(entry.name, inserted=False)
+    with claim:
+        return commit_claimed(loc, claim, timeout_s)
+
+
+def commit_claimed(
+    loc: StoreLocation, claim: EntryClaim, timeout_s: float = DEFAULT_COMMIT_TIMEOUT_S
+) -> CommitResult:
+    """Commit a claimed spool entry whole or not at all, then remove it from the spool.
+
+    Raises CorruptBundle (the caller, still holding the claim, moves it aside), StoreBusy
+    (the entry stays) or StoreError. The claim is what keeps two processes from committing
+    one entry at once; a run already in the store (a commit killed before the entry was
+    removed) is not inserted twice.
+    """
+    entry = claim.entry
     manifest = read_manifest(entry)
-    run = manifest["run"]
-    if loc.kind != "ducklake":
-        exists = _commit_once(loc, entry, manifest, timeout_s)
+    if loc.kind == "ducklake":  # optimistic commits: a conflicting transaction is retried
+        exists = _retry_lake_conflicts(loc, entry, manifest, timeout_s)
     else:
-        # DuckLake commits are optimistic: on a conflict (two writers changing the schema or
-        # the same catalog rows) the transaction is retried; a local lock keeps two processes
-        # on this host from committing the same spool entry twice (there is no UNIQUE).
-        with _entry_lock(entry) as present:
-            if not present:  # another process committed it while we waited
-                return CommitResult(run["run_id"], inserted=False)
-            exists = _retry_lake_conflicts(loc, entry, manifest, timeout_s)
-            shutil.rmtree(entry, ignore_errors=True)  # inside the lock: see _entry_lock
-            return CommitResult(run["run_id"], inserted=not exists)
+        exists = _commit_once(loc, entry, manifest, timeout_s)
     shutil.rmtree(entry, ignore_errors=True)
-    return CommitResult(run["run_id"], inserted=not exists)
+    return CommitResult(manifest["run"]["run_id"], inserted=not exists)
 
 
 def _commit_once(
@@ -137,7 +146,7 @@ def _commit_once(
     """
     run = manifest["run"]
     with tempfile.TemporaryDirectory(prefix="stepscope-commit-") as scratch, \
-            writer(loc, timeout_s=timeout_s) as con:  # fmt: skip
+            connection(loc, read_only=False, timeout_s=timeout_s) as con:  # fmt: skip
         migrate.upgrade(con)
         for name in manifest["tables"]:
             if not _IDENT.match(name):
@@ -206,30 +215,17 @@ def _retry_lake_conflicts(
     )
 
 
-@contextmanager
-def _entry_lock(entry: Path) -> Iterator[bool]:
-    """Hold an flock on the spool entry's folder; yield whether it still exists."""
-    try:
-        fd = os.open(entry, os.O_RDONLY)
-    except FileNotFoundError:
-        yield False
-        return
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield entry.is_dir()
-    finally:
-        os.close(fd)
-
-
 def commit_then_flush(
-    loc: StoreLocation, entry: Path, timeout_s: float = DEFAULT_COMMIT_TIMEOUT_S
+    loc: StoreLocation, claim: EntryClaim, timeout_s: float = DEFAULT_COMMIT_TIMEOUT_S
 ) -> tuple[CommitResult, FlushReport | None]:
-    """Commit a collector's own entry, then anything else waiting in the spool.
+    """Commit a collector's own claimed entry, then anything else waiting in the spool.
 
-    The backlog gets at most 5 s; a store still busy for it is not an error (None). What
-    ``commit_entry`` raises for the collector's own entry propagates.
+    The claim is released before the backlog. The backlog gets at most 5 s; a store still
+    busy for it is not an error (None). What ``commit_claimed`` raises for the collector's
+    own entry propagates.
     """
-    result = commit_entry(loc, entry, timeout_s)
+    with claim:
+        result = commit_claimed(loc, claim, timeout_s)
     try:
         return result, flush(loc, timeout_s=min(timeout_s, 5.0))
     except StoreBusy:
@@ -237,26 +233,51 @@ def commit_then_flush(
 
 
 def flush(loc: StoreLocation, timeout_s: float = DEFAULT_COMMIT_TIMEOUT_S) -> FlushReport:
-    """Commit every pending spool entry; corrupt ones are moved aside with the reason.
+    """Commit every pending spool entry that no other live process holds; corrupt ones
+    are moved aside with the reason.
 
+    An entry another process holds (it is spooling or committing it) is left to it and
+    named in ``held_elsewhere``; one that vanishes meanwhile was committed by its holder.
     StoreBusy propagates so the caller can exit 75 with the entries still pending.
     """
     spool = loc.spool_dir
     report = FlushReport([], [], [], [])
     for tmp in abandoned_temp_entries(spool):
-        target = move_aside(tmp, spool)
-        report.moved_aside.append((tmp.name, "half-written by a process that died", str(target)))
+        with _claim_or_skip(tmp, report) as claim:
+            if claim is not None:
+                target = move_aside(tmp, spool)
+                report.moved_aside.append(
+                    (tmp.name, "half-written by a process that died", str(target))
+                )
     for entry in pending_entries(spool):
-        try:
-            result = commit_entry(loc, entry, timeout_s)
-        except CorruptBundle as exc:
-            target = move_aside(entry, spool)
-            report.moved_aside.append((entry.name, str(exc), str(target)))
-            continue
-        except StoreBusy:
-            raise
-        except StoreError as exc:
-            report.failed.append((entry.name, str(exc)))
-            continue
+        with _claim_or_skip(entry, report) as claim:
+            if claim is None:
+                continue
+            try:
+                result = commit_claimed(loc, claim, timeout_s)
+            except CorruptBundle as exc:  # nobody else holds it: it is really unreadable
+                target = move_aside(entry, spool)
+                report.moved_aside.append((entry.name, str(exc), str(target)))
+                continue
+            except StoreBusy:
+                raise
+            except StoreError as exc:
+                report.failed.append((entry.name, str(exc)))
+                continue
         (report.committed if result.inserted else report.already_present).append(result.run_id)
     return report
+
+
+@contextmanager
+def _claim_or_skip(entry: Path, report: FlushReport) -> Iterator[EntryClaim | None]:
+    """The entry's claim for the block, or None when it is gone or held elsewhere."""
+    try:
+        claim = claim_entry(entry, wait=False)
+    except EntryHeld:
+        report.held_elsewhere.append(entry.name)
+        claim = None
+    if claim is None:
+        yield None
+        return
+    with claim:
+        yield claim

@@ -6,7 +6,6 @@ writers open only to commit and readers open short-lived read-only connections.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,7 +15,6 @@ import duckdb
 from store.errors import StoreBusy, StoreError, StoreMissing, is_lock_conflict
 from store.location import StoreLocation, check_duckdb_file
 from store.retry import retry
-from store.sql import string_literal
 from store.turnstile import take_turn
 
 # Extensions come from pinned wheels only; never download or load one at run time.
@@ -24,14 +22,9 @@ _NO_EXTENSION_LOADING = {
     "autoinstall_known_extensions": "false",
     "autoload_known_extensions": "false",
 }
-# The name an embedded store is attached under in the process's own database (``writer``).
-STORE_ALIAS = "stepscope_store"
-_attach_lock = threading.Lock()  # ATTACH is database-wide: one attached store at a time
 
 
-def _open_once(
-    loc: StoreLocation, read_only: bool, attach: bool = False
-) -> duckdb.DuckDBPyConnection:
+def _open_once(loc: StoreLocation, read_only: bool) -> duckdb.DuckDBPyConnection:
     if loc.kind == "ducklake":
         from store.lake import open_lake
 
@@ -42,56 +35,17 @@ def _open_once(
     check_duckdb_file(loc.path)
     if not read_only:
         loc.path.parent.mkdir(parents=True, exist_ok=True)
-    if attach:
-        return _attach(loc)
     return duckdb.connect(str(loc.path), read_only=read_only, config=_NO_EXTENSION_LOADING)
 
 
-def _attach(loc: StoreLocation) -> duckdb.DuckDBPyConnection:
-    """A new connection to the process's default in-memory database, with the store
-    attached read-write and made its default (``USE``), so unqualified names are its own.
-
-    Why not ``duckdb.connect(path)``: each new database instance costs ~17 ms before it
-    opens any file, and importing duckdb has already built the default one
-    (duckdb/_dbapi_type_object.py parses ``DuckDBPyType("BIGNUM")`` at import, which needs
-    it): ``default_connection()`` then takes 0.02 ms and ATTACH 13 ms, against 30 ms for a
-    new connection to the same store (issue 12). Lock conflicts and unreadable files raise
-    the same errors as connect. The compression setting is explained in ``writer``.
-    """
-    con = duckdb.default_connection().cursor()
-    try:
-        for name, value in _NO_EXTENSION_LOADING.items():
-            con.execute(f"SET {name} = {value}")
-        con.execute("SET disabled_compression_methods = 'fsst'")
-        con.execute(f"ATTACH {string_literal(str(loc.path))} AS {STORE_ALIAS}")
-        con.execute(f"USE {STORE_ALIAS}")
-    except BaseException:
-        con.close()
-        raise
-    return con
-
-
-def _detach(con: duckdb.DuckDBPyConnection) -> None:
-    """Close the commit's connection, then checkpoint and release the store (DETACH writes
-    the WAL into the file, as closing a database does). Closing first rolls back whatever
-    transaction the connection may have left open, which DETACH would refuse."""
-    con.close()
-    other = duckdb.default_connection().cursor()
-    try:
-        other.execute(f"DETACH {STORE_ALIAS}")
-    finally:
-        other.close()
-
-
 def open_with_retry(
-    loc: StoreLocation, *, read_only: bool, timeout_s: float, attach: bool = False
+    loc: StoreLocation, *, read_only: bool, timeout_s: float
 ) -> duckdb.DuckDBPyConnection:
     """Open ``loc``; on a lock conflict wait until ``timeout_s``.
 
     An embedded file is opened through its turnstile (store/turnstile.py): once this
     process holds the turn it is next, so it polls the file lock briefly instead of
     backing off to a second and losing races to a writer that commits in a loop.
-    ``attach``: an embedded store is attached to the process's database (``_attach``).
     """
     if loc.kind != "duckdb" or loc.path is None:
         return _retry_open(loc, read_only, timeout_s, timeout_s, max_delay_s=1.0)
@@ -101,7 +55,7 @@ def open_with_retry(
     with take_turn(loc.path, deadline) as held:
         left = max(deadline - time.monotonic(), 0.0)
         delay = 0.02 if held else 1.0
-        return _retry_open(loc, read_only, left, timeout_s, max_delay_s=delay, attach=attach)
+        return _retry_open(loc, read_only, left, timeout_s, max_delay_s=delay)
 
 
 def _retry_open(
@@ -111,13 +65,12 @@ def _retry_open(
     timeout_s: float,
     *,
     max_delay_s: float,
-    attach: bool = False,
 ) -> duckdb.DuckDBPyConnection:
     """Retry the open for ``left_s``; the message names the caller's whole ``timeout_s``."""
 
     def attempt() -> duckdb.DuckDBPyConnection:
         try:
-            return _open_once(loc, read_only, attach)
+            return _open_once(loc, read_only)
         except duckdb.IOException as exc:
             if is_lock_conflict(exc):
                 raise
@@ -141,7 +94,10 @@ def _retry_open(
 def connection(
     loc: StoreLocation, *, read_only: bool, timeout_s: float = 10.0
 ) -> Iterator[duckdb.DuckDBPyConnection]:
-    """A connection that is always closed, so the file lock is held as briefly as possible."""
+    """A connection that is always closed, so the file lock is held as briefly as possible.
+
+    Closing a read-write connection to an embedded store checkpoints it and releases the
+    file; a transaction the block left open is rolled back."""
     con = open_with_retry(loc, read_only=read_only, timeout_s=timeout_s)
     try:
         yield con
@@ -154,27 +110,3 @@ def connection(
         raise
     finally:
         con.close()
-
-
-@contextmanager
-def writer(loc: StoreLocation, *, timeout_s: float) -> Iterator[duckdb.DuckDBPyConnection]:
-    """The read-write connection one commit writes through; on leaving, the store is
-    checkpointed and its file lock released, as by ``connection``.
-
-    An embedded store is attached to the process's own database (``_attach``), which is
-    never closed: a commit helper leaves with ``os._exit`` right after answering, without
-    the ~10 ms teardown of a database instance. FSST is left out of the compression
-    candidates: analysing it costs 16 ms of a small commit's 60 ms checkpoint, and on the
-    trace and run tables (names that repeat) DuckDB chose Dictionary every time, so files
-    came out the same size (docs/benchmarks.md, stop 19).
-    """
-    if loc.kind != "duckdb" or loc.path is None:
-        with connection(loc, read_only=False, timeout_s=timeout_s) as con:
-            yield con
-        return
-    with _attach_lock:
-        con = open_with_retry(loc, read_only=False, timeout_s=timeout_s, attach=True)
-        try:
-            yield con
-        finally:
-            _detach(con)

@@ -99,31 +99,6 @@ def test_flush_with_nothing_pending(store_path: Path) -> None:
     assert "nothing pending" in result.stderr
 
 
-# Runs `python -m collectors` as the CLI does, then reports the cyclic GC's state at exit.
-_GC_AT_EXIT = (
-    "import atexit, gc, runpy, sys\n"
-    "atexit.register(lambda: print('gc enabled:', gc.isenabled()))\n"
-    "sys.argv = ['collectors', *sys.argv[1:]]\n"
-    "runpy.run_module('collectors', run_name='__main__')\n"
-)
-
-
-def test_import_verb_runs_without_the_cyclic_gc(store_path: Path) -> None:
-    """collectors/__main__.py turns the cyclic GC off for the whole run (issue 12)."""
-    import subprocess
-    import sys
-
-    from tests.helpers import ROOT
-
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "STEPSCOPE_STORE": str(store_path)}
-    done = subprocess.run([sys.executable, "-c", _GC_AT_EXIT, "host", "--json"], env=env,
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    lines = done.stdout.splitlines()
-    assert json.loads(lines[0])["committed"] is True
-    assert lines[-1] == "gc enabled: False"
-
-
 # Runs `python -m collectors` as the CLI does, then reports numpy's BLAS threads at exit.
 _BLAS_AT_EXIT = (
     "import atexit, os, runpy, sys\n"

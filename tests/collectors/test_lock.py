@@ -63,16 +63,3 @@ def test_waiting_measurement_runs_after_the_holder_finishes(lock_env) -> None:
     with measurement_lock("profile", wait=True, timeout_s=30):
         pass
     holder.wait()
-
-
-def test_a_measurement_runs_with_the_cyclic_gc(lock_env) -> None:
-    """python -m collectors starts with the cyclic GC off; a measurement turns it on."""
-    import gc
-
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        with measurement_lock("comm", wait=False):
-            assert gc.isenabled()
-    finally:
-        (gc.enable if was else gc.disable)()

@@ -13,7 +13,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from store.bundle import write_spool
+from collectors.errors import EXIT_INTERRUPTED
+from store.bundle import pending_entries, write_spool
 from store.commit import commit_entry
 from store.location import resolve
 from tests.helpers import ROOT, cli_env, query, run_cli
@@ -91,6 +92,34 @@ def test_collector_killed_after_spooling_loses_nothing(store_path: Path) -> None
     assert flushed.code == 0 and flushed.json["committed"] == entries
     assert query(store_path, "SELECT count(*) FROM runs")[0][0] == before + 1
     assert run_cli(store_path, "flush", "--json").json["committed"] == []  # committed once
+
+
+def test_ctrl_c_while_the_store_is_busy_keeps_the_run_for_the_next_flush(
+    store_path: Path,
+) -> None:
+    """SIGINT to a collector that waits on a busy store after spooling: it stops at once
+    (exit 130) and the run waits in the spool, unclaimed, for the next flush."""
+    assert run_cli(store_path, "host").code == 0
+    spool = Path(str(store_path) + ".spool")
+    with held_by_another_process(FILE_HOLDER, store_path):
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "collectors", "host", "--commit-timeout", "120",
+             "--log-format", "text"],
+            cwd=ROOT, env=cli_env(store_path), stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not pending_entries(spool):
+            time.sleep(0.05)
+        time.sleep(0.5)  # retrying the busy store now
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == EXIT_INTERRUPTED and "interrupted" in err, err
+    assert "kept in the spool" in err and "python -m collectors flush" in err, err
+    (entry,) = pending_entries(spool)
+    flushed = run_cli(store_path, "flush", "--json")
+    assert flushed.code == 0 and flushed.json["committed"] == [entry.name]
+    assert query(store_path, "SELECT count(*) FROM runs")[0][0] == 2
 
 
 def test_next_collector_run_commits_the_backlog(store_path: Path) -> None:
