@@ -125,8 +125,8 @@ def _plain_error(loc: StoreLocation, exc: duckdb.Error) -> StoreError:
     text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     if "does not match existing data path" in str(exc):
         return StoreError(
-            f"lake {loc.describe()}: the data path {redact(loc.data_path or '')!r} differs from the one the "
-            "catalog was created with; drop --data-path/STEPSCOPE_LAKE_DATA_PATH or fix it"
+            f"lake {loc.describe()}: the data path {redact(loc.data_path or '')!r} differs from "
+            "the one the catalog was created with; drop --data-path/STEPSCOPE_LAKE_DATA_PATH or fix it"
         )
     if "creating a new DuckLake is explicitly disabled" in text:
         return StoreMissing(f"no lake at {loc.describe()} yet: run a collector first")
@@ -155,7 +155,8 @@ _UNREACHABLE = (
 # libpq's words for a catalog connection that died under a statement (a restart, a kill).
 _CATALOG_LOST = (
     "server closed the connection", "terminating connection", "no connection to the server",
-    "could not receive data from server", "could not send data to server", "connection has been closed",
+    "could not receive data from server", "could not send data to server",
+    "connection has been closed",
     "ssl syscall error", "the database system is in recovery mode", "connection refused",
     "the database system is shutting down", "the database system is starting up",
 )  # fmt: skip

@@ -18,6 +18,7 @@ from __future__ import annotations
 import configparser
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -115,7 +116,11 @@ def is_object_store(data_path: str | None) -> bool:
     return bool(data_path) and data_path.lower().startswith(_S3_SCHEMES)
 
 
-def create_secret(con: duckdb.DuckDBPyConnection, data_path: str, load) -> S3Endpoint:  # noqa: ANN001
+def create_secret(
+    con: duckdb.DuckDBPyConnection,
+    data_path: str,
+    load: Callable[[duckdb.DuckDBPyConnection, str], None],
+) -> S3Endpoint:
     """Make the DuckDB secret that signs requests for ``data_path`` (``load``: lake._load).
 
     A secret the user created (``CREATE PERSISTENT SECRET ... SCOPE 's3://bucket'``) that

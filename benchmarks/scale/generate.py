@@ -54,6 +54,7 @@ def build(
     seed: int = 7,
     batch: int = 10,
     progress: Callable[[str], None] | None = None,
+    hosts: int = runs_mod.HOSTS,
 ) -> BuildReport:
     """Fill an empty store (embedded or lake cursor with ``USE lake`` done)."""
     say = progress or (lambda _msg: None)
@@ -72,7 +73,7 @@ def build(
         report.seconds[name] = round(time.perf_counter() - start, 2)
         say(f"{name}: {report.seconds[name]:.1f} s")
 
-    runs_mod.create_plan(con, runs, seed)
+    runs_mod.create_plan(con, runs, seed, hosts)
     trace.create_template(con)
     step("runs", lambda: runs_mod.insert_runs(con))
     step("host+gpu", lambda: tables.insert_host_and_gpu(con))
@@ -151,13 +152,14 @@ def main(argv: list[str] | None = None) -> int:
                     help="ranks x steps per trace run (8 ranks x 32 steps)")  # fmt: skip
     ap.add_argument("--memory-limit", default="6GB")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--hosts", type=int, default=16, help="hosts the runs come from")
     ap.add_argument("--lake", metavar="DIR", type=Path,
                     help="build a DuckLake store instead: its PostgreSQL cluster and data "
                     "files go under DIR (benchmarks/scale/pg.py restarts it later)")  # fmt: skip
     ap.add_argument("--report", type=Path, help="write the build report (JSON) here")
     args = ap.parse_args(argv)
     kw = dict(rank_steps=args.rank_steps, memory_limit=args.memory_limit, threads=args.threads,
-              progress=lambda m: print(m, file=sys.stderr, flush=True))  # fmt: skip
+              hosts=args.hosts, progress=lambda m: print(m, file=sys.stderr, flush=True))  # fmt: skip
     if args.lake:
         from benchmarks.scale import pg
 

@@ -34,8 +34,9 @@ def env_json(host_class: int) -> str:
     return json.dumps(env)
 
 
-def create_plan(con: duckdb.DuckDBPyConnection, runs: int, seed: int) -> None:
-    """TEMP table ``plan``: one row per run, with its absolute run id and times."""
+def create_plan(con: duckdb.DuckDBPyConnection, runs: int, seed: int, hosts: int = HOSTS) -> None:
+    """TEMP table ``plan``: one row per run, with its absolute run id and times, spread over
+    ``hosts`` hosts (host-00 ..)."""
     cycle = verb_cycle()
     con.execute(
         "CREATE OR REPLACE TEMP TABLE plan AS "
@@ -61,7 +62,7 @@ def create_plan(con: duckdb.DuckDBPyConnection, runs: int, seed: int) -> None:
         "       WHEN list_contains(?::VARCHAR[], verb) AND h % 30 = 1 THEN 'partial' "
         "       ELSE 'ok' END AS status "
         "FROM c ORDER BY idx",
-        [cycle, seed, runs, list(KERNEL_VERBS), METRIC_SERVERS, HOSTS, METRIC_SERVERS,
+        [cycle, seed, runs, list(KERNEL_VERBS), METRIC_SERVERS, hosts, METRIC_SERVERS,
          runs, runs, list(IMPORT_VERBS), list(KERNEL_VERBS)],
     )  # fmt: skip
 
