@@ -120,28 +120,25 @@ def number(value: float) -> str:
 def version_changes(points: pd.DataFrame) -> list[VersionChange]:
     """Where a known version differs from the previous point's (unknown -> known is not a
     change: the snapshot that records it may simply have started then)."""
+    known = {c: points[c].astype("string") for c, _ in VERSION_FIELDS}  # <NA> for unknown
+    moved = {c: (v.shift().notna() & v.notna() & (v.shift() != v)).fillna(False).to_numpy()
+             for c, v in known.items()}  # fmt: skip
     out = []
-    rows = points.to_dict("records")
-    for i in range(1, len(rows)):
-        prev, cur = rows[i - 1], rows[i]
-        changes = []
-        for column, name in VERSION_FIELDS:
-            old, new = _known(prev.get(column)), _known(cur.get(column))
-            if old and new and old != new:
-                what = name or ENGINE_NAMES.get(str(cur.get("engine")), str(cur.get("engine")))
-                changes.append((what, old, new))
-        if changes:
-            out.append(VersionChange(i, cur["run_id"], cur["measured_at"], tuple(changes)))
+    for i in np.flatnonzero(np.logical_or.reduce(list(moved.values()))):
+        engine = points["engine"].iloc[i]
+        changes = tuple(
+            (name or ENGINE_NAMES.get(str(engine), str(engine)), known[c].iloc[i - 1],
+             known[c].iloc[i])
+            for c, name in VERSION_FIELDS if moved[c][i]
+        )  # fmt: skip
+        row = points.iloc[i]
+        out.append(VersionChange(int(i), row["run_id"], row["measured_at"], changes))
     return out
 
 
 def _utc(value: Any) -> datetime:
     stamp = pd.Timestamp(value)
     return (stamp.tz_convert("UTC") if stamp.tzinfo else stamp.tz_localize("UTC")).to_pydatetime()
-
-
-def _known(value: Any) -> str | None:
-    return None if value is None or (isinstance(value, float) and np.isnan(value)) else str(value)
 
 
 def analyse(
