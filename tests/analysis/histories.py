@@ -184,7 +184,7 @@ def nccl_tests_file(tmp: Path, host: str, night: int, plan: Plan) -> Path:
     return path
 
 
-def commit(store: Path, bundles: Iterable[Bundle]) -> None:
+def commit(store: Path | str, bundles: Iterable[Bundle]) -> None:
     """Spool every bundle as a collector does, then commit the spool (store.commit.flush)."""
     loc = resolve(store)
     for bundle in bundles:
@@ -193,7 +193,7 @@ def commit(store: Path, bundles: Iterable[Bundle]) -> None:
     assert not report.failed and not report.moved_aside, report
 
 
-def serving_history(store: Path, host: str, plans: dict[int, Plan], versions: Plan) -> None:
+def serving_history(store: Path | str, host: str, plans: dict[int, Plan], versions: Plan) -> None:
     bundles = snapshots(host, versions)
     bundles += [sweep(host, n, plans, versions) for n in range(1, versions.nights + 1)]
     commit(store, bundles)

@@ -9,6 +9,7 @@ import pytest
 
 from tests.analysis import histories as h
 from tests.helpers import run_cli
+from tests.lake.conftest import Lake, lake, pg  # noqa: F401 - the lake tests' PostgreSQL fixtures
 
 UPGRADE = h.Plan(upgrade_night=20)
 SWEEP = {
@@ -155,3 +156,18 @@ def test_a_store_without_series_is_clean_and_names_the_collectors(tmp_path) -> N
     assert res.code == 0, res.stderr
     assert res.json["series"] == 0 and res.json["regressions"] == []
     assert "vllm-bench" in res.stderr and "nccl-tests" in res.stderr and "trace" in res.stderr
+
+
+def test_check_reads_a_ducklake_store(lake: Lake, monkeypatch, tmp_path) -> None:  # noqa: F811
+    """The series views on a DuckLake catalog (PostgreSQL): the same finding as embedded."""
+    monkeypatch.setenv("STEPSCOPE_SPOOL", str(lake.spool))
+    plans = {64: SWEEP[64]}
+    h.serving_history(lake.url, "gpu-a", plans, UPGRADE)
+    res = run_cli(tmp_path / "unused.duckdb", "check", "--store", lake.url, "--json", **lake.env())
+    assert res.code == 3, res.stderr
+    lines = {r["series"].split(": ")[1]: r for r in res.json["regressions"]}
+    assert set(lines) == {"median TPOT", "median ITL", "output throughput"}
+    assert all(r["since_run_id"].endswith("-gpu-a-n020") for r in lines.values())
+    assert {"what": "vLLM", "before": "0.11.0", "after": "0.11.1"} in lines["median TPOT"][
+        "versions_changed"
+    ]
