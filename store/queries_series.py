@@ -42,4 +42,4 @@ def series_points(
 
 def host_known(loc: StoreLocation, host: str) -> bool:
     """Whether any run in the store is about ``host``."""
-    return not query_df(loc, "SELECT 1 FROM runs WHERE host = ? LIMIT 1", [host]).empty
+    return not query_df(loc, "SELECT 1 FROM v_runs WHERE host = ? LIMIT 1", [host]).empty
