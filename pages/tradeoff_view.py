@@ -176,6 +176,8 @@ def render(res: PlanResult, notes: list[str]) -> None:
 
     data = points_frame(res, calibrated)
     tag = "-calibrated" if calibrated else ""
+    st.subheader(f"Serving prediction: {res.isl} in / {res.osl} out (vllm bench serve, "
+                 f"{res.engine})")  # fmt: skip
     bands = f"{band(res.engine, res.model).describe()}"
     ui.chart(band_chart(data, "tpot_ms", f"Predicted mean TPOT ({res.isl} in / {res.osl} out; "
                         "shaded: measured-error band; dotted: hypothesis; dashed: blocked)",

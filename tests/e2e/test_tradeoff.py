@@ -1,5 +1,6 @@
-"""Tradeoff calculator in a real browser: the published reference case, a stored host with a
-measured comm run picked by absolute run id, and a copied link reopening the same view."""
+"""Tradeoff calculator in a real browser: the published reference case (bands on the charts,
+the hypothesis label, "too close to call"), a stored host with a measured comm run picked by
+absolute run id, and a copied link reopening the same view."""
 
 from __future__ import annotations
 
@@ -30,27 +31,42 @@ def _main(pg) -> str:
     return pg.locator("[data-testid='stMain']").inner_text()
 
 
+
+def _band_traces(pg) -> list[str]:
+    """Names of the shaded band traces on the page's Plotly charts (what the browser drew)."""
+    return pg.evaluate("""() => [...document.querySelectorAll('.js-plotly-plot')]
+        .flatMap(gd => (gd.data || []).filter(t => t.fill === 'toself').map(t => t.name))""")
+
+
 def test_reference_case_reproduces_the_write_up(dash: Dashboard, page) -> None:
     open_app(page, dash.link("tradeoff"))
     expect(page.get_by_text("Published figures vs the model")).to_be_visible()
     expect(page.get_by_text("Assumptions and sources")).to_be_visible()
     text = _main(page)
-    assert "MoE AllReduce removed at 1 token/GPU: published 4.68 ms; model 4.68 ms" in text
+    assert "MoE AllReduce removed at 1 token/GPU: published 4.68 ms; model 5.28 ms" in text
     assert "keeps all 123 AllReduces" in text and "replicates 23.1 GB" in text
     assert "dummy passes" in text
     assert "Blocked by the policy" in text and "kv-cache-native" in text
     assert "Assumptions and sources" in text and "published" in text
-    # step model: TPOT, throughput, breakdown; serving model: TPOT with its error band
+    # One serving model: TPOT and TTFT with their bands, throughput, breakdown.
     expect(page.locator("[data-testid='stPlotlyChart']")).to_have_count(4)
-    assert "Serving prediction: 1024 in / 2048 out (vllm bench serve)" in text
-    assert "leave-one-model-out" in text and "within 25%" in text
-    assert "No serving curve for: TP attention + EP MoE (write-up estimate)" in text
-    assert "TP=8: 13.22 ms" in text  # the model's service TPOT (published: about 12 ms)
-    # Calibrated to the published profiled step: 21.7 ms, AllReduce 51.5% of it.
+    assert "Serving prediction: 1024 in / 1024 out (vllm bench serve, vllm)" in text
+    assert "Band: vllm/int4: measured within" in text and "held-out runs" in text
+    bands = _band_traces(page)
+    assert "TP=8 band" in bands  # the shaded measured-error band on the TPOT chart
+    # The unmeasured PCIe-IPC AllReduce is a hypothesis with its command, not the headline.
+    assert "Headline: TP=8" in text
+    assert "Hypotheses (an unmeasured collective: never the headline)" in text
+    assert "TP=8 + FlashInfer PCIe-IPC AllReduce [hypothesis]" in text
+    assert "python -m collectors comm --ops all_reduce" in text
+    # At concurrency 1 TP=8 and TP=8 + EP overlap within the measured error.
+    assert "At concurrency 1: too close to call - TP=8" in text and "TP=8 + EP (DP=1)" in text
+    assert '-tp 8 --enable-expert-parallel' in text  # both commands to measure them
+    # Calibrated to the published profiled step: 21.7 ms, AllReduce over 127 measured calls.
     open_app(page, dash.link("tradeoff?view=calibrated"))
     expect(page.get_by_text("Assumptions and sources")).to_be_visible()
     calibrated = _main(page)
-    assert "TP=8: 21.70 ms (AllReduce 11.17 ms" in calibrated
+    assert "TP=8: 21.70 ms (AllReduce 10.82 ms" in calibrated
 
 
 def test_stored_host_link_reopens_same_view(dash: Dashboard, filled: PlannerStore, page,
@@ -68,7 +84,7 @@ def test_stored_host_link_reopens_same_view(dash: Dashboard, filled: PlannerStor
     field.press("Enter")
     wait_app(page)
     page.wait_for_url("**cmin=8**")
-    expect(page.get_by_text("At concurrency 8, best compliant:")).to_be_visible()
+    expect(page.get_by_text("At concurrency 8, best recommendable:")).to_be_visible()
     link = page.url
     assert filled.comm_run in link and filled.gpu_run in link and "isl=8192" in link
 
@@ -78,7 +94,7 @@ def test_stored_host_link_reopens_same_view(dash: Dashboard, filled: PlannerStor
         open_app(other, link)
         expect(other.get_by_text("Assumptions and sources")).to_be_visible()
         again = _main(other)
-        assert "At concurrency 8, best compliant:" in again
+        assert "At concurrency 8, best recommendable:" in again
         assert f"measured comm run {filled.comm_run}" in again
         assert "2x NVIDIA RTX PRO 6000" in again
         assert "Serving prediction: 8192 in / 512 out" in again
@@ -92,7 +108,7 @@ def test_missing_store_still_plans_from_presets(tmp_path: Path, page) -> None:
         open_app(page, d.link("tradeoff?setup=custom&model=deepseek-v3&hw=preset:h200-sxm-8x"))
         expect(page.get_by_text("Assumptions and sources")).to_be_visible()
         text = _main(page)
-        assert "Recommended (compliant, fits in memory)" in text
+        assert "Recommended (compliant, fits, on measured or fitted collectives)" in text
         assert "presets only" in text and "h200-sxm-8x" in text
     finally:
         stop_dashboard(d)
