@@ -132,7 +132,8 @@ def single_threaded_blas() -> None:
     numpy's bundled OpenBLAS starts a thread per core when numpy is imported, and they spin
     a while: numpy issue #29193 (github.com/numpy/numpy/issues/29193) measured 1.28 CPU s
     for ``import numpy`` on a many-core host against 0.05 s with one thread, CPU taken
-    from the GPU host's serving processes by every cron'd collector. Import verbs never
+    from the GPU host's serving processes by every cron'd collector (here, on 2 cores: 0.22
+    against 0.12 CPU s, docs/benchmarks.md). Import verbs never
     call BLAS (sorting, searching and grouping only), so they lose nothing. Measuring verbs
     are left as they are: torch may use OpenBLAS for CPU work (on aarch64 hosts).
     """

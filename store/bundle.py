@@ -2,8 +2,9 @@
 
 A bundle is one run's metadata plus typed tables. It is written to the spool as a folder
 (``manifest.json`` + one file per table) under a temporary name and renamed into place, so a
-spool entry is either complete or absent. Tables never carry ``run_id``: the commit adds
-it, so one run id cannot disagree with itself.
+spool entry is either complete or absent, and claimed by its writer before it appears
+(store/spool_claim.py). Tables never carry ``run_id``: the commit adds it, so one run id
+cannot disagree with itself.
 
 A table file is Parquet, or JSON when every table of the bundle is small and offers its
 typed columns (``spool_columns()``, collectors/trace/table.py): one object of column lists,
