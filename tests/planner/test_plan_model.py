@@ -1,5 +1,5 @@
-"""The plan's layouts through the serving model: properties that hold whatever the constants
-(what tests/planner/test_costmodel.py checked of the old step model, kept where it applies)."""
+"""The plan's layouts through the serving model: properties that hold whatever the fitted
+constants are (expert-load statistics, monotone curves, vLLM memory facts, calibration)."""
 
 from __future__ import annotations
 
