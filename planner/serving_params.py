@@ -36,7 +36,11 @@ FORMAT_BW: dict[tuple[str, bool], float] = {
 # activations): RMSNorm x2, QKV GEMM, RoPE + cache write, attention, O GEMM, gate_up GEMM,
 # activation, down GEMM. MoE adds router GEMM, top-k, token permute, second grouped GEMM
 # and unpermute/reduce; MLA adds q_a / kv_a / q_b GEMMs and the absorbed BMMs.
-KERNELS = {"attention_gqa": 6, "attention_mla": 10, "dense_mlp": 4, "moe": 6}
+# FP4 MoE on GPUs with FP4 tensor cores runs FlashInfer's fused CUTLASS / TRT-LLM-gen MoE
+# (vllm-project/vllm, vllm/model_executor/layers/quantization/utils/flashinfer_fp4_moe.py:
+# ``is_flashinfer_fp4_cutlass_moe_available`` = VLLM_USE_FLASHINFER_MOE_FP4 and capability
+# >= 10.0): routing, permute, both grouped GEMMs and the finalize in about 3 launches.
+KERNELS = {"attention_gqa": 6, "attention_mla": 10, "dense_mlp": 4, "moe": 6, "moe_fused": 3}
 EAGER_LAUNCH_US = 5.0  # CPU launch cost per kernel without CUDA graphs (--enforce-eager)
 
 
@@ -87,27 +91,27 @@ DESCRIBE: dict[str, tuple[str, str]] = {
 # ---- fitted values: `python -m planner.fit` -------------------------------------------
 FITTED = ServingParams(
     bw_eff=0.9200,  # at its bound: no GPU streams more than ~92% of spec (fit.BOUNDS)
-    kernel_us=6.0504,
-    expert_us=0.1801,
-    mfu=0.4918,
-    moe_mfu=0.1086,
-    ttft_fixed_ms={"vllm": 48.13, "sglang": 238.7, "trtllm": 55.17},
-    prompts_per_client={"vllm": 5.398, "sglang": 1, "trtllm": 4.184},
+    kernel_us=6.5636,
+    expert_us=0.2618,
+    mfu=0.5235,
+    moe_mfu=0.1240,
+    ttft_fixed_ms={"vllm": 50.13, "sglang": 259.1, "trtllm": 56.56},
+    prompts_per_client={"vllm": 4.781, "sglang": 1, "trtllm": 3.989},
 )
 
 # ---- measured error bands: `python -m planner.fit --bands` -----------------------------
 # Leave-one-model-out residuals (predicted / measured - 1) per engine / weight format: the
 # band every page and the CLI draw (planner.bands). Same fixture and fit as FITTED.
 BANDS: dict[str, dict[str, dict[str, float]]] = {
-    "sglang/*": {"tpot": {"q10": -0.2459, "q90": 0.2727, "median_abs": 0.1419, "rows": 395}, "ttft": {"q10": -0.5713, "q90": 1.1437, "median_abs": 0.3584, "rows": 395}},
-    "sglang/bf16": {"tpot": {"q10": -0.0332, "q90": 0.2772, "median_abs": 0.0651, "rows": 51}, "ttft": {"q10": -0.0813, "q90": 1.4391, "median_abs": 0.4026, "rows": 51}},
-    "sglang/fp4": {"tpot": {"q10": -0.1987, "q90": 0.1906, "median_abs": 0.1007, "rows": 136}, "ttft": {"q10": -0.9029, "q90": 0.6012, "median_abs": 0.444, "rows": 136}},
-    "sglang/fp8": {"tpot": {"q10": -0.2661, "q90": 0.3252, "median_abs": 0.1741, "rows": 208}, "ttft": {"q10": -0.3589, "q90": 1.1838, "median_abs": 0.2933, "rows": 208}},
-    "trtllm/*": {"tpot": {"q10": -0.1842, "q90": 0.4507, "median_abs": 0.1552, "rows": 373}, "ttft": {"q10": -0.5838, "q90": 1.5699, "median_abs": 0.4449, "rows": 373}},
-    "trtllm/fp4": {"tpot": {"q10": -0.1886, "q90": 0.4755, "median_abs": 0.2132, "rows": 251}, "ttft": {"q10": -0.5982, "q90": 1.7409, "median_abs": 0.4774, "rows": 251}},
-    "trtllm/fp8": {"tpot": {"q10": -0.1565, "q90": 0.1694, "median_abs": 0.0925, "rows": 122}, "ttft": {"q10": -0.5735, "q90": 0.4202, "median_abs": 0.3227, "rows": 122}},
-    "vllm/*": {"tpot": {"q10": -0.2526, "q90": 0.2588, "median_abs": 0.1519, "rows": 592}, "ttft": {"q10": -0.4685, "q90": 0.6307, "median_abs": 0.241, "rows": 592}},
-    "vllm/fp4": {"tpot": {"q10": -0.2393, "q90": 0.3168, "median_abs": 0.1708, "rows": 320}, "ttft": {"q10": -0.4823, "q90": 0.673, "median_abs": 0.3007, "rows": 320}},
-    "vllm/fp8": {"tpot": {"q10": -0.2637, "q90": 0.0177, "median_abs": 0.126, "rows": 242}, "ttft": {"q10": -0.4522, "q90": 0.4281, "median_abs": 0.1973, "rows": 242}},
-    "vllm/int4": {"tpot": {"q10": -0.1758, "q90": -0.0073, "median_abs": 0.0793, "rows": 30}, "ttft": {"q10": -0.2827, "q90": -0.0427, "median_abs": 0.175, "rows": 30}},
+    "sglang/*": {"tpot": {"q10": -0.2138, "q90": 0.3613, "median_abs": 0.1546, "rows": 395}, "ttft": {"q10": -0.6047, "q90": 1.1138, "median_abs": 0.3654, "rows": 395}},
+    "sglang/bf16": {"tpot": {"q10": 0.0582, "q90": 0.3829, "median_abs": 0.1616, "rows": 51}, "ttft": {"q10": -0.004, "q90": 1.4655, "median_abs": 0.5335, "rows": 51}},
+    "sglang/fp4": {"tpot": {"q10": -0.1992, "q90": 0.1551, "median_abs": 0.0912, "rows": 136}, "ttft": {"q10": -0.9057, "q90": 0.8218, "median_abs": 0.4205, "rows": 136}},
+    "sglang/fp8": {"tpot": {"q10": -0.2274, "q90": 0.4275, "median_abs": 0.1788, "rows": 208}, "ttft": {"q10": -0.3659, "q90": 1.0899, "median_abs": 0.2694, "rows": 208}},
+    "trtllm/*": {"tpot": {"q10": -0.1189, "q90": 0.3433, "median_abs": 0.1542, "rows": 373}, "ttft": {"q10": -0.5751, "q90": 1.591, "median_abs": 0.4803, "rows": 373}},
+    "trtllm/fp4": {"tpot": {"q10": -0.1257, "q90": 0.369, "median_abs": 0.1535, "rows": 251}, "ttft": {"q10": -0.5754, "q90": 1.7816, "median_abs": 0.5054, "rows": 251}},
+    "trtllm/fp8": {"tpot": {"q10": -0.0903, "q90": 0.2599, "median_abs": 0.1575, "rows": 122}, "ttft": {"q10": -0.574, "q90": 0.9908, "median_abs": 0.401, "rows": 122}},
+    "vllm/*": {"tpot": {"q10": -0.1782, "q90": 0.2416, "median_abs": 0.1028, "rows": 592}, "ttft": {"q10": -0.4184, "q90": 0.6115, "median_abs": 0.2179, "rows": 592}},
+    "vllm/fp4": {"tpot": {"q10": -0.187, "q90": 0.2925, "median_abs": 0.13, "rows": 320}, "ttft": {"q10": -0.4437, "q90": 0.6657, "median_abs": 0.2777, "rows": 320}},
+    "vllm/fp8": {"tpot": {"q10": -0.1709, "q90": 0.1192, "median_abs": 0.086, "rows": 242}, "ttft": {"q10": -0.3936, "q90": 0.412, "median_abs": 0.18, "rows": 242}},
+    "vllm/int4": {"tpot": {"q10": -0.1571, "q90": 0.103, "median_abs": 0.071, "rows": 30}, "ttft": {"q10": -0.2813, "q90": -0.0567, "median_abs": 0.1708, "rows": 30}},
 }  # fmt: skip
