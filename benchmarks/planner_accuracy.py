@@ -85,10 +85,10 @@ def main() -> int:
     table("in-sample: engine", errs, lambda r: r.engine)
     table("in-sample: engine / model / format", errs, _fmt)
     if not args.no_holdout:
-        lomo = holdout.lomo(rows)
+        lomo = fit.lomo(rows)
         table("leave-one-model-out: engine", lomo, lambda r: r.engine)
         table("leave-one-model-out: engine / model / format", lomo, _fmt)
-        logo = holdout.logo(rows)
+        logo = fit.logo(rows)
         table("leave-one-GPU-out: engine", logo, lambda r: r.engine)
         table("leave-one-GPU-out: held-out system", logo, lambda r: f"{r.engine} {r.system}")
         by_model: dict[str, list[float]] = defaultdict(list)

@@ -1,45 +1,22 @@
-"""Held-out error of the serving model on the fixture: leave one model (or GPU) out.
+"""Statistics of the serving model's residuals on the fixture: summaries and bands.
 
     python -m planner.fit --bands     # prints BANDS for planner/serving_params.py
 
-Leave-one-model-out refits every parameter (planner.fit.fit_all) without one model's rows
-(all engines) and scores that model's rows; leave-one-GPU-out does the same per system.
-The bands the planner draws around every prediction are these residuals' 10th and 90th
-percentiles per engine and weight format: where the measured value fell for 80% of the
-held-out predictions.
+The residuals come from planner.fit (leave one model out: every parameter refitted without
+that model's rows, all engines; leave one GPU out: the same per system). The bands the
+planner draws around every prediction are their 10th and 90th percentiles per engine and
+weight format: where the measured value fell for 80% of the held-out predictions.
 """
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Callable
 
 import numpy as np
 
-from planner import fixture
-from planner.fit import errors, fit_all, groups
-
 FORMATS = {"fp8": "fp8", "fp8_block": "fp8", "nvfp4": "fp4", "int4_wo": "int4", "": "bf16",
            "bf16": "bf16"}  # fmt: skip
-
-
-def leave_out(rows: list[fixture.Row], key: Callable[[fixture.Row], str],
-              iters: int = 240) -> list[tuple]:  # fmt: skip
-    """(row, TPOT error, TTFT error) of every row, predicted by a fit without its group."""
-    out = []
-    for k in sorted({key(r) for r in rows}):
-        p = fit_all([r for r in rows if key(r) != k], iters=iters)
-        out += errors(groups([r for r in rows if key(r) == k]), p)
-    return out
-
-
-def lomo(rows: list[fixture.Row], iters: int = 240) -> list[tuple]:
-    return leave_out(rows, lambda r: r.model_path, iters)
-
-
-def logo(rows: list[fixture.Row], iters: int = 240) -> list[tuple]:
-    return leave_out(rows, lambda r: r.system, iters)
 
 
 def summary(errs: list[tuple]) -> dict[str, float]:

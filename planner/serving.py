@@ -31,54 +31,14 @@ from planner.serving_step import (
     weights_per_gpu,
 )
 from planner.serving_ttft import ttft_ms
+from planner.serving_types import ServeLayout, Workload
+
+__all__ = ["ENGINES", "TERMS", "Prediction", "ServeLayout", "Workload", "check", "predict"]
 
 TERMS = ("attention", "kv_cache", "mlp", "experts", "expert_imbalance", "lm_head", "prefill",
          "allreduce", "all_to_all")  # fmt: skip
 COMM_TERMS = ("allreduce", "all_to_all")
 COLLECTIVE_BACKENDS = ("all_reduce", "all_reduce_fast")
-
-
-@dataclass(frozen=True)
-class ServeLayout:
-    """One instance: attention TP x DP ranks; MoE split moe_tp (tensor) x moe_ep (experts);
-    how the MoE layers exchange tokens under EP (``a2a``) and which AllReduce TP uses."""
-
-    tp: int
-    dp: int = 1
-    moe_tp: int = 0  # 0 = tp x dp / moe_ep
-    moe_ep: int = 1
-    a2a: str = ""  # "" = the engine's default; allgather_reducescatter | deepep_*
-    allreduce: str = "all_reduce"  # all_reduce (NCCL) | all_reduce_fast (custom / PCIe-IPC)
-
-    @property
-    def gpus(self) -> int:
-        return self.tp * self.dp
-
-    @property
-    def moe_tensor(self) -> int:
-        return self.moe_tp or max(self.gpus // max(self.moe_ep, 1), 1)
-
-    def describe(self) -> str:
-        parts = [f"TP={self.tp}"] + ([f"DP={self.dp} (attention)"] if self.dp > 1 else [])
-        if self.moe_ep > 1:
-            parts.append(f"EP={self.moe_ep}")
-        if self.a2a:
-            parts.append(f"({self.a2a})")
-        if self.allreduce == "all_reduce_fast":
-            parts.append("+ fast AllReduce")
-        return " ".join(parts)
-
-
-@dataclass(frozen=True)
-class Workload:
-    isl: int
-    osl: int
-    engine: str = "vllm"
-    kv_dtype: str = ""  # "" = the checkpoint's native KV dtype
-    cuda_graphs: bool = True
-    a2a_dtype: str = ""  # "" = native dispatch / combine payloads; fp8_e4m3 = a downcast
-    activations: str = ""  # "" = native; fp8_e4m3 = W4A8 Marlin inputs (a downcast)
-    num_prompts: int = 0  # 0 = the fixture benchmark's prompts per concurrency slot
 
 
 @dataclass

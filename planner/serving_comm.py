@@ -15,15 +15,12 @@ Latencies come from planner.comm.CommSet (measured, published, derived or spec s
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from planner.comm import CommSet
 from planner.models import ModelSpec, dtype_bytes
-
-if TYPE_CHECKING:
-    from planner.serving import ServeLayout, Workload
+from planner.serving_types import ServeLayout, Workload
 
 A2A_BACKENDS = ("allgather_reducescatter", "deepep_low_latency", "deepep_high_throughput")
 

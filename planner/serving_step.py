@@ -17,17 +17,13 @@ Collectives are planner.serving_comm's; queueing and TTFT planner.serving_ttft's
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from planner.hardware import HardwareSpec
 from planner.models import ModelSpec, dtype_bytes
 from planner.routing import expected_max_binomial
 from planner.serving_params import EAGER_LAUNCH_US, FORMAT_BW, KERNELS, ServingParams
-
-if TYPE_CHECKING:
-    from planner.serving import ServeLayout, Workload
+from planner.serving_types import ServeLayout, Workload
 
 COMPUTE_TERMS = ("attention", "kv_cache", "mlp", "experts", "expert_imbalance", "lm_head")
 

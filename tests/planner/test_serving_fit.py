@@ -46,7 +46,7 @@ def test_refit_reproduces_the_recorded_constants(rows) -> None:
 
 def test_leave_one_model_out_on_vllm(rows) -> None:
     """Each vLLM model predicted by a fit that never saw it (the figure BANDS records)."""
-    errs = holdout.lomo([r for r in rows[0] if r.engine == "vllm"])
+    errs = fit.lomo([r for r in rows[0] if r.engine == "vllm"])
     s = holdout.summary(errs)
     assert s["rows"] >= 500
     assert s["median_abs_tpot_err"] <= 0.16 and s["within_25pct"] >= 0.75
