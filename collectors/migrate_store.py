@@ -70,8 +70,7 @@ def _prepare_source(source: StoreLocation, timeout_s: float) -> None:
     if source.kind != "duckdb":
         raise InputError(f"--store {source.describe()}: migrate copies from an embedded store "
                          "file; to move runs between lakes use export/import")  # fmt: skip
-    assert source.path is not None
-    if not source.path.is_file():
+    if not source.file.is_file():
         raise InputError(f"--store {source.path}: no store there")
     with connection(source, read_only=True, timeout_s=timeout_s) as con:
         version = migrate.store_version(con)
@@ -93,7 +92,7 @@ def copy_store(source: StoreLocation, target: StoreLocation, timeout_s: float, d
         deadline = time.monotonic() + timeout_s
         while True:  # the source file may be busy with a collector's commit for a moment
             try:
-                con.execute(f"ATTACH {string_literal(str(source.path))} AS {SRC} (READ_ONLY)")
+                con.execute(f"ATTACH {string_literal(str(source.file))} AS {SRC} (READ_ONLY)")
                 break
             except duckdb.Error as exc:
                 if "lock" not in str(exc).lower() or time.monotonic() > deadline:
@@ -107,7 +106,7 @@ def copy_store(source: StoreLocation, target: StoreLocation, timeout_s: float, d
 def _dry_run(source: StoreLocation, target: StoreLocation, timeout_s: float
              ) -> tuple[list[TableCopy], int]:  # fmt: skip
     """What a copy would do, touching neither store (no upgrade, no catalog creation)."""
-    if source.kind != "duckdb" or source.path is None or not source.path.is_file():
+    if source.kind != "duckdb" or not source.file.is_file():
         raise InputError(f"--store {source.describe()}: no embedded store there")
     target_runs: set[str] = set()
     try:
@@ -118,7 +117,7 @@ def _dry_run(source: StoreLocation, target: StoreLocation, timeout_s: float
         pass  # a new target: every run would be copied
     con = duckdb.connect(":memory:")
     try:
-        con.execute(f"ATTACH {string_literal(str(source.path))} AS {SRC} (READ_ONLY)")
+        con.execute(f"ATTACH {string_literal(str(source.file))} AS {SRC} (READ_ONLY)")
         con.execute("CREATE TEMP TABLE present (run_id VARCHAR)")
         if target_runs:
             con.executemany("INSERT INTO present VALUES (?)", [[r] for r in target_runs])

@@ -29,13 +29,13 @@ def _open_once(loc: StoreLocation, read_only: bool) -> duckdb.DuckDBPyConnection
         from store.lake import open_lake
 
         return open_lake(loc, read_only=read_only)
-    assert loc.path is not None
-    if read_only and not loc.path.exists():
-        raise StoreMissing(f"no store at {loc.path} yet: run a collector first")
-    check_duckdb_file(loc.path)
+    path = loc.file  # StoreError, never a file named "None" in the current folder
+    if read_only and not path.exists():
+        raise StoreMissing(f"no store at {path} yet: run a collector first")
+    check_duckdb_file(path)
     if not read_only:
-        loc.path.parent.mkdir(parents=True, exist_ok=True)
-    return duckdb.connect(str(loc.path), read_only=read_only, config=_NO_EXTENSION_LOADING)
+        path.parent.mkdir(parents=True, exist_ok=True)
+    return duckdb.connect(str(path), read_only=read_only, config=_NO_EXTENSION_LOADING)
 
 
 def open_with_retry(
@@ -47,12 +47,13 @@ def open_with_retry(
     process holds the turn it is next, so it polls the file lock briefly instead of
     backing off to a second and losing races to a writer that commits in a loop.
     """
-    if loc.kind != "duckdb" or loc.path is None:
+    if loc.kind != "duckdb":
         return _retry_open(loc, read_only, timeout_s, timeout_s, max_delay_s=1.0)
+    path = loc.file
     deadline = time.monotonic() + timeout_s
     if not read_only:
-        loc.path.parent.mkdir(parents=True, exist_ok=True)
-    with take_turn(loc.path, deadline) as held:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    with take_turn(path, deadline) as held:
         left = max(deadline - time.monotonic(), 0.0)
         delay = 0.02 if held else 1.0
         return _retry_open(loc, read_only, left, timeout_s, max_delay_s=delay)

@@ -51,6 +51,26 @@ class StoreLocation:
         # Never show connection secrets in messages or pages.
         return redact(self.url)
 
+    @property
+    def file(self) -> Path:
+        """The embedded store's file, for code that opens it as a file; StoreError when
+        there is none (a lake) or when its name is ``None``.
+
+        ``str(loc.path)`` of a lake is ``"None"``, which DuckDB opens as a new store file
+        named None in the current folder: a test's writer did exactly that (a stray
+        274 KB ``None`` at the repository root), so such a path is refused, never opened.
+        """
+        from store.errors import StoreError
+
+        if self.path is None:
+            raise StoreError(f"store {self.describe()} is a {self.kind} store and has no file; "
+                             "this needs an embedded store (a .duckdb path)")  # fmt: skip
+        if self.path.name == str(None):
+            raise StoreError(f"store {self.path}: a store file named None is refused (it is "
+                             "what str(None) gives for a missing path); give the store's "
+                             "real file name")  # fmt: skip
+        return self.path
+
 
 # Secrets a URL may carry: libpq's password=, a URL's user:password@, and query parameters
 # that sign or authenticate a request (httpfs reads s3_access_key_id=, s3_secret_access_key=,
@@ -118,17 +138,16 @@ def check_usable(loc: StoreLocation) -> None:
     from store.errors import StoreError
 
     refuse_credentials(loc.data_path)
-    if loc.path is not None:
-        if loc.path.is_dir():
-            raise StoreError(f"store {loc.path} is a directory; give a file path such as "
-                             f"{loc.path / 'stepscope.duckdb'}")  # fmt: skip
-        check_duckdb_file(loc.path)
+    if loc.kind == "duckdb":
+        path = loc.file
+        if path.is_dir():
+            raise StoreError(f"store {path} is a directory; give a file path such as "
+                             f"{path / 'stepscope.duckdb'}")  # fmt: skip
+        check_duckdb_file(path)
         try:
-            loc.path.parent.mkdir(parents=True, exist_ok=True)
+            path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise StoreError(
-                f"store {loc.path}: cannot create its folder ({exc.strerror})"
-            ) from None
+            raise StoreError(f"store {path}: cannot create its folder ({exc.strerror})") from None
     try:
         loc.spool_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -26,7 +26,16 @@ class CliResult:
         return json.loads(self.stdout.strip().splitlines()[-1])
 
 
+def _store_arg(store: Path | str) -> str:
+    """``str(store)``, refusing None: a lake's ``loc.path`` turned into text is ``"None"``,
+    which opens a new store file named None in the repository root."""
+    if store is None or Path(str(store)).name == str(None):
+        raise ValueError(f"store path {store!r}: pass a real file path (a lake has no path)")
+    return str(store)
+
+
 def cli_env(store: Path | str, **extra: str) -> dict[str, str]:
+    store = _store_arg(store)
     env = dict(os.environ)
     env.update(
         STEPSCOPE_STORE=str(store),
@@ -57,7 +66,7 @@ def run_cli(store: Path | str, *args: str, timeout: float = 300, **extra_env: st
 def query(store: Path | str, sql: str, params: list | None = None) -> list[tuple]:
     import duckdb
 
-    con = duckdb.connect(str(store), read_only=True)
+    con = duckdb.connect(_store_arg(store), read_only=True)
     try:
         return con.execute(sql, params or []).fetchall()
     finally:

@@ -82,6 +82,15 @@ def test_writer_upgrades_an_older_lake(loc: StoreLocation) -> None:
     assert len(query_df(loc, "SELECT run_id FROM runs")) == 1
 
 
+def test_the_suites_file_writer_refuses_a_lake(loc: StoreLocation, tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    """The release tests' other writer opens ``loc.file``: on a lake that is a clear error.
+    It opened ``str(loc.path)``, i.e. ``"None"``, a new DuckDB file in the current folder."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(StoreError, match="has no file"):
+        suite._writes_at_once(loc)
+    assert not (tmp_path / "None").exists()
+
+
 def test_data_version_is_the_catalog_snapshot(loc: StoreLocation) -> None:
     commit_entry(loc, write_spool(host_bundle("a"), loc.spool_dir))
     v1 = data_version(loc)

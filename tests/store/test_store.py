@@ -149,7 +149,8 @@ print(con.execute("SELECT count(*) FROM runs").fetchone()[0])
 
 def _writes_at_once(loc: StoreLocation) -> list[str]:
     """What another process prints after opening the store read-write with no retry."""
-    other = subprocess.run([sys.executable, "-c", _WRITE_AT_ONCE, str(loc.path)],
+    # loc.file, not str(loc.path): on a lake that is "None", a new store in the current folder
+    other = subprocess.run([sys.executable, "-c", _WRITE_AT_ONCE, str(loc.file)],
                            capture_output=True, text=True)  # fmt: skip
     assert other.returncode == 0, other.stderr
     return other.stdout.split()
