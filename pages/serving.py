@@ -18,6 +18,7 @@ import streamlit as st
 from pages import ui
 from pages.serving_metrics import METRICS_AREA, metrics_section
 from pages.serving_metrics import ms as _ms
+from pages.serving_predict import add_band
 from store import queries_serving as qs
 from store.errors import StoreError, StoreMissing
 
@@ -202,6 +203,8 @@ def versus(data: pd.DataFrame, y: str, predicted: str, title: str, y_title: str)
             fig.add_scatter(x=part["concurrency"], y=part[predicted], mode="lines",
                             line={"dash": "dash", "color": color}, name=f"{layout} planner",
                             text=[f"TPOT error {e:+.0f}%" for e in errors])  # fmt: skip
+            if predicted == "predicted_tpot_ms":  # where 80% of measured runs fell
+                add_band(fig, part, color, f"{layout} planner")
     fig.update_layout(title=title, xaxis_type="log", xaxis_title="concurrency",
                       yaxis_title=y_title, height=420)  # fmt: skip
     return fig

@@ -7,10 +7,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import plotly.graph_objects as go
 import pytest
 
 from collectors.model_config import model_config_tables
-from pages.serving_predict import serving_predictions
+from pages.serving_predict import add_band, serving_predictions
 from planner import hardware, models
 from store import queries_planner as qp
 from store import queries_serving as qs
@@ -67,6 +68,12 @@ def test_predicts_every_measured_point_and_calibrates(stored) -> None:
     assert (frame["predicted_tpot_low_ms"] < frame["predicted_tpot_high_ms"]).all()
     assert (frame["predicted_ttft_low_ms"] < frame["predicted_ttft_high_ms"]).all()
     assert frame["band"].iloc[0].startswith("vllm/int4: measured within")
+    # ... and the Serving chart draws it as a shaded area around the dashed prediction
+    fig = go.Figure()
+    add_band(fig, frame, "#4C78A8", "TP=8 planner")
+    (trace,) = fig.data
+    assert trace.fill == "toself" and trace.name == "TP=8 planner band"
+    assert max(trace.y) == pytest.approx(frame["predicted_tpot_high_ms"].max())
     assert frame["model_source"].iloc[0].startswith("preset kimi-k2.5")  # no stored config yet
     bench = _bench(loc, run_id).set_index("concurrency")["mean_tpot_ms"]
     err = lambda col: (frame.set_index("concurrency")[col] / bench - 1).abs().median()  # noqa: E731
