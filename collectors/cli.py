@@ -192,7 +192,10 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_FAILED
         if os.environ.get(settings.DEBUG.name):
             raise
+        from store.location import redact  # a library's words may quote a store URL
+
         logging.getLogger("stepscope").error(
-            f"internal error: {type(exc).__name__}: {exc} (set STEPSCOPE_DEBUG=1 for the traceback)"
+            f"internal error: {type(exc).__name__}: {redact(str(exc))} "
+            "(set STEPSCOPE_DEBUG=1 for the traceback)"
         )
         return EXIT_FAILED

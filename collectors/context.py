@@ -19,9 +19,12 @@ from store.bundle import (
     utc_now_iso,
 )
 from store.errors import StoreBusy, StoreError
-from store.location import StoreLocation, resolve
+from store.location import StoreLocation, redact, resolve
 
 _INTERNAL_ARGS = {"_verb", "verbose", "log_format", "json", "dry_run", "commit_timeout"}
+# Arguments that name a store: recorded with any password or key in them hidden, since every
+# reader of the store sees a run's arguments.
+_STORE_ARGS = {"store", "to", "data_path"}
 
 
 @dataclass
@@ -58,8 +61,15 @@ class Context:
 
     def recorded_args(self) -> dict[str, Any]:
         return {
-            k: v for k, v in vars(self.args).items() if k not in _INTERNAL_ARGS and v is not None
+            k: redact(v) if k in _STORE_ARGS and isinstance(v, str) else v
+            for k, v in vars(self.args).items()
+            if k not in _INTERNAL_ARGS and v is not None
         }
+
+    def flush_command(self) -> str:
+        """The command that commits what waits in the spool (credentials in the URL shown
+        as ``***``: the user puts them back, a log never carries them)."""
+        return f"python -m collectors flush --store '{self.loc.describe()}'"
 
     def run_record(
         self, run_id: str, env: dict[str, Any] | None = None, **fields: Any
@@ -102,14 +112,14 @@ class Context:
         except StoreBusy as exc:
             self.log.error(
                 f"{exc}; run {bundle.run.run_id} is kept in the spool at {entry}; "
-                f"commit it later with: python -m collectors flush --store '{self.loc.url}'"
+                f"commit it later with: {self.flush_command()}"
             )
             self.emit({**summary, "committed": False, "spooled": str(entry)})
             return EXIT_STORE_BUSY
         except KeyboardInterrupt:
             if entry.exists():  # else it was committed, and the backlog's flush stopped
                 self.log.error(f"run {bundle.run.run_id} is kept in the spool at {entry}; commit "
-                               f"it with: python -m collectors flush --store '{self.loc.url}'")
+                               f"it with: {self.flush_command()}")
             raise
         except StoreError as exc:
             # Nothing a user collected is lost: the run waits in the spool for a fixed store.

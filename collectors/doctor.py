@@ -57,7 +57,10 @@ def check_store(ctx: Context) -> Check:
     except StoreError as exc:
         return Check("store", FAIL, str(exc))
     except Exception as exc:  # a damaged file, a permission problem: say it, do not crash
-        return Check("store", FAIL, f"{where}: {type(exc).__name__}: {str(exc).splitlines()[0]}")
+        from store.location import redact
+
+        return Check("store", FAIL,
+                     f"{where}: {type(exc).__name__}: {redact(str(exc).splitlines()[0])}")
     code = migrate.code_version()
     if version > code:
         return Check("store", FAIL, f"{where}: schema v{version} is newer than this Stepscope "
@@ -80,7 +83,7 @@ def check_spool(ctx: Context, max_age_s: float) -> list[Check]:
     from store.spool_status import human_age, spool_status
 
     status = spool_status(ctx.loc.spool_dir)
-    flush = f"python -m collectors flush --store '{ctx.loc.describe()}'"
+    flush = ctx.flush_command()
     checks = []
     if status.empty:
         checks.append(Check("spool", PASS, f"{status.spool_dir}: nothing pending"))

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 import duckdb
 
 from store.errors import StoreBusy, StoreError, StoreMissing, is_lock_conflict
-from store.location import StoreLocation, check_duckdb_file
+from store.location import StoreLocation, check_duckdb_file, redact
 from store.retry import retry
 from store.turnstile import take_turn
 
@@ -76,7 +76,7 @@ def _retry_open(
             if is_lock_conflict(exc):
                 raise
             # An unreadable path or a file that is not a DuckDB store: no retry helps.
-            raise StoreError(f"store {loc.describe()}: cannot open ({exc})") from None
+            raise StoreError(f"store {loc.describe()}: cannot open ({redact(str(exc))})") from None
 
     mode = "read-only" if read_only else "read-write"
     return retry(

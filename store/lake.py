@@ -122,7 +122,8 @@ def _new_instance(loc: StoreLocation, read_only: bool) -> duckdb.DuckDBPyConnect
 
 
 def _plain_error(loc: StoreLocation, exc: duckdb.Error) -> StoreError:
-    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    # DuckLake's own words may quote the catalog's connection string (password= and all).
+    text = redact(str(exc).splitlines()[0]) if str(exc) else type(exc).__name__
     if "does not match existing data path" in str(exc):
         return StoreError(
             f"lake {loc.describe()}: the data path {redact(loc.data_path or '')!r} differs from "
@@ -137,6 +138,7 @@ def _plain_error(loc: StoreLocation, exc: duckdb.Error) -> StoreError:
         )
     reason = _pg_reason(str(exc))
     if reason is not None:
+        reason = redact(reason)
         if any(m in reason.lower() for m in _UNREACHABLE):
             # A temporary outage: exit 75, the run waits in the spool for the next flush.
             return StoreBusy(f"lake catalog {loc.describe()} is unreachable: {reason}")

@@ -62,7 +62,7 @@ def check_data_path(loc: StoreLocation) -> DataPathCheck:
         named = _catalog_files(con)
     except duckdb.Error as exc:
         plain = lake.outage(loc, exc)
-        return DataPathCheck("fail", str(plain) if plain else f"{str(exc).splitlines()[0]}")
+        return DataPathCheck("fail", str(plain) if plain else redact(str(exc).splitlines()[0]))
     finally:
         con.close()
     missing = sorted(named - listed)

@@ -7,7 +7,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from store.bundle import write_spool
+from store.bundle import read_manifest, write_spool
 from store.commit import commit_entry
 from store.connect import connection
 from store.errors import StoreMissing
@@ -48,6 +48,38 @@ def test_unreachable_catalog_exits_75_then_flush_commits(lake: Lake, pg: PgServe
     assert res2.code == 0, res2.stderr
     assert lake_rows(lake.url, "SELECT count(*) FROM runs WHERE run_id = ?", spooled) == [(1,)]
     assert not any(lake.spool.iterdir())
+
+
+def test_a_password_in_the_store_url_is_never_printed_nor_recorded(lake: Lake, pg: PgServer,
+                                                                   tmp_path: Path) -> None:  # fmt: skip
+    """libpq's ``password=`` in a lake URL: hidden in the 'flush it later' hint (text and
+    JSON logs), in a refusal, and in the run's recorded arguments every reader sees."""
+    import json
+
+    secret = "hunter2-pw"
+    data = f";data_path={lake.data}/"
+    down = f"ducklake:postgres:dbname=x host=127.0.0.1 port=1 user=postgres password={secret}"
+    for fmt in ("text", "json"):
+        res = run_cli(tmp_path / "unused.duckdb", "host", "--store", down + data, "--json",
+                      "--log-format", fmt, **lake.env())  # fmt: skip
+        assert res.code == 75, res.stderr
+        assert secret not in res.stderr + res.stdout, res.stderr
+        assert "flush --store 'ducklake:postgres:" in res.stderr and "password=***" in res.stderr
+    for entry in lake.spool.iterdir():  # the spooled run's arguments, as they will be stored
+        assert secret not in json.dumps(read_manifest(entry)["run"])
+    refused = lake.url.replace("dbname=", "dbname=no_such_db_", 1).replace(
+        " user=", f" password={secret} user=", 1)  # fmt: skip
+    res = run_cli(tmp_path / "unused.duckdb", "host", "--store", refused, **lake.env())
+    assert res.code == 1 and "no_such_db_" in res.stderr, res.stderr
+    assert secret not in res.stderr
+    waiting = len(list(lake.spool.iterdir()))  # the refused run is kept too
+    # PostgreSQL here trusts local users, so the URL with a password commits for real.
+    with_password = lake.url.replace(" user=", f" password={secret} user=", 1)
+    res = run_cli(tmp_path / "unused.duckdb", "flush", "--store", with_password, **lake.env())
+    assert res.code == 0, res.stderr
+    assert secret not in res.stderr + res.stdout
+    rows = lake_rows(lake.url, "SELECT args::VARCHAR FROM runs")
+    assert len(rows) == waiting == 3 and all(secret not in r[0] and "password=***" in r[0] for r in rows)
 
 
 def test_migrate_copies_every_table_and_rerun_is_a_noop(lake: Lake, tmp_path: Path) -> None:
