@@ -43,7 +43,7 @@ def pick_runs(runs: pd.DataFrame) -> list[str]:
     elif any(r not in ids for r in current):  # another model or host: keep what still fits
         st.session_state["bench_runs"] = [r for r in current if r in ids] or ids
     facts = {r.run_id: f"{r.engines} · {r.host} · {r.layouts} · "
-                       f"c={r.min_concurrency}-{r.max_concurrency}"
+                       f"c={_count(r.min_concurrency)}-{_count(r.max_concurrency)}"
              for r in runs.itertuples()}  # fmt: skip
     chosen = st.multiselect("Benchmark runs", ids, key="bench_runs",
                             format_func=lambda rid: f"{rid} ({facts.get(rid, '?')})")  # fmt: skip
@@ -210,18 +210,31 @@ def versus(data: pd.DataFrame, y: str, predicted: str, title: str, y_title: str)
     return fig
 
 
+def _count(v) -> str:
+    return "?" if v is None or pd.isna(v) else f"{int(v)}"
+
+
+def _at(row) -> str:
+    """Where a result sits: its concurrency, or why it has none (older SGLang JSONL with no
+    --max-concurrency and no prompt count)."""
+    c = row["concurrency"]
+    return "(concurrency not recorded)" if pd.isna(c) else f"at concurrency {int(c)}"
+
+
 def _sentences(data: pd.DataFrame, col: str, stat: str) -> list[str]:
     lines = []
     groups = data.groupby(["engine_label", "layout_label", "run_id"], sort=False)
     for (engine, layout, run_id), part in groups:
-        best = part.loc[part["output_throughput"].idxmax()]
-        low = part.loc[part["concurrency"].idxmin()]
-        text = (f"**{engine} · {layout}** (run `{run_id}`): {stat} TPOT {_ms(low[col])} at concurrency "
-                f"{int(low['concurrency'])}; peak {best['output_throughput']:,.0f} tok/s at "
-                f"concurrency {int(best['concurrency'])}")  # fmt: skip
+        known = part.dropna(subset=["concurrency"])
+        low = known.loc[known["concurrency"].idxmin()] if not known.empty else part.iloc[0]
+        text = f"**{engine} · {layout}** (run `{run_id}`): {stat} TPOT {_ms(low[col])} {_at(low)}"
+        thr = part.dropna(subset=["output_throughput"])
+        if not thr.empty:
+            best = thr.loc[thr["output_throughput"].idxmax()]
+            text += f"; peak {best['output_throughput']:,.0f} tok/s {_at(best)}"
         if "predicted_tpot_ms" in part and pd.notna(low.get("predicted_tpot_ms")):
-            text += (f"; planner predicts {low['predicted_tpot_ms']:.1f} ms at concurrency "
-                     f"{int(low['concurrency'])} (error {low['tpot_error_pct']:+.0f}%)")  # fmt: skip
+            text += (f"; planner predicts {low['predicted_tpot_ms']:.1f} ms {_at(low)} "
+                     f"(error {low['tpot_error_pct']:+.0f}%)")  # fmt: skip
         lines.append(text + ".")
     return lines
 

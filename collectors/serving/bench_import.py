@@ -25,11 +25,13 @@ from store.bundle import Bundle, content_run_id, new_run_id
 
 @dataclass(frozen=True)
 class Engine:
-    """What differs per engine for bench import: its name, verb and version key."""
+    """What differs per engine for bench import: its name, verb, version key, and how its
+    result files of every era name their keys."""
 
     name: str  # vllm | sglang (serving_bench.engine)
     verb: str  # vllm-bench | sglang-bench
     env_key: str  # the run's env entry that holds the server's version
+    normalize: Callable[[dict], dict] | None = None  # the engine's keys -> vLLM's
 
 
 def add_sweep_arguments(parser: argparse.ArgumentParser) -> argparse._ArgumentGroup:
@@ -79,7 +81,7 @@ def read_rows(files: list[Path], layout: Layout | None, version: str | None, eng
               source: str | None = None) -> list[dict]:  # fmt: skip
     out = []
     for f in files:
-        for r in results.load_results(f):
+        for r in results.load_results(f, engine.normalize):
             lay = layout or results.layout_from_metadata(r.obj)
             name = source or (f.name if r.part is None else f"{f.name}#{r.part + 1}")
             out.append(results.to_row(r.obj, name, lay, version, engine.name, r.fmt))
@@ -138,8 +140,9 @@ def _model_configs(found: list[dict]) -> dict[str, list[dict]]:
     from collectors.model_config import TABLE, model_config_tables
 
     rows: list[dict] = []
-    for model_id, tokenizer in sorted({(r["model_id"], r.get("tokenizer_id")) for r in found
-                                       if r["model_id"]}):  # fmt: skip
+    pairs = {(r["model_id"], r.get("tokenizer_id")) for r in found if r["model_id"]}
+    # a JSONL names no tokenizer where a log's Namespace does: None sorts first, not against str
+    for model_id, tokenizer in sorted(pairs, key=lambda p: (p[0], p[1] or "")):
         if any(row["model_id"] == model_id for row in rows):
             continue
         rows += model_config_tables(model_id, tokenizer).get(TABLE, [])

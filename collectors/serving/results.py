@@ -1,8 +1,11 @@
 """Benchmark results of any serving engine into ``serving_bench`` rows: JSON, JSONL, logs.
 
 A file is tried as one JSON object, then as JSON lines, then as a text log holding printed
-``Serving Benchmark Result`` blocks (collectors/serving/printed.py). Engines map their own
-field names onto vLLM's (``ALIASES``; SGLang's ``mean_e2e_latency_ms`` is ``mean_e2el_ms``).
+``Serving Benchmark Result`` blocks (collectors/serving/printed.py). Each engine maps its own
+keys of every era onto vLLM's (its adapter's ``normalize``, e.g. collectors/sglang/
+result_keys.py: SGLang's ``mean_e2e_latency_ms`` is ``mean_e2el_ms``). Bare ``Infinity``
+and ``NaN`` (what Python's ``json.dumps`` writes) are read; a statistic a file lacks stays
+NULL.
 
 vLLM ``--save-result`` JSON
 
@@ -22,6 +25,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,16 +49,6 @@ _LAYOUT_KEYS = {"tp": ("tp", "tensor_parallel_size"), "pp": ("pp", "pipeline_par
 
 # Folder expansion: saved results and the usual names of captured logs.
 FOLDER_GLOBS = ("*.json", "*.jsonl", "*.log", "*.out", "*.txt")
-
-# Other engines' result keys -> vLLM's (SGLang python/sglang/bench_serving.py, 0033168f:
-# ``mean_e2e_latency_ms``, ``accept_length``, ``concurrency`` = measured mean concurrency).
-ALIASES = {
-    **{f"{s}_e2e_latency_ms": f"{s}_e2el_ms" for s in ("mean", "median", "std", "p90", "p99")},
-    "accept_length": "spec_decode_acceptance_length",
-    "concurrency": "mean_concurrency",
-    "input_throughput": "input_throughput",
-}
-
 
 @dataclass
 class Result:
@@ -92,8 +86,10 @@ def _has_block(path: Path) -> bool:
         return True  # let the import say what is wrong with it
 
 
-def load_results(path: Path) -> list[Result]:
-    """Every result in a file: one JSON object, JSON lines, or printed blocks in a log."""
+def load_results(path: Path, normalize: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+                 ) -> list[Result]:  # fmt: skip
+    """Every result in a file: one JSON object, JSON lines, or printed blocks in a log;
+    ``normalize`` (the engine's) renames a JSON result's keys to vLLM's first."""
     try:
         text = path.read_text()
     except (OSError, UnicodeDecodeError) as exc:
@@ -112,15 +108,13 @@ def load_results(path: Path) -> list[Result]:
             return [Result(printed.to_result(b), "printed", b.index if len(blocks) > 1 else None)
                     for b in blocks]  # fmt: skip
     for r in found:
-        r.obj = normalize(r.obj) if isinstance(r.obj, dict) else r.obj
-        if (
-            not isinstance(r.obj, dict)
-            or "request_throughput" not in r.obj
-            or not any(f"mean_{m}_ms" in r.obj for m in METRICS)
-        ):
+        if isinstance(r.obj, dict) and normalize is not None:
+            r.obj = normalize(r.obj)
+        if not isinstance(r.obj, dict) or not is_result(r.obj):
             raise InputError(
-                f"{path}: not a serving benchmark result (no request_throughput and mean_*_ms "
-                "keys, as `vllm bench serve --save-result` or sglang.bench_serving write)"
+                f"{path}: not a serving benchmark result (no throughput or latency statistic "
+                "such as output_throughput or median_ttft_ms, as `vllm bench serve "
+                "--save-result` or sglang.bench_serving --output-file write)"
             )
     if len(found) > 1:
         for i, r in enumerate(found):
@@ -138,12 +132,19 @@ def _json_lines(text: str) -> list[Result] | None:
         return None
 
 
-def normalize(obj: dict[str, Any]) -> dict[str, Any]:
-    """Other engines' key names mapped onto vLLM's; vLLM's own keys win."""
+def is_result(obj: dict[str, Any]) -> bool:
+    """A benchmark result of any era holds a throughput or a latency statistic."""
+    return any(_num(obj.get(k)) is not None for k in ("request_throughput", "output_throughput")) \
+        or any(_num(obj.get(f"{s}_{m}_ms")) is not None for m in METRICS for s in _STATS)
+
+
+def rename_keys(obj: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
+    """``obj`` with each key of ``names`` renamed to its value; a key already there wins."""
     out = dict(obj)
-    for theirs, ours in ALIASES.items():
-        if theirs in obj and theirs != ours:
-            out.setdefault(ours, out.pop(theirs))
+    for theirs, ours in names.items():
+        if theirs in out and theirs != ours:
+            value = out.pop(theirs)
+            out.setdefault(ours, value)
     return out
 
 
@@ -189,12 +190,15 @@ _SPEC = {"spec_acceptance_rate": "spec_decode_acceptance_rate",
 def to_row(obj: dict[str, Any], source: str, layout: Layout | None, version: str | None,
            engine: str = "vllm", fmt: str = "json") -> dict[str, Any]:  # fmt: skip
     """One serving_bench row (without run_id); ``version`` is the server's (engine's)."""
-    rate = _num(obj.get("request_rate"))
-    rate = None if rate is None or math.isinf(rate) else rate
+    raw_rate = obj.get("request_rate")
+    rate = _num(raw_rate)  # NULL = inf (also when absent: the tools' default)
+    replayed = isinstance(raw_rate, str) and rate is None  # SGLang's "trace": recorded times
+    all_at_once = not replayed and (rate is None or math.isinf(rate))
+    rate = None if all_at_once else rate
     max_c = _int(obj.get("max_concurrency"))
     num_prompts = _int(obj.get("num_prompts"))
     completed = _int(obj.get("completed"))
-    concurrency = max_c if max_c is not None else (num_prompts if rate is None else None)
+    concurrency = max_c if max_c is not None else (num_prompts if all_at_once else None)
     row: dict[str, Any] = {
         "source": source, "result_date": obj.get("date"), "bench_label": obj.get("label"),
         "backend": obj.get("backend") or obj.get("endpoint_type"),
@@ -224,10 +228,21 @@ def to_row(obj: dict[str, Any], source: str, layout: Layout | None, version: str
         row[col] = _num(obj.get(key)) if col.endswith(("rate", "length")) else _int(obj.get(key))
     known = (set(row) | set(_SPEC.values())
              | {"date", "label", "endpoint_type", "request_rate", "duration"})  # fmt: skip
-    extra = {k: v for k, v in obj.items() if k not in known and k not in _BIG
+    extra = {k: _json_safe(v) for k, v in obj.items() if k not in known and k not in _BIG
              and isinstance(v, (str, int, float, bool, type(None)))}  # fmt: skip
-    row["extra"] = json.dumps(extra, sort_keys=True, default=str)
+    if replayed:
+        extra["request_rate"] = raw_rate
+    row["extra"] = json.dumps(extra, sort_keys=True, default=str, allow_nan=False)
     return row
+
+
+def _json_safe(v: Any) -> Any:
+    """Standard JSON has no NaN or infinity: ``extra`` stays readable by any JSON reader (jq,
+    a browser, ``json.loads(..., parse_constant=...)``), not only by DuckDB's lenient one. A
+    NaN is no value (NULL, as in the columns); an infinity is kept as text."""
+    if isinstance(v, float) and math.isnan(v):
+        return None
+    return str(v) if isinstance(v, float) and math.isinf(v) else v
 
 
 def _mean_len(obj: dict[str, Any], lens_key: str, total_key: str, n: int | None) -> float | None:

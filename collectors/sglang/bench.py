@@ -1,7 +1,8 @@
 """``sglang-bench``: SGLang ``bench_serving`` results per concurrency, with their layout.
 
 ``--results FILE|DIR ...`` imports ``python -m sglang.bench_serving --output-file`` JSONL
-(one result object per line, appended per run) and logs holding its printed blocks (shapes:
+(one result object per line, appended per run; every era's keys since July 2024:
+collectors/sglang/result_keys.py) and logs holding its printed blocks (shapes:
 python/sglang/bench_serving.py, sgl-project/sglang 0033168f; read by collectors/serving).
 ``--url URL --concurrency 1,4,16`` runs ``python -m sglang.bench_serving`` once per
 concurrency when SGLang is installed here, under the host-wide measurement lock.
@@ -21,9 +22,9 @@ from collectors.errors import InputError, MeasurementError
 from collectors.serving import bench_import
 from collectors.serving.layout import Layout
 from collectors.sglang import layout as sgl_layout
-from collectors.sglang import server
+from collectors.sglang import result_keys, server
 
-ENGINE = bench_import.Engine("sglang", "sglang-bench", "sglang")
+ENGINE = bench_import.Engine("sglang", "sglang-bench", "sglang", result_keys.normalize)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
