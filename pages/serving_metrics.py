@@ -27,7 +27,8 @@ def metrics_section(loc, host: str | None) -> None:
                        "minute; an SGLang one with `python -m collectors sglang-metrics --url "
                        "http://127.0.0.1:30000`):")  # fmt: skip
         return
-    keys = [f"{ENGINE_NAMES.get(r.engine, r.engine)} · {r.host} · {r.url} · {r.model_name}"
+    keys = [f"{ENGINE_NAMES.get(r.engine, r.engine)} · {r.host} · {r.url} · "
+            f"{r.model_name if isinstance(r.model_name, str) else '(no model label)'}"
             for r in servers.itertuples()]  # fmt: skip
     c1, c2 = st.columns([3, 1])
     choice = c1.selectbox("Server", keys, key="server", bind="query-params")
@@ -40,18 +41,26 @@ def metrics_section(loc, host: str | None) -> None:
     if timeline.empty:
         st.info(f"No scrape of this server in the last {int(hours)} h (relative to now).")
         return
-    hist = qs.ENGINE_METRICS[engine][2]  # vLLM: per-request TPOT; SGLang: inter-token latency
-    per_token = "TPOT" if engine == "vllm" else "ITL"
-    quant = qs.interval_quantiles(loc, row["host"], row["url"], row["model_name"], hist,
-                                  since)  # fmt: skip
-    data = timeline.merge(quant.drop(columns="run_id"), on="scraped_at", how="left")
+    # vLLM: per-request TPOT; SGLang: inter-token latency (each engine's older names too)
+    hist = qs.per_token_histogram(loc, engine, row["host"], row["url"], row["model_name"])
+    per_token = hist[1] if hist else "TPOT"
+    data = timeline
+    if hist:
+        quant = qs.interval_quantiles(loc, row["host"], row["url"], row["model_name"], hist[0],
+                                      since)  # fmt: skip
+        data = timeline.merge(quant.drop(columns="run_id"), on="scraped_at", how="left")
     last = data.iloc[-1]
+    if len(data) > 1:
+        since_before = (f"since the scrape before: mean TPOT {ms(last['mean_tpot_ms'])}, mean "
+                        f"ITL {ms(last['mean_itl_ms'])}, "
+                        f"{_n(last['generation_tokens_per_s'])} generated tok/s.")  # fmt: skip
+    else:
+        since_before = ("rates and latencies need a second scrape (counters are cumulative; "
+                        "cron the same command every minute).")  # fmt: skip
     st.markdown(
         f"{len(data)} scrape(s) in the last {int(hours)} h; newest `{last['run_id']}`: "
         f"{_n(last['running'])} running, {_n(last['waiting'])} waiting, KV cache "
-        f"{_pct(last['kv_cache_usage'])}; since the scrape before: mean TPOT "
-        f"{ms(last['mean_tpot_ms'])}, mean ITL {ms(last['mean_itl_ms'])}, "
-        f"{_n(last['generation_tokens_per_s'])} generated tok/s."
+        f"{_pct(last['kv_cache_usage'])}; {since_before}"
     )
     fig = go.Figure()
     fig.add_scatter(x=data["scraped_at"], y=data["running"], name="running", mode="lines+markers")

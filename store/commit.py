@@ -28,6 +28,7 @@ from store.bundle import (
 from store.connect import connection
 from store.errors import StoreBusy, StoreError
 from store.location import StoreLocation
+from store.renamed_tables import current_name, insert_sql
 from store.retry import retry
 from store.spool_claim import EntryClaim, EntryHeld, claim_entry
 from store.sql import string_literal
@@ -164,7 +165,7 @@ def _commit_once(
                 for name, info in manifest["tables"].items():
                     if info.get("rows") == 0:
                         continue  # nothing to insert; each statement costs ~5 ms
-                    con.execute(f"INSERT INTO {name} BY NAME " + _select_rows(entry, info))
+                    con.execute(insert_sql(name, _select_rows(entry, info)))  # an old name too
                 con.execute(
                     "INSERT INTO runs BY NAME SELECT *, now() AS committed_at FROM spool_run"
                 )
@@ -179,7 +180,7 @@ def _commit_once(
             if isinstance(exc, duckdb.CatalogException):
                 known = _store_tables(con)
                 for name, info in manifest["tables"].items():
-                    if info.get("rows") != 0 and name not in known:
+                    if info.get("rows") != 0 and current_name(name) not in known:
                         raise _lacks(entry, name) from None
             raise
     return bool(exists)

@@ -45,29 +45,50 @@ def code_version() -> int:
     return max(m.version for m in migrations())
 
 
-def store_version(con: duckdb.DuckDBPyConnection) -> int:
-    """The store's schema version; 0 for an empty database.
+def applied_versions(con: duckdb.DuckDBPyConnection) -> list[int]:
+    """The migrations recorded in the store, ascending; empty for an empty database.
 
     Asks the table directly: information_schema costs ~80 ms per query on a DuckLake
     catalog, and this runs on every commit and every new data version.
     """
     try:
-        return con.execute("SELECT coalesce(max(version), 0) FROM stepscope_schema").fetchone()[0]
+        row = con.execute("SELECT list(version ORDER BY version) FROM stepscope_schema").fetchone()
     except duckdb.CatalogException:
-        return 0
+        return []
+    return list(row[0] or [])
+
+
+def store_version(con: duckdb.DuckDBPyConnection) -> int:
+    """The store's schema version: the newest migration up to which every one of this code's
+    migrations is applied (0 for an empty database), or, when the store is newer than this
+    code, its newest migration.
+
+    Migrations are numbered when work starts and may land out of order (0011 committed
+    before 0010): a store that has 0011 but not 0010 is at v9 and is upgraded by 0010.
+    """
+    applied = applied_versions(con)
+    if applied and applied[-1] > code_version():
+        return applied[-1]
+    done = set(applied)
+    version = 0
+    for mig in migrations():
+        if mig.version not in done:
+            break
+        version = mig.version
+    return version
 
 
 def upgrade(con: duckdb.DuckDBPyConnection) -> list[int]:
-    """Apply every migration newer than the store, each in its own transaction."""
-    current = store_version(con)
-    ensure_not_newer(current)
+    """Apply every migration the store lacks, in order, each in its own transaction."""
+    done = set(applied_versions(con))
+    ensure_not_newer(max(done, default=0))
     applied = []
     for mig in migrations():
-        if mig.version <= current:
+        if mig.version in done:
             continue
         con.execute("BEGIN TRANSACTION")
         try:
-            if current == 0 and not applied:
+            if not done and not applied:
                 con.execute(
                     "CREATE TABLE IF NOT EXISTS stepscope_schema "
                     "(version INTEGER NOT NULL, name VARCHAR NOT NULL, "

@@ -1,7 +1,9 @@
 """Named queries for the Serving page: benchmarks, vllm-profile runs, metric scrapes.
 
-Every value is a bound parameter. Interval quantiles come from the bucket counts added
-between two scrapes (``v_vllm_histogram_deltas``), interpolated like Prometheus does.
+Every value is a bound parameter. Metric scrapes of every engine are read through the
+``v_serving_*`` views (store/migrations/0010_serving_metrics.sql); interval quantiles come
+from the bucket counts added between two scrapes (``v_serving_histogram_deltas``),
+interpolated like Prometheus does.
 """
 
 from __future__ import annotations
@@ -79,25 +81,32 @@ def profile_runs(loc: StoreLocation, host: str | None = None) -> pd.DataFrame:
     )
 
 
-# Per engine: its scrape view, its interval view, and the histogram of per-token latency.
-ENGINE_METRICS = {
-    "vllm": ("v_vllm_scrapes", "v_vllm_metrics_deltas",
-             "vllm:request_time_per_output_token_seconds"),
-    "sglang": ("v_sglang_scrapes", "v_sglang_metrics_deltas", "sglang:inter_token_latency_seconds"),
+# Per engine, the per-token latency histograms the page shows interval quantiles of, in the
+# order preferred (older family names after), each with what it measures.
+PER_TOKEN_HISTOGRAMS: dict[str, tuple[tuple[str, str], ...]] = {
+    "vllm": (("vllm:request_time_per_output_token_seconds", "TPOT"),
+             ("vllm:inter_token_latency_seconds", "ITL"),
+             ("vllm:time_per_output_token_seconds", "ITL")),  # before 0.11: per token
+    "sglang": (("sglang:inter_token_latency_seconds", "ITL"),
+               ("sglang:time_per_output_token_seconds", "ITL")),  # older name, per token
 }  # fmt: skip
+
+
+def _label_value(value: object) -> str | None:
+    """A label read back from a frame: pandas gives NaN for NULL, which would bind as DOUBLE
+    and make DuckDB cast the VARCHAR column to it (issue 20: SGLang's model_name)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return str(value)
 
 
 def metric_servers(loc: StoreLocation, host: str | None = None) -> pd.DataFrame:
     """Each scraped server (engine, host, url, model) with its scrape count and time range."""
-    union = " UNION ALL ".join(
-        f"SELECT '{engine}' AS engine, host, url, model_name, scraped_at FROM {views[0]}"
-        for engine, views in ENGINE_METRICS.items()
-    )
     return query_df(
         loc,
         "SELECT engine, host, url, model_name, count(*) AS scrapes, min(scraped_at) AS first_at, "
-        f"max(scraped_at) AS last_at FROM ({union}) WHERE {_HOST} "
-        "GROUP BY engine, host, url, model_name ORDER BY last_at DESC",
+        f"max(scraped_at) AS last_at FROM v_serving_scrapes WHERE {_HOST} "
+        "GROUP BY engine, host, url, model_name ORDER BY last_at DESC, engine, url, model_name",
         [host, host],
     )
 
@@ -105,24 +114,40 @@ def metric_servers(loc: StoreLocation, host: str | None = None) -> pd.DataFrame:
 def metrics_timeline(loc: StoreLocation, host: str, url: str, model: str | None,
                      since: object, engine: str = "vllm") -> pd.DataFrame:  # fmt: skip
     """Per scrape: gauges and the interval rates/latencies since the previous scrape."""
-    view = ENGINE_METRICS[engine][1]  # a fixed name, never user text
     return query_df(
         loc,
-        f"SELECT * FROM {view} WHERE host = ? AND url = ? "
-        "AND model_name IS NOT DISTINCT FROM ? AND scraped_at >= ? ORDER BY scraped_at",
-        [host, url, model, since],
+        "SELECT * FROM v_serving_metrics_deltas WHERE engine = ? AND host = ? AND url = ? "
+        "AND model_name IS NOT DISTINCT FROM ?::VARCHAR AND scraped_at >= ? ORDER BY scraped_at",
+        [engine, host, url, _label_value(model), since],
     )
+
+
+def per_token_histogram(loc: StoreLocation, engine: str, host: str, url: str,
+                        model: str | None) -> tuple[str, str] | None:  # fmt: skip
+    """(family, "TPOT" | "ITL") of the first per-token histogram this server exports."""
+    candidates = PER_TOKEN_HISTOGRAMS.get(engine, ())
+    if not candidates:
+        return None
+    found = set(query_df(
+        loc,
+        "SELECT DISTINCT metric FROM v_serving_histogram_deltas WHERE engine = ? AND host = ? "
+        "AND url = ? AND model_name IS NOT DISTINCT FROM ?::VARCHAR "
+        "AND list_contains(string_split(?, ','), metric)",
+        [engine, host, url, _label_value(model), ",".join(m for m, _ in candidates)],
+    )["metric"])  # fmt: skip
+    return next(((m, what) for m, what in candidates if m in found), None)
 
 
 def interval_quantiles(loc: StoreLocation, host: str, url: str, model: str | None, metric: str,
                        since: object, qs: tuple[float, ...] = (0.5, 0.99)) -> pd.DataFrame:  # fmt: skip
-    """Per scrape, quantiles (ms) of ``metric`` over the observations since the last scrape."""
+    """Per scrape, quantiles (ms) of ``metric`` over the observations since the last scrape
+    (none for a server's first scrape: nothing to subtract)."""
     frame = query_df(
         loc,
-        "SELECT run_id, scraped_at, le, added FROM v_vllm_histogram_deltas WHERE host = ? "
-        "AND url = ? AND model_name IS NOT DISTINCT FROM ? AND metric = ? AND scraped_at >= ? "
-        "AND added IS NOT NULL ORDER BY scraped_at, le",
-        [host, url, model, metric, since],
+        "SELECT run_id, scraped_at, le, added FROM v_serving_histogram_deltas WHERE host = ? "
+        "AND url = ? AND model_name IS NOT DISTINCT FROM ?::VARCHAR AND metric = ? "
+        "AND scraped_at >= ? AND added IS NOT NULL ORDER BY scraped_at, le",
+        [host, url, _label_value(model), metric, since],
     )
     rows = []
     for (run_id, at), part in frame.groupby(["run_id", "scraped_at"], sort=True):
@@ -134,4 +159,7 @@ def interval_quantiles(loc: StoreLocation, host: str, url: str, model: str | Non
             row[f"p{round(q * 100)}_ms"] = None if v is None else v * 1000.0
         rows.append(row)
     columns = ["run_id", "scraped_at", "observations", *[f"p{round(q * 100)}_ms" for q in qs]]
-    return pd.DataFrame(rows, columns=columns).sort_values("scraped_at", ignore_index=True)
+    out = pd.DataFrame(rows, columns=columns).astype(
+        {"scraped_at": frame["scraped_at"].dtype, "observations": float,
+         **{c: float for c in columns[3:]}})  # typed when empty too: callers merge on it
+    return out.sort_values("scraped_at", ignore_index=True)

@@ -15,6 +15,7 @@ import duckdb
 from store import migrate
 from store.connect import connection
 from store.location import StoreLocation
+from store.renamed_tables import current_name, insert_sql
 
 SKIP_TABLES = {"stepscope_schema"}
 
@@ -77,16 +78,15 @@ def check_against_schema(tables: dict[str, Any]) -> str | None:
     try:
         migrate.upgrade(con)
         for name, table in tables.items():
-            if name not in schema or name == "runs":
+            target = current_name(name)  # an older export names a renamed table as it was
+            if target not in schema or name == "runs":
                 return f"table {name!r} is not part of this Stepscope's schema"
-            unknown = [c for c in table.column_names if c not in schema[name]]
-            if unknown:
+            unknown = [c for c in table.column_names if c not in schema[target]]
+            if unknown and target == name:
                 return f"table {name}: unknown column(s) {', '.join(unknown[:5])}"
             con.register("incoming", table)
             try:
-                con.execute(
-                    f"INSERT INTO {name} BY NAME SELECT 'check'::VARCHAR AS run_id, * FROM incoming"
-                )
+                con.execute(insert_sql(name, "SELECT 'check'::VARCHAR AS run_id, * FROM incoming"))
             except duckdb.Error as exc:
                 return f"table {name}: rows do not fit the schema ({str(exc).splitlines()[0]})"
             finally:

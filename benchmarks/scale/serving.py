@@ -115,7 +115,7 @@ def insert_metrics(con: duckdb.DuckDBPyConnection) -> None:
     """Counters grow with the scrape number, so interval deltas are positive."""
     hist = ", ".join(f"('{m}', {mean})" for m, mean in HISTOGRAMS)
     buckets = ", ".join(str(b) for b in BUCKETS)
-    base = ("INSERT INTO vllm_metrics_samples SELECT p.run_id, p.started_at, "
+    base = ("INSERT INTO serving_metrics_samples SELECT p.run_id, 'vllm', p.started_at, "
             "'http://127.0.0.1:8000', {metric}, {kind}, {sample}, 'moonshotai/Kimi-K2.5', "
             "'0', {labels}, {le}, {value} FROM plan p{more} WHERE p.verb = 'vllm-metrics'")  # fmt: skip
     n = "(p.scrape // 4 + 1)"  # scrape number of this server

@@ -2,8 +2,8 @@
 
 Cheap enough for cron every minute: stdlib HTTP and parsing, no pandas/torch, no lock.
 Every sample of the engine's families (``vllm:*``, ``sglang:*``) is stored as is in
-``vllm_metrics_samples`` (the metric name carries the engine's prefix); the store's views
-compute the deltas between consecutive scrapes.
+``serving_metrics_samples`` with the adapter's ``engine``; the store's views compute the
+deltas between consecutive scrapes (store/migrations/0010_serving_metrics.sql).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ class MetricsAdapter:
     waiting: str  # gauge of queued requests
     empty_hint: str  # why a server might expose none of them
     version: Callable[[str, float], str | None]
+    index_label: str | None = None  # the label naming an engine core (vLLM's `engine`)
 
 
 def add_arguments(parser: argparse.ArgumentParser, example: str) -> None:
@@ -38,23 +39,24 @@ def add_arguments(parser: argparse.ArgumentParser, example: str) -> None:
                         help="HTTP timeout in seconds (default 10)")  # fmt: skip
 
 
-def scrape_rows(text: str, url: str, scraped_at: str, prefix: str) -> dict[str, list]:
-    """The vllm_metrics_samples columns for one scrape's exposition text."""
+def scrape_rows(text: str, url: str, scraped_at: str, a: MetricsAdapter) -> dict[str, list]:
+    """The serving_metrics_samples columns for one scrape's exposition text."""
     cols: dict[str, list] = {k: [] for k in (
-        "scraped_at", "url", "metric", "kind", "sample", "model_name", "engine", "labels",
-        "le", "value")}  # fmt: skip
-    for s in prom.parse(text, prefix=prefix):
+        "engine", "scraped_at", "url", "metric", "kind", "sample", "model_name",
+        "engine_index", "labels", "le", "value")}  # fmt: skip
+    for s in prom.parse(text, prefix=a.prefix):
         labels = dict(s.labels)
         model = labels.pop("model_name", None)
-        engine = labels.pop("engine", None)
+        engine_index = labels.pop(a.index_label, None) if a.index_label else None
         le = labels.pop("le", None) if s.name.endswith("_bucket") else None
+        cols["engine"].append(a.engine)
         cols["scraped_at"].append(scraped_at)
         cols["url"].append(url)
         cols["metric"].append(s.family)
         cols["kind"].append(s.kind)
         cols["sample"].append(s.name)
         cols["model_name"].append(model)
-        cols["engine"].append(engine)
+        cols["engine_index"].append(engine_index)
         cols["labels"].append(json.dumps(labels, sort_keys=True))
         cols["le"].append(None if le is None else float(le.replace("+Inf", "inf")))
         cols["value"].append(s.value if not math.isnan(s.value) else None)
@@ -75,7 +77,7 @@ def scrape(args: argparse.Namespace, ctx: Context, a: MetricsAdapter) -> int:
     except client.HttpStatus as exc:
         raise MeasurementError(f"{exc}; is {base} a {name} server?") from None
     try:
-        cols = scrape_rows(raw.decode("utf-8", errors="replace"), base, scraped_at, a.prefix)
+        cols = scrape_rows(raw.decode("utf-8", errors="replace"), base, scraped_at, a)
     except prom.ExpositionError as exc:
         raise MeasurementError(f"{base}/metrics is not Prometheus text: {exc}") from None
     if not cols["metric"]:
@@ -93,7 +95,7 @@ def scrape(args: argparse.Namespace, ctx: Context, a: MetricsAdapter) -> int:
                f"{a.engine}_version": version, **gauges}  # fmt: skip
     ctx.log.info(f"scraped {len(cols['metric'])} samples from {base}/metrics "
                  f"(running {gauges['running']}, waiting {gauges['waiting']})")  # fmt: skip
-    return ctx.submit(Bundle(record, {"vllm_metrics_samples": cols}), summary)
+    return ctx.submit(Bundle(record, {"serving_metrics_samples": cols}), summary)
 
 
 def _total(cols: dict[str, list], name: str) -> float | None:

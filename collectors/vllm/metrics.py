@@ -29,13 +29,13 @@ def _server_version(base: str, timeout: float) -> str | None:
 
 ADAPTER = serving_metrics.MetricsAdapter(
     engine="vllm", verb="vllm-metrics", prefix=PREFIX, running="vllm:num_requests_running",
-    waiting="vllm:num_requests_waiting", version=_server_version,
+    waiting="vllm:num_requests_waiting", version=_server_version, index_label="engine",
     empty_hint="not a vLLM server, or one started with --disable-log-stats",
 )  # fmt: skip
 
 
 def scrape_rows(text: str, url: str, scraped_at: str) -> dict[str, list]:
-    return serving_metrics.scrape_rows(text, url, scraped_at, PREFIX)
+    return serving_metrics.scrape_rows(text, url, scraped_at, ADAPTER)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

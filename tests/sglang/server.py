@@ -73,6 +73,8 @@ class State:
                 "version": c.get("version", "0.5.4"), **c.get("extra_info", {})}  # fmt: skip
 
     def metrics_text(self) -> str:
+        if self.cfg.get("metrics_file"):  # a real server's recorded exposition, verbatim
+            return Path(self.cfg["metrics_file"]).read_text()
         labels = (f'engine_type="unified",model_name="{self.cfg["model"]}",pp_rank="0",'
                   'tp_rank="0"')  # fmt: skip
         out: list[str] = []

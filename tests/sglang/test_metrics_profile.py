@@ -4,6 +4,7 @@ routes, scheduler_profiler_mixin.py ``{profile_id}-TP-{rank}.trace.json.gz`` fil
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 
 from collectors.serving.load import LoadSpec, run_load
@@ -26,9 +27,9 @@ def test_two_scrapes_fill_the_sglang_view(sglang_server, store_path) -> None:
     rows = query(store_path, "SELECT generation_tokens, requests_finished, itl_count, "
                  "kv_cache_usage FROM v_sglang_scrapes ORDER BY scraped_at")  # fmt: skip
     assert rows[0][:2] == (0.0, 0.0) and rows[1][:3] == (40.0, 4.0, 36.0)
-    labels = query(store_path, "SELECT DISTINCT labels FROM vllm_metrics_samples "
+    labels = query(store_path, "SELECT DISTINCT engine, labels FROM serving_metrics_samples "
                    "WHERE sample = 'sglang:num_running_reqs'")  # fmt: skip
-    assert labels == [('{"engine_type": "unified", "pp_rank": "0", "tp_rank": "0"}',)]
+    assert labels == [("sglang", '{"engine_type": "unified", "pp_rank": "0", "tp_rank": "0"}')]
     assert query(store_path, "SELECT DISTINCT json_extract_string(env, '$.sglang') "
                  "FROM runs") == [("0.5.4",)]  # fmt: skip
     # What the Serving page reads: the server listed as SGLang, interval rates and latencies.
@@ -47,6 +48,49 @@ def test_two_scrapes_fill_the_sglang_view(sglang_server, store_path) -> None:
                                   "sglang:inter_token_latency_seconds", "2000-01-01")  # fmt: skip
     assert quant["observations"].tolist() == [36.0]
     assert query(store_path, "SELECT count(*) FROM v_vllm_scrapes") == [(0,)]  # not vLLM's
+
+
+DOCS_EXAMPLE = FIXTURES / "serving" / "metrics" / "sglang_production_metrics.prom"
+
+
+def test_one_scrape_of_the_docs_example_reads_on_the_page(sglang_server, store_path) -> None:
+    """SGLang's own docs' /metrics (12 families; func_latency_seconds labelled `name`, no
+    model): one scrape is a server with gauges and no interval yet (issue 20: it crashed)."""
+    from store import queries_serving as qs
+    from store.location import resolve
+
+    server = sglang_server(metrics_file=str(DOCS_EXAMPLE))
+    res = run_cli(store_path, "sglang-metrics", "--url", server.url, "--json")
+    assert res.code == 0, res.stderr
+    assert res.json["samples"] == 91 and res.json["models"] == ["meta-llama/Llama-3.1-8B-Instruct"]
+    loc = resolve(str(store_path))
+    servers = qs.metric_servers(loc)  # the model-less family is no served model of its own
+    assert servers[["engine", "model_name", "scrapes"]].values.tolist() == [
+        ["sglang", "meta-llama/Llama-3.1-8B-Instruct", 1]]  # fmt: skip
+    row = servers.iloc[0]
+    timeline = qs.metrics_timeline(loc, row["host"], row["url"], row["model_name"], "2000-01-01",
+                                   "sglang")  # fmt: skip
+    assert timeline[["running", "waiting", "kv_cache_usage", "gen_throughput"]].values.tolist() \
+        == [[162.0, 2826.0, 0.28, pytest.approx(86.508, abs=1e-3)]]  # fmt: skip
+    assert timeline[["generation_tokens_per_s", "mean_itl_ms"]].isna().all().all()  # no delta
+    # its per-token histogram is the older name, observed once per output token
+    assert qs.per_token_histogram(loc, "sglang", row["host"], row["url"], row["model_name"]) \
+        == ("sglang:time_per_output_token_seconds", "ITL")  # fmt: skip
+    quant = qs.interval_quantiles(loc, row["host"], row["url"], row["model_name"],
+                                  "sglang:time_per_output_token_seconds", "2000-01-01")  # fmt: skip
+    assert quant.empty and str(quant["scraped_at"].dtype) == str(timeline["scraped_at"].dtype)
+    # A NULL model read back from a frame is NaN: it must bind as text, not as a DOUBLE
+    for model in (float("nan"), None):
+        assert qs.metrics_timeline(loc, row["host"], row["url"], model, "2000-01-01",
+                                   "sglang").empty  # fmt: skip
+        assert qs.interval_quantiles(loc, row["host"], row["url"], model,
+                                     "sglang:func_latency_seconds", "2000-01-01").empty  # fmt: skip
+    # a second scrape of the same (unchanged) server: an interval, with nothing generated
+    assert run_cli(store_path, "sglang-metrics", "--url", server.url).code == 0
+    timeline = qs.metrics_timeline(loc, row["host"], row["url"], row["model_name"], "2000-01-01",
+                                   "sglang")  # fmt: skip
+    assert len(timeline) == 2 and timeline["generation_tokens_per_s"].iloc[1] == 0.0
+    assert pd.isna(timeline["mean_itl_ms"].iloc[1])  # no token observed in the interval
 
 
 def test_metrics_off_is_one_line(sglang_server, store_path) -> None:

@@ -96,6 +96,8 @@ class State:
         self.profiling = False
 
     def metrics_text(self) -> str:
+        if self.cfg.get("metrics_file"):  # a real server's recorded exposition, verbatim
+            return Path(self.cfg["metrics_file"]).read_text()
         model = self.cfg["model"]
         lab = f'engine="0",model_name="{model}"'
         out: list[str] = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import socket
 
 from collectors.serving.load import LoadSpec, run_load
-from tests.helpers import query, run_cli
+from tests.helpers import FIXTURES, query, run_cli
 from tests.vllm.conftest import MODEL
 
 
@@ -52,6 +52,33 @@ def test_two_scrapes_give_interval_rates_and_latencies(vllm_server, store_path) 
     assert quant["run_id"].tolist() == [second.json["run_id"]]
     assert quant["observations"].iloc[0] == 6
     assert 0 < quant["p50_ms"].iloc[0] <= quant["p99_ms"].iloc[0] <= 10.0  # first bucket: 10 ms
+
+
+RECORDED = FIXTURES / "serving" / "metrics" / "vllm_aibrix_runtime_metrics.prom"
+
+
+def test_one_scrape_of_a_recorded_v0_server(vllm_server, store_path) -> None:
+    """A vLLM 0.7 /metrics as printed by vllm-project/aibrix's docs: V0 names
+    (gpu_cache_usage_perc), model-less families (cache_config_info, lora_requests_info), no
+    engine label and no latency histogram: one server, one scrape, nothing to subtract."""
+    from store import queries_serving as qs
+    from store.location import resolve
+
+    server = vllm_server(metrics_file=str(RECORDED))
+    res = run_cli(store_path, "vllm-metrics", "--url", server.url, "--json")
+    assert res.code == 0, res.stderr
+    assert res.json["samples"] == 29 and res.json["models"] == ["Qwen/Qwen2.5-Coder-1.5B-Instruct"]
+    assert query(store_path, "SELECT count(*), count(engine_index), count(DISTINCT engine) "
+                 "FROM serving_metrics_samples") == [(29, 0, 1)]  # fmt: skip
+    loc = resolve(str(store_path))
+    servers = qs.metric_servers(loc)
+    assert servers[["engine", "model_name", "scrapes"]].values.tolist() == [
+        ["vllm", "Qwen/Qwen2.5-Coder-1.5B-Instruct", 1]]  # fmt: skip
+    row = servers.iloc[0]
+    timeline = qs.metrics_timeline(loc, row["host"], row["url"], row["model_name"], "2000-01-01")
+    assert timeline[["running", "waiting", "kv_cache_usage"]].values.tolist() == [[0.0, 0.0, 0.0]]
+    assert timeline["mean_tpot_ms"].isna().all()
+    assert qs.per_token_histogram(loc, "vllm", row["host"], row["url"], row["model_name"]) is None
 
 
 def test_server_down_is_one_clear_line(store_path) -> None:

@@ -56,7 +56,8 @@ def test_scrape_rows_split_labels_and_buckets() -> None:
     cols = scrape_rows(TEXT, "http://h:8000", "2026-11-30T00:00:00+00:00")
     les = [le for le, s in zip(cols["le"], cols["sample"], strict=True) if s.endswith("_bucket")]
     assert les == [0.01, 0.025, math.inf]
-    assert set(cols["engine"]) == {"0", "1"}
+    assert set(cols["engine_index"]) == {"0", "1"}  # vLLM's engine label: the DP engine core
+    assert set(cols["engine"]) == {"vllm"}  # the server scraped
     assert all(lab == "{}" for lab in cols["labels"])
 
 
