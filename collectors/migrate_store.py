@@ -88,19 +88,33 @@ def copy_store(source: StoreLocation, target: StoreLocation, timeout_s: float, d
     _prepare_source(source, timeout_s)
     con = _open_target(target, timeout_s)
     try:
-        migrate.upgrade(con)
-        deadline = time.monotonic() + timeout_s
-        while True:  # the source file may be busy with a collector's commit for a moment
-            try:
-                con.execute(f"ATTACH {string_literal(str(source.file))} AS {SRC} (READ_ONLY)")
-                break
-            except duckdb.Error as exc:
-                if "lock" not in str(exc).lower() or time.monotonic() > deadline:
-                    raise StoreBusy(f"source store {source.describe()} is busy: {exc}") from exc
-                time.sleep(0.2)
-        return _copy(con, target, timeout_s, dry_run)
+        return _copy_into(con, source, target, timeout_s, dry_run)
+    except duckdb.Error as exc:
+        from store.lake import outage
+
+        if (plain := outage(target, exc)) is None:
+            raise
+        # The copy is one transaction: nothing of it is visible, and a re-run copies it all.
+        raise StoreBusy(f"{plain}; no run was copied: run this migrate again once it "
+                        "answers") from exc  # fmt: skip
     finally:
         con.close()
+
+
+def _copy_into(con: duckdb.DuckDBPyConnection, source: StoreLocation, target: StoreLocation,
+               timeout_s: float, dry_run: bool) -> tuple[list[TableCopy], int]:  # fmt: skip
+    """Upgrade the opened target, attach the source to it, copy."""
+    migrate.upgrade(con)
+    deadline = time.monotonic() + timeout_s
+    while True:  # the source file may be busy with a collector's commit for a moment
+        try:
+            con.execute(f"ATTACH {string_literal(str(source.file))} AS {SRC} (READ_ONLY)")
+            break
+        except duckdb.Error as exc:
+            if "lock" not in str(exc).lower() or time.monotonic() > deadline:
+                raise StoreBusy(f"source store {source.describe()} is busy: {exc}") from exc
+            time.sleep(0.2)
+    return _copy(con, target, timeout_s, dry_run)
 
 
 def _dry_run(source: StoreLocation, target: StoreLocation, timeout_s: float

@@ -56,7 +56,7 @@ def big_export(tmp_path_factory: pytest.TempPathFactory) -> Big:
         manifest = json.loads(zf.read("manifest.json"))
     rows = {name: t["rows"] for name, t in manifest["tables"].items()}
     assert rows["host_gpus"] == BIG_ROWS
-    return Big(out, bundle.run.run_id, {**rows, "runs": 1})
+    return Big(out, bundle.run.run_id, {**rows, "runs": 1}, tmp / "src.duckdb")
 
 
 @dataclass(frozen=True)
@@ -64,6 +64,7 @@ class Big:
     zip: Path
     run_id: str
     rows: dict[str, int]  # per table, ``runs`` included: the whole run
+    store: Path  # the embedded store it was exported from (a source for ``migrate``)
 
 
 def run_counts(url: str, run_id: str) -> dict[str, int]:
@@ -282,3 +283,62 @@ def test_compact_with_the_bucket_unreachable(proxy_lake, tmp_path: Path) -> None
     assert again.code == 0, again.stderr
     with connection(resolve(lake.url), read_only=True) as con:
         assert con.execute("SELECT count(*) FROM runs").fetchone()[0] == 1
+
+
+@pytest.mark.parametrize("when", ["before", "during"])
+def test_migrate_with_the_bucket_unreachable(proxy_lake, big_export, tmp_path: Path,
+                                             when: str) -> None:  # noqa: ANN001  # fmt: skip
+    """``migrate --to`` a lake whose bucket is cut before the copy or in the middle of its
+    upload: store unavailable (exit 75) in one line naming the endpoint, no reader ever sees
+    part of the run, and the same command run again finishes the copy (then is a no-op)."""
+    lake, proxy = proxy_lake
+    cut = threading.Event()
+    if when == "before":
+        proxy.cut()
+        cut.set()
+    else:
+        proxy.on_upload(CUT_AFTER, lambda: (proxy.cut(), cut.set()))
+    watcher = Watcher(lake.url, big_export.run_id, big_export.rows)
+    res = run_cli(big_export.store, "migrate", "--to", lake.url, **lake.env())
+    assert cut.is_set(), "the upload finished before the cut"
+    assert res.code == 75, res.stderr
+    (line,) = res.stderr.strip().splitlines()
+    assert "unreachable" in line and f"127.0.0.1:{proxy.port}" in line, line
+    assert "internal error" not in line and "Traceback" not in res.stderr
+    proxy.resume()
+    from store import lake as lake_mod
+
+    lake_mod.reset()
+    assert not assert_none_or_all(run_counts(lake.url, big_export.run_id), big_export.rows)
+    again = run_cli(big_export.store, "migrate", "--to", lake.url, "--json", **lake.env())
+    assert again.code == 0, again.stderr
+    assert again.json["new_runs"] == 1 and again.json["ok"]
+    assert assert_none_or_all(run_counts(lake.url, big_export.run_id), big_export.rows)
+    watcher.check()
+    once_more = run_cli(big_export.store, "migrate", "--to", lake.url, "--json", **lake.env())
+    assert once_more.code == 0 and once_more.json["new_runs"] == 0, once_more.stderr
+    with connection(resolve(lake.url), read_only=True) as con:  # the earlier run is whole too
+        assert con.execute("SELECT count(*) FROM runs").fetchone()[0] == 2
+
+
+def test_migrate_into_a_new_lake_with_s3_stopped(pg: PgServer, own_moto: MotoServer, big_export,
+                                                 tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                 ) -> None:  # fmt: skip
+    """The first ``migrate`` to a lake whose S3 server is down: the catalog may be created,
+    no run is in it, and the same command finishes the move once the server is back."""
+    lake = new_s3_lake(pg, own_moto, tmp_path)
+    lake.apply(monkeypatch)
+    own_moto.stop()
+    res = run_cli(big_export.store, "migrate", "--to", lake.url, **lake.env())
+    assert res.code == 75, res.stderr
+    (line,) = res.stderr.strip().splitlines()
+    assert "unreachable" in line and own_moto.url in line and "migrate again" in line, line
+    own_moto.start()  # back, empty, with a new key
+    lake.apply(monkeypatch)
+    again = run_cli(big_export.store, "migrate", "--to", lake.url, "--json", **lake.env())
+    assert again.code == 0, again.stderr
+    assert again.json["new_runs"] == 1 and again.json["ok"]
+    from store import lake as lake_mod
+
+    lake_mod.reset()
+    assert assert_none_or_all(run_counts(lake.url, big_export.run_id), big_export.rows)
