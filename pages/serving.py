@@ -165,6 +165,8 @@ def bench_section(loc, host: str | None) -> None:
         st.caption("Planner prediction (dashed) for the same model and layout on: " + "; ".join(
             f"{r.hardware} ({r.hardware_source}); communication: {r.comm_source}"
             for r in used.itertuples()))  # fmt: skip
+        st.caption("Shaded around each prediction: where the measured TPOT fell for 80% of "
+                   "the fit's held-out runs - " + "; ".join(pred["band"].dropna().unique()))
     if reasons:
         st.caption("No prediction for: " + "; ".join(reasons))
     tpot = versus(data, col, "predicted_tpot_ms", f"{stat} TPOT vs concurrency ({model})",

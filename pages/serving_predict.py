@@ -15,13 +15,6 @@ import streamlit as st
 ENGINES = ("vllm", "sglang", "trtllm")
 
 
-def band_caption(engine: str, model) -> str:
-    from planner.bands import band
-
-    return (f"Band: {band(engine, model).describe()}; from the fit's leave-one-model-out "
-            "residuals (planner/serving_params.py BANDS).")  # fmt: skip
-
-
 def add_band(fig: go.Figure, part: pd.DataFrame, color: str, name: str) -> None:
     """The shaded band where the measured TPOT is expected (80% of held-out runs)."""
     if "predicted_tpot_low_ms" not in part or part["predicted_tpot_low_ms"].isna().all():

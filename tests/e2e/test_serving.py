@@ -118,6 +118,12 @@ def test_measured_tpot_with_planner_prediction_and_metrics(serving, page) -> Non
     assert "3 scrape(s) in the last 24 h" in text and "generated tok/s" in text
     assert f"Newest {runs['profile']}: {MODEL} on vLLM 0.16.0, TP2, 2 rank trace(s)" in text
     expect(main.get_by_test_id("stPlotlyChart")).to_have_count(4)
+    # Each prediction's measured-error band: said in words and drawn as a shaded area.
+    assert "Shaded around each prediction: where the measured TPOT fell for 80% of" in text
+    assert "vllm/int4: measured within" in text and "sglang/*: measured within" in text
+    bands = page.evaluate("""() => [...document.querySelectorAll('.js-plotly-plot')]
+        .flatMap(gd => (gd.data || []).filter(t => t.fill === 'toself').map(t => t.name))""")
+    assert {"TP8 planner band", "TP1xDP8+EP planner band"} <= set(bands), bands
     # The engines' runs of the same model and layout side by side, in the charts and a table.
     expect(main.get_by_text("Engines side by side")).to_be_visible()
     legend = main.get_by_test_id("stPlotlyChart").first.inner_text()
