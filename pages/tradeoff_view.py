@@ -145,8 +145,8 @@ def recommendation(res: PlanResult, calibrated: bool, at: int) -> None:
             j = cur.at(at)
             ops = ", ".join(f"{c.op} on {c.world_size} GPUs ({c.kind}: {c.source})"
                             for c in r.unmeasured)  # fmt: skip
-            tpot = f"{cur.tpot_ms[j]:.2f} ms at concurrency {at}" if cur.tpot_ms[j] == cur.tpot_ms[
-                j] else "no prediction"  # fmt: skip
+            tpot = (f"{cur.tpot_ms[j]:.2f} ms at concurrency {at}"
+                    if np.isfinite(cur.tpot_ms[j]) else "no prediction")  # fmt: skip
             st.markdown(f"- **{r.layout.name}** [{HYPOTHESIS}]: {tpot}; rests on {ops}. "
                         "Measure it: " + "; ".join(f"`{m}`" for m in r.measure))  # fmt: skip
 
