@@ -29,6 +29,8 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
 
 from planner.policy import (
     UNCHANGED,
@@ -72,44 +74,68 @@ class TraceFinding:
     detail: str
 
 
+@dataclass(frozen=True)
+class _Verdict:
+    """What a rule says of a kernel (name, category, dtype), whichever run or rank ran it:
+    rules 1 and 2 read nothing else, so they are decided once per distinct kernel."""
+
+    level: str
+    rule_id: str
+    check: str
+    dtype: str
+    sentence: str
+    detail: str
+
+
+def _get(row: Mapping, key: str) -> Any:
+    """``row[key]``, None when absent or NaN (a DataFrame's missing value, and truthy)."""
+    value = row.get(key)
+    return None if isinstance(value, float) and value != value else value
+
+
+def _text(row: Mapping, key: str) -> str:
+    return str(_get(row, key) or "")
+
+
+@lru_cache(maxsize=4096)
+def _is_comm_kernel(name: str, category: str) -> bool:
+    return category in COMM_CATEGORIES or bool(_COLLECTIVE.search(name))
+
+
 def _is_comm(row: Mapping) -> bool:
-    return str(row.get("category") or "") in COMM_CATEGORIES or bool(
-        _COLLECTIVE.search(str(row.get("name") or ""))
-    )
+    return _is_comm_kernel(_text(row, "name"), _text(row, "category"))
 
 
-def _dtype_of(row: Mapping) -> str | None:
+def _dtype_of(name: str, dtype: str | None) -> str | None:
     """The collective's float dtype if it is one we check; None for ints, fp32 or unknown."""
-    for raw in (row.get("dtype"), *(m.group(1) for m in _NAME_DTYPE.finditer(str(row["name"])))):
+    for raw in (dtype, *(m.group(1) for m in _NAME_DTYPE.finditer(name))):
         if not raw:
             continue
         try:
-            dtype = normalize_dtype(str(raw))
+            found = normalize_dtype(str(raw))
         except UnknownDtype:
             continue
-        return dtype if dtype in _CHECKED else None
+        return found if found in _CHECKED else None
     return None
 
 
-def _component(row: Mapping) -> str:
-    cat, name = str(row.get("category") or ""), str(row.get("name") or "")
-    if cat in ("allgather", "all_to_all") or _DISPATCH.search(name) and "combine" not in name:
+def _component(name: str, category: str) -> str:
+    if category in ("allgather", "all_to_all") or _DISPATCH.search(name) and "combine" not in name:
         return "dispatch"
     return "communication"
 
 
-def _finding(row: Mapping, level: str, rule_id: str, check: str, dtype: str, sentence: str,
-             detail: str) -> TraceFinding:  # fmt: skip
-    rank = row.get("rank")
+def _finding(row: Mapping, v: _Verdict) -> TraceFinding:
+    rank = _get(row, "rank")
     return TraceFinding(
-        level, rule_id, check, str(row.get("run_id") or ""),
-        None if rank is None else int(rank), str(row["name"]),
-        str(row.get("category") or ""), dtype, int(row.get("calls") or 0),
-        float(row.get("total_us") or 0.0), sentence, detail,
+        v.level, v.rule_id, v.check, _text(row, "run_id"),
+        None if rank is None else int(rank), _text(row, "name"), _text(row, "category"),
+        v.dtype, int(_get(row, "calls") or 0), float(_get(row, "total_us") or 0.0),
+        v.sentence, v.detail,
     )  # fmt: skip
 
 
-def _violations(row, component, dtype, native, policy, check, why) -> list[TraceFinding]:
+def _violations(component, dtype, native, policy, check, why) -> list[_Verdict]:
     nat = native or ASSUMED_NATIVE
     changes = {component: dtype}
     if component == "communication":
@@ -119,9 +145,40 @@ def _violations(row, component, dtype, native, policy, check, why) -> list[Trace
         # FP16 against an assumed BF16 model is only a cast if the model really is BF16.
         level = "review" if native is None and dtype == "fp16" else "violation"
         assumed = "" if native else " (checkpoint assumed BF16; choose its native precision)"
-        out.append(_finding(row, level, v.rule_id, check, dtype, v.sentence,
+        out.append(_Verdict(level, v.rule_id, check, dtype, v.sentence,
                             f"{why}; {v.detail}{assumed}"))  # fmt: skip
     return out
+
+
+def _comm_verdicts(name: str, category: str, dtype_column: str | None, policy: Policy,
+                   native: Precision | None) -> list[_Verdict]:  # fmt: skip
+    """Rules 1 and 2 for one communication kernel."""
+    codec = _QR_CODEC.search(name)
+    if codec:
+        dtype = {"Q4": "int4", "Q6": "int6", "Q8": "int8", "FP": "fp16"}[codec.group(1)]
+        return _violations("communication", dtype, native, policy, "quantizing_collective",
+                           f"quick-reduce codec {codec.group(1)}")  # fmt: skip
+    dtype = _dtype_of(name, dtype_column)
+    if _LOW_COMBINE.search(name):
+        return _violations("communication", dtype or "fp8_e4m3", native, policy,
+                           "quantizing_collective", "low-precision MoE combine")  # fmt: skip
+    if (
+        dtype
+        and _QUANT.search(name)
+        and not _DEQUANT.search(name)
+        and re.search(r"allreduce|all_reduce|fusion", name, re.I)
+    ):
+        rule = policy.rules_for("communication")
+        if not rule:
+            return []
+        return [_Verdict("review", rule[0].id, "quantizing_collective", dtype,
+                         "Needs review: " + rule[0].sentence,
+                         "fused AllReduce + quantize: lossless only if the quantization feeds "
+                         "an FP8 GEMM of an FP8 checkpoint")]  # fmt: skip
+    if dtype:
+        return _violations(_component(name, category), dtype, native, policy,
+                           "low_precision_collective", f"collective kernel in {dtype}")  # fmt: skip
+    return []
 
 
 def check_kernels(
@@ -136,76 +193,53 @@ def check_kernels(
     (see :func:`check_adjacent`) for runs whose per-event table is stored; rule 3 then uses
     that instead of the call-count proxy.
     """
-    rows = [_clean(r) for r in rows if r.get("name")]
-    adjacency = {rid: [_clean(r) for r in rs] for rid, rs in (adjacency or {}).items()}
+    rows = [r for r in rows if _get(r, "name")]
+    adjacency = adjacency or {}
     out: list[TraceFinding] = []
     comm_calls: dict[tuple, set[int]] = defaultdict(set)
+    verdicts: dict[tuple, list[_Verdict]] = {}  # per distinct kernel: thousands of rows, few
     for row in rows:
-        if not _is_comm(row):
+        name, category = _text(row, "name"), _text(row, "category")
+        if not _is_comm_kernel(name, category):
             continue
-        key = (row.get("run_id"), row.get("rank"))
-        if str(row.get("category") or "") in COMM_CATEGORIES:
-            comm_calls[key].add(int(row.get("calls") or 0))
-        name = str(row["name"])
-        codec = _QR_CODEC.search(name)
-        if codec:
-            dtype = {"Q4": "int4", "Q6": "int6", "Q8": "int8", "FP": "fp16"}[codec.group(1)]
-            out += _violations(row, "communication", dtype, native, policy,
-                               "quantizing_collective", f"quick-reduce codec {codec.group(1)}")  # fmt: skip
-            continue
-        dtype = _dtype_of(row)
-        if _LOW_COMBINE.search(name):
-            out += _violations(row, "communication", dtype or "fp8_e4m3", native, policy,
-                               "quantizing_collective", "low-precision MoE combine")  # fmt: skip
-        elif (
-            dtype
-            and _QUANT.search(name)
-            and not _DEQUANT.search(name)
-            and re.search(r"allreduce|all_reduce|fusion", name, re.I)
-        ):
-            rule = policy.rules_for("communication")
-            if rule:
-                out.append(_finding(row, "review", rule[0].id, "quantizing_collective", dtype,
-                                    "Needs review: " + rule[0].sentence,
-                                    "fused AllReduce + quantize: lossless only if the "
-                                    "quantization feeds an FP8 GEMM of an FP8 checkpoint"))  # fmt: skip
-        elif dtype:
-            out += _violations(row, _component(row), dtype, native, policy,
-                               "low_precision_collective", f"collective kernel in {dtype}")  # fmt: skip
+        if category in COMM_CATEGORIES:
+            comm_calls[(_get(row, "run_id"), _get(row, "rank"))].add(int(_get(row, "calls") or 0))
+        kernel = (name, category, _get(row, "dtype"))
+        if kernel not in verdicts:
+            verdicts[kernel] = _comm_verdicts(*kernel, policy, native)
+        out += [_finding(row, v) for v in verdicts[kernel]]
     for run_rows in adjacency.values():
         out += check_adjacent(run_rows, policy)
     for row in rows:
-        key = (row.get("run_id"), row.get("rank"))
+        key = (_get(row, "run_id"), _get(row, "rank"))
+        calls = int(_get(row, "calls") or 0)
         if (
-            row.get("run_id") not in adjacency
+            key[0] not in adjacency
             and _is_quantize(row)
             and not _is_comm(row)
-            and int(row.get("calls") or 0) in comm_calls.get(key, set())
+            and calls in comm_calls.get(key, set())
         ):
-            calls = int(row.get("calls") or 0)
             out += _review(row, "paired_quantize", f"{calls} quantize calls, as many as a "
                            "collective on this rank: check whether it quantizes the payload "
                            "before sending", policy)  # fmt: skip
     return out
 
 
-def _clean(row: Mapping) -> dict:
-    """Missing values from a DataFrame arrive as NaN (truthy): make them None."""
-    return {k: None if isinstance(v, float) and v != v else v for k, v in row.items()}
+@lru_cache(maxsize=4096)
+def _is_quantize_kernel(name: str, category: str) -> bool:
+    return category == "cast_quant" and bool(_QUANT.search(name)) and not _DEQUANT.search(name)
 
 
 def _is_quantize(row: Mapping) -> bool:
-    name = str(row.get("name") or "")
-    return (str(row.get("category") or "") == "cast_quant" and bool(_QUANT.search(name))
-            and not _DEQUANT.search(name))  # fmt: skip
+    return _is_quantize_kernel(_text(row, "name"), _text(row, "category"))
 
 
 def _review(row: Mapping, check: str, detail: str, policy: Policy) -> list[TraceFinding]:
     rule = policy.rules_for("communication")
     if not rule:
         return []
-    return [_finding(row, "review", rule[0].id, check, str(row.get("dtype") or ""),
-                     "Needs review: " + rule[0].sentence, detail)]  # fmt: skip
+    return [_finding(row, _Verdict("review", rule[0].id, check, _text(row, "dtype"),
+                                   "Needs review: " + rule[0].sentence, detail))]  # fmt: skip
 
 
 def check_adjacent(rows: Iterable[Mapping], policy: Policy) -> list[TraceFinding]:
@@ -215,10 +249,10 @@ def check_adjacent(rows: Iterable[Mapping], policy: Policy) -> list[TraceFinding
     of at least half of a collective's calls is a review item."""
     out: list[TraceFinding] = []
     for row in rows:
-        times, total = int(row.get("times") or 0), int(row.get("comm_calls") or 0)
+        times, total = int(_get(row, "times") or 0), int(_get(row, "comm_calls") or 0)
         if _is_quantize(row) and times and 2 * times >= total:
             found = _review({**row, "calls": times, "total_us": 0.0}, "quantize_before_collective",
-                            f"launched right before {times} of {total} {row.get('comm_category')} "
+                            f"launched right before {times} of {total} {_get(row, 'comm_category')} "
                             "calls on this rank: check whether it quantizes the payload",
                             policy)  # fmt: skip
             out += found
@@ -228,11 +262,11 @@ def check_adjacent(rows: Iterable[Mapping], policy: Policy) -> list[TraceFinding
 def quantize_candidates(rows: Iterable[Mapping]) -> set[str]:
     """Runs where rule 3 could fire: a quantize kernel on a rank that runs a collective. For
     the other runs the call-count proxy and the per-event check agree (nothing to find)."""
-    rows = [_clean(r) for r in rows if r.get("name")]
-    comm = {(r.get("run_id"), r.get("rank")) for r in rows
-            if str(r.get("category") or "") in COMM_CATEGORIES}  # fmt: skip
-    return {str(r.get("run_id")) for r in rows
-            if _is_quantize(r) and (r.get("run_id"), r.get("rank")) in comm}  # fmt: skip
+    rows = [r for r in rows if _get(r, "name")]
+    comm = {(_get(r, "run_id"), _get(r, "rank")) for r in rows
+            if _text(r, "category") in COMM_CATEGORIES}  # fmt: skip
+    return {str(_get(r, "run_id")) for r in rows
+            if _is_quantize(r) and (_get(r, "run_id"), _get(r, "rank")) in comm}  # fmt: skip
 
 
 def run_verdict(findings: Iterable[TraceFinding], run_id: str, exact: bool,

@@ -149,3 +149,33 @@ def test_summary_verdict_says_when_rule_3_is_by_call_counts() -> None:
     fp8 = row("ncclDevKernel_AllReduce_Sum_f8e4m3_RING_LL", "allreduce", "f8e4m3")
     assert run_verdict(check_kernels([fp8, paired], policy), "r1", False, True) == (
         "breaks the policy")  # fmt: skip
+
+
+def test_one_kernel_in_many_runs_is_found_in_each_with_its_own_counts() -> None:
+    """Rules 1-2 are decided once per distinct kernel, then reported per run and rank with
+    that row's calls and time; missing values from a DataFrame (NaN) count as absent."""
+    import math
+
+    import pandas as pd
+
+    fp8 = "ncclDevKernel_AllReduce_Sum_f8e4m3_RING_LL"
+    quant = "void per_token_quant_fp8_kernel<bf16>"
+    frame = pd.DataFrame([
+        {"run_id": f"r{i}", "rank": rank, "name": name, "category": cat, "dtype": dtype,
+         "calls": calls, "total_us": total}
+        for i in range(3) for rank in (0, 1)
+        for name, cat, dtype, calls, total in (
+            (fp8, "allreduce", "f8e4m3", 10 + i, 5.0 * rank),
+            ("ncclDevKernel_AllReduce_Sum_bf16_RING_LL", "allreduce", None, 7, math.nan),
+            (quant, "cast_quant", None, 7 if rank else 8, 1.0),
+        )
+    ])  # fmt: skip
+    records = frame.to_dict("records")
+    assert math.isnan(records[1]["total_us"]) and pd.isna(records[1]["dtype"])
+    found = check_kernels(records, load_policy())
+    assert [(f.run_id, f.rank, f.check, f.kernel, f.calls, f.total_us, f.dtype) for f in found] == [
+        *[(f"r{i}", rank, "low_precision_collective", fp8, 10 + i, 5.0 * rank, "fp8_e4m3")
+          for i in range(3) for rank in (0, 1)],
+        *[(f"r{i}", 1, "paired_quantize", quant, 7, 1.0, "") for i in range(3)],
+    ]  # fmt: skip
+    assert quantize_candidates(records) == {"r0", "r1", "r2"}
