@@ -15,7 +15,7 @@ from planner.calibrate import Calibration, step_factors, with_step_factors
 from planner.comm import FITTED_OPS, CommCurve, CommSet, published_for
 from planner.errors import PlannerInputError
 from planner.findings import findings
-from planner.hardware import HardwareSpec
+from planner.hardware import GIB, HardwareSpec
 from planner.layouts import Layout, default_layouts
 from planner.models import ModelSpec
 from planner.plan_types import (
@@ -196,7 +196,7 @@ def _assumptions(res: PlanResult, p: ServingParams, curves: list[CommCurve],
         Assumption("model", f"{m.name}: {m.num_layers} layers ({m.num_moe_layers} MoE), hidden "
                    f"{m.hidden}, {m.num_experts} experts top-{m.top_k}, {m.attention.upper()}, "
                    f"native {m.native.weights} weights", m.source),
-        Assumption("host", f"{hw.gpu_count}x {hw.gpu_model}, {hw.memory_bytes / 1e9:.0f} GB, "
+        Assumption("host", f"{hw.gpu_count}x {hw.gpu_model}, {hw.memory_bytes / GIB:.0f} GiB, "
                    f"{hw.mem_bandwidth_gbps:.0f} GB/s, {hw.interconnect}", hw.source),
         Assumption("workload", f"vllm bench serve --dataset-name random, {res.isl} in / "
                    f"{res.osl} out, {prompts}; engine {res.engine} (SGLang-only layouts on "

@@ -31,9 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from planner.hardware import HardwareSpec
-
-GIB = 2**30
+from planner.hardware import GIB, HardwareSpec
 
 
 @dataclass(frozen=True)

@@ -182,8 +182,8 @@ def assumptions(model, hw, w: Workload, p: ServingParams) -> list[dict[str, str]
          f"{model.num_experts} experts top-{model.top_k}, {model.attention.upper()}, "
          f"weights {model.native.weights}, KV {w.kv_dtype or model.native.kv_cache}",
          "source": model.source},
-        {"what": "host", "value": f"{hw.gpu_count}x {hw.gpu_model}, {hw.memory_bytes / 1e9:.0f} "
-         f"GB, {hw.mem_bandwidth_gbps:.0f} GB/s, {hw.interconnect} {hw.link_gbps:.0f} GB/s",
+        {"what": "host", "value": f"{hw.gpu_count}x {hw.gpu_model}, {hw.memory_bytes / hardware.GIB:.0f} "
+         f"GiB, {hw.mem_bandwidth_gbps:.0f} GB/s, {hw.interconnect} {hw.link_gbps:.0f} GB/s",
          "source": hw.source},
         {"what": "workload", "value": f"random prompts {w.isl} in / {w.osl} out, {prompts}; "
          "all C requests at once, then each finished one replaced; mean context during "

@@ -20,7 +20,7 @@ import numpy as np
 from planner.comm import CommSet
 from planner.engines import ENGINES
 from planner.errors import PlannerInputError
-from planner.hardware import HardwareSpec
+from planner.hardware import GIB, HardwareSpec
 from planner.models import ModelSpec, dtype_bytes
 from planner.serving_comm import A2A_BACKENDS, step_comm
 from planner.serving_params import FITTED, ServingParams
@@ -103,14 +103,14 @@ def kv_capacity(m: ModelSpec, hw: HardwareSpec, lay: ServeLayout, w: Workload,
     if budget <= 0:
         raise PlannerInputError(
             f"{m.name} does not fit on {lay.gpus}x {hw.gpu_model} as {lay.describe()}: "
-            f"{held / 1e9:.0f} GB of weights per GPU, "
-            f"{hw.memory_bytes * p.memory_utilization / 1e9:.0f} GB usable")  # fmt: skip
+            f"{held / GIB:.0f} GiB of weights per GPU, "
+            f"{hw.memory_bytes * p.memory_utilization / GIB:.0f} GiB usable")  # fmt: skip
     kv_b = dtype_bytes(w.kv_dtype or m.native.kv_cache)
     cap = budget / max(kv_store_per_seq(m, w.isl + w.osl / 2.0, kv_b, lay.tp), 1.0)
     if cap < 1:
         raise PlannerInputError(
             f"{m.name} as {lay.describe()} on {hw.gpu_model}: the KV cache left after "
-            f"the weights ({budget / 1e9:.1f} GB per GPU) cannot hold one "
+            f"the weights ({budget / GIB:.1f} GiB per GPU) cannot hold one "
             f"{w.isl}+{w.osl}-token sequence")  # fmt: skip
     return held, cap
 

@@ -70,6 +70,8 @@ def test_published_kimi_dp8_ep8_run_fits_on_the_141g_h20_only() -> None:
     assert p.returncode == 0, p.stderr
     data = json.loads(p.stdout)
     assert data["gpu_model"] == "NVIDIA H20-3e" and data["gpus"] == 8
+    host = next(a for a in data["assumptions"] if a["what"] == "host")
+    assert "141 GiB, 4800 GB/s" in host["value"], host  # the spec sheet's 141 GB (binary)
     assert data["layout"]["name"] == "TP=1 DP=8 (attention) EP=8"
     assert data["kv_capacity_seqs_per_rank"] > 0 and data["points"][0]["tpot_ms"] > 0
     line = one_line_error(planner("predict", "--host", "h20-8x", *KIMI_DP8_EP8),
@@ -123,7 +125,7 @@ def test_host_from_store_fills_what_nvml_cannot_report(hosts_store: HostStore) -
     data = json.loads(p.stdout)
     assert (data["host"], data["gpu_model"], data["gpus"]) == ("h20-node", "NVIDIA H20-3e", 8)
     host = next(a for a in data["assumptions"] if a["what"] == "host")
-    assert "4800 GB/s, nvlink" in host["value"] and "151 GB" in host["value"]
+    assert "4800 GB/s, nvlink" in host["value"] and "140 GiB" in host["value"]  # NVML: 143,771 MiB
     assert f"measured gpu run {hosts_store.h20_run} on h20-node" in host["source"]
     assert "memory bandwidth, TFLOPS, generation" in host["source"]
     assert "H20-3e spec sheet" in host["source"]
