@@ -7,7 +7,10 @@ requests' decode tokens first, then prompt chunks FCFS in what is left of the bu
 Async scheduling prepares step n+1 on the CPU while the GPU runs step n.
 
 SGLang (sgl-project/sglang, python/sglang/srt/server_args.py): ``chunked_prefill_size``
-2048 below 35 GB of GPU memory, 8192 below 160 GB, 16384 above (B200, B300, GB200);
+2048 below 35 GB of GPU memory, 8192 below 160 GB, 16384 above (B200, B300, GB200), set in
+``_handle_gpu_memory_settings``; with DP attention ``_handle_data_parallelism`` (run after
+it in ``__post_init__``) divides it by ``dp_size``: the size is global, each attention rank
+gets its share (the memory reserve below is sized before the division);
 ``enable_mixed_chunk = False``: a prefill batch runs on its own, decode waits for it;
 ``disable_overlap_schedule = False``: the overlap scheduler hides the CPU's per-batch work.
 
@@ -41,22 +44,29 @@ class Engine:
     chunked: bool  # prompts longer than the budget are split over steps
     overlap: bool  # CPU scheduling overlapped with the GPU step
 
-    def token_budget(self, hw: HardwareSpec, isl: int) -> int:
-        """Prompt + decode tokens one step may carry (per attention rank)."""
+    def token_budget(self, hw: HardwareSpec, isl: int, attention_dp: int = 1) -> int:
+        """Prompt + decode tokens one step may carry per attention rank, of
+        ``attention_dp`` DP-attention ranks."""
         mem = hw.memory_bytes
         if self.name == "vllm":
             big = mem >= 70 * GIB and "a100" not in hw.gpu_model.lower()
             return 8192 if big else 2048
         if self.name == "sglang":
-            return 2048 if mem < 35 * GIB else 8192 if mem < 160 * GIB else 16384
+            return self.sglang_chunk(hw) // max(attention_dp, 1)
         return max(8192, isl)  # TRT-LLM: one context chunk per prompt, not split
+
+    @staticmethod
+    def sglang_chunk(hw: HardwareSpec) -> int:
+        """SGLang's default ``chunked_prefill_size`` for this GPU, before any DP division."""
+        mem = hw.memory_bytes
+        return 2048 if mem < 35 * GIB else 8192 if mem < 160 * GIB else 16384
 
     def kv_budget_bytes(self, hw: HardwareSpec, weights: float, tp: int, isl: int,
                         memory_utilization: float, reserve: float) -> float:  # fmt: skip
         """Bytes per GPU the engine gives its KV cache (may be <= 0: does not fit)."""
         mem = hw.memory_bytes
         if self.name == "sglang":
-            chunk = self.token_budget(hw, isl)
+            chunk = self.sglang_chunk(hw)
             mib = 512 + 1.5 * max(chunk, 2048) + 2 * 512 + tp / 8 * 1024
             reserved = max(mib, 10 * 1024 if mem > 60 * GIB else 0.0) * 2**20
             return mem - reserved - weights

@@ -141,7 +141,7 @@ def predict(
     fixed_comm = step_comm(m, lay, w, ones, comm, p.allreduce_scale, p.a2a_scale)
     step_fixed = float(sum(v[0] for v in fixed_terms.values()) + fixed_comm.allreduce_ms[0]
                        + fixed_comm.all_to_all_ms[0])  # fmt: skip
-    budget = eng.token_budget(hw, w.isl)
+    budget = eng.token_budget(hw, w.isl, lay.dp)
     ratio = p.prompts_per_client.get(w.engine, p.prompts_per_client["vllm"])
     k = w.num_prompts / c if w.num_prompts else np.full_like(c, ratio)
     ttft = ttft_ms(eng, B, want, w.isl, w.osl, budget, tpot, step_fixed, t_tok,

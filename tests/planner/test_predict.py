@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from planner import hardware
+from planner.engines import ENGINES
 from planner.errors import PlannerInputError
 from planner.predict import build_parser, run
 from tests.helpers import FIXTURES, ROOT
@@ -198,3 +199,12 @@ def test_more_prompts_per_client_means_less_first_wave_in_ttft() -> None:
 
     # 64 prompts: all arrive at once and queue behind each other; 6400: later, drifted waves
     assert ttft("64") > 3 * ttft("6400")
+
+
+def test_sglang_dp_attention_splits_its_chunk_over_the_ranks() -> None:
+    """SGLang's server_args.py: ``_handle_data_parallelism`` divides chunked_prefill_size by
+    dp_size under DP attention, after the memory reserve was sized from the whole chunk."""
+    b200, sglang = hardware.preset("b200-sxm-8x"), ENGINES["sglang"]
+    assert sglang.token_budget(b200, 1024) == 16384
+    assert sglang.token_budget(b200, 1024, attention_dp=8) == 2048
+    assert ENGINES["vllm"].token_budget(b200, 1024, attention_dp=8) == 8192  # one per DP engine
