@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
+from playwright.sync_api import expect
 
 from tests.helpers import ROOT, cli_env
 
@@ -24,6 +25,12 @@ CHROMIUM_ARGS = [
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
     "--disable-dev-shm-usage",
 ]  # fmt: skip
+
+
+# Playwright's expect() waits 5 s by default; on a loaded 2-core CI box a Plotly chart can
+# take longer to draw after its heading shows (test_collectives failed so in CI). Waiting
+# longer changes no verdict: a chart that never draws still fails.
+expect.set_options(timeout=20_000)
 
 
 def free_port() -> int:
@@ -42,13 +49,16 @@ class Dashboard:
         return f"{self.url}/{path.lstrip('/')}"
 
 
-def start_dashboard(store: Path, log_path: Path) -> Dashboard:
+def start_dashboard(store: Path | str, log_path: Path, env: dict[str, str] | None = None,
+                    ) -> Dashboard:  # fmt: skip
+    """``streamlit run app.py`` on ``store`` (a file; or a lake URL with ``env`` its whole
+    environment), once it answers its health check."""
     port = free_port()
     log = log_path.open("w")
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
          "--server.headless", "true", "--server.fileWatcherType", "none"],
-        cwd=ROOT, env=cli_env(store), stdout=log, stderr=subprocess.STDOUT,
+        cwd=ROOT, env=env or cli_env(store), stdout=log, stderr=subprocess.STDOUT,
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60

@@ -3,20 +3,21 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.conftest import free_port, open_app
+from tests.e2e.conftest import Dashboard, open_app, start_dashboard, stop_dashboard
 from tests.helpers import ROOT, run_cli
 from tests.lake.conftest import Lake, lake, pg, s3  # noqa: F401 (PostgreSQL, S3 fixtures)
 
 pytestmark = pytest.mark.e2e
+
+
+def _dashboard(url: str, lake_env: dict[str, str], tmp_path: Path) -> Dashboard:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "STEPSCOPE_STORE": url, **lake_env}
+    return start_dashboard(url, tmp_path / "streamlit.log", env)
 
 
 def test_overview_reads_the_lake_and_sees_new_commits(lake: Lake, tmp_path: Path, page) -> None:  # noqa: F811
@@ -24,24 +25,9 @@ def test_overview_reads_the_lake_and_sees_new_commits(lake: Lake, tmp_path: Path
     for name in ("gpu-node-1", "gpu-node-2"):
         res = run_cli(unused, "host", "--store", lake.url, "--host", name, **lake.env())
         assert res.code == 0, res.stderr
-    port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "STEPSCOPE_STORE": lake.url, **lake.env()}
-    log = (tmp_path / "streamlit.log").open("w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
-         "--server.headless", "true", "--server.fileWatcherType", "none"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
+    dash = _dashboard(lake.url, lake.env(), tmp_path)
+    url = dash.url
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert proc.poll() is None and time.monotonic() < deadline, "streamlit did not start"
-            try:
-                urllib.request.urlopen(f"{url}/_stcore/health", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.2)
         open_app(page, f"{url}/overview")
         expect(page.get_by_text("2 host(s):")).to_be_visible()
         # A commit from another process shows on the next view (cache keyed on the snapshot).
@@ -50,9 +36,7 @@ def test_overview_reads_the_lake_and_sees_new_commits(lake: Lake, tmp_path: Path
         open_app(page, f"{url}/overview")
         expect(page.get_by_text("3 host(s):")).to_be_visible()
     finally:
-        proc.terminate()
-        proc.wait(10)
-        log.close()
+        stop_dashboard(dash)
 
 
 def test_every_page_opens_on_a_lake_in_s3(pg, s3, tmp_path: Path, page,  # noqa: F811
@@ -72,24 +56,9 @@ def test_every_page_opens_on_a_lake_in_s3(pg, s3, tmp_path: Path, page,  # noqa:
     res = run_cli(src, "migrate", "--to", lake_.url, **lake_.env())
     assert res.code == 0, res.stderr
     assert any("/trace_kernels/" in k for k in s3.keys(lake_.prefix))
-    port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "STEPSCOPE_STORE": lake_.url, **lake_.env()}
-    log = (tmp_path / "streamlit.log").open("w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
-         "--server.headless", "true", "--server.fileWatcherType", "none"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
+    dash = _dashboard(lake_.url, lake_.env(), tmp_path)
+    url = dash.url
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert proc.poll() is None and time.monotonic() < deadline, "streamlit did not start"
-            try:
-                urllib.request.urlopen(f"{url}/_stcore/health", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.2)
         for name, params in links(lake_.url).items():
             open_app(page, f"{url}/{Path(PAGE_FILES[name]).stem}?{urlencode(params, doseq=True)}")
             expect(page.locator("[data-testid='stMain']")).not_to_contain_text("Traceback")
@@ -98,6 +67,4 @@ def test_every_page_opens_on_a_lake_in_s3(pg, s3, tmp_path: Path, page,  # noqa:
         open_app(page, f"{url}/overview")
         expect(page.get_by_text("host(s):").first).to_be_visible()
     finally:
-        proc.terminate()
-        proc.wait(10)
-        log.close()
+        stop_dashboard(dash)
