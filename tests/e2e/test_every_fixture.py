@@ -20,10 +20,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import json
 import re
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urlsplit
@@ -41,6 +38,7 @@ from tests.sglang import era_fixtures
 from tests.sglang import fixtures as sglang_fixtures
 from tests.vllm import bench_fixtures
 from tests.vllm import printed_fixtures as pf
+from tests.vllm.conftest import ServerProc
 
 pytestmark = pytest.mark.e2e
 TRACES = FIXTURES / "traces"
@@ -121,19 +119,6 @@ def _ok(res, what: str) -> dict:
     return res.json if res.stdout.strip() else {}
 
 
-def _server(module: str, cfg: dict, tmp: Path) -> subprocess.Popen:
-    path = tmp / f"{module.rsplit('.', 2)[-2]}-{len(list(tmp.glob('*.cfg.json')))}.cfg.json"
-    path.write_text(json.dumps(cfg))
-    return subprocess.Popen([sys.executable, "-m", module, str(path)], cwd=ROOT,
-                            stdout=subprocess.PIPE, text=True)  # fmt: skip
-
-
-def _url(proc: subprocess.Popen) -> str:
-    line = proc.stdout.readline()
-    assert line.startswith("PORT "), line
-    return f"http://127.0.0.1:{line.split()[1]}"
-
-
 def fill(store: Path, tmp: Path) -> None:
     """Every fixture into ``store`` through ``python -m collectors``."""
     # Traces: each file one run; HTA's two ranks of one job are one run.
@@ -171,16 +156,16 @@ def fill(store: Path, tmp: Path) -> None:
                 "0.5.4", "--host", HOST), "sglang now")  # fmt: skip
     # /metrics: SGLang's docs example twice and, as another host's server, once (the scrape
     # that once took the Serving page down); vLLM 0.7's recorded one once; vLLM under load.
-    procs = [
-        _server("tests.sglang.server", {"model": "m", "trace_dir": str(tmp),
-                                        "metrics_file": str(METRICS / "sglang_production_metrics.prom")}, tmp),
-        _server("tests.vllm.server", {"model": "m", "trace_dir": str(tmp),
-                                      "metrics_file": str(METRICS / "vllm_aibrix_runtime_metrics.prom")}, tmp),
-        _server("tests.vllm.server", {"version": "0.16.0", "model": MODEL,
-                                      "trace_dir": str(tmp), "token_delay_s": 0.002}, tmp),
-    ]  # fmt: skip
+    servers: list[ServerProc] = []
     try:
-        sgl, vllm_recorded, vllm_live = (_url(p) for p in procs)
+        for i, (module, cfg) in enumerate([
+            ("tests.sglang.server", {"model": "m", "metrics_file": str(METRICS / "sglang_production_metrics.prom")}),
+            ("tests.vllm.server", {"model": "m", "metrics_file": str(METRICS / "vllm_aibrix_runtime_metrics.prom")}),
+            ("tests.vllm.server", {"version": "0.16.0", "model": MODEL, "token_delay_s": 0.002}),
+        ]):  # fmt: skip
+            servers.append(ServerProc.launch(module, {**cfg, "trace_dir": str(tmp)},
+                                             tmp / f"server-{i}.json", tmp))  # fmt: skip
+        sgl, vllm_recorded, vllm_live = (server.url for server in servers)
         for _ in range(2):
             _ok(run_cli(store, "sglang-metrics", "--url", sgl), "sglang metrics")
         _ok(run_cli(store, "sglang-metrics", "--url", sgl, "--host", "sglang-once"), "one scrape")
@@ -190,9 +175,8 @@ def fill(store: Path, tmp: Path) -> None:
             run_load(LoadSpec(vllm_live, MODEL, num_requests=4, concurrency=2, input_len=8,
                               output_len=16))  # fmt: skip
     finally:
-        for p in procs:
-            p.terminate()
-            p.wait(10)
+        for server in servers:
+            server.stop()
     # nccl-tests logs of every era and launcher, and its -J JSON.
     samples = {"all_reduce_perf.old.log": nccl.OLD_ERA, "alltoall_perf.old.txt": nccl.OLD_ALLTOALL,
                "all_reduce_perf.ms.log": nccl.MS_ERA, "alltoall_perf.mid.log": nccl.MID_ERA,
