@@ -74,13 +74,8 @@ def run_counts(url: str, run_id: str) -> dict[str, int]:
             "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE' "
             "AND table_catalog = current_database() AND table_schema = current_schema() "
             "AND table_name <> 'stepscope_schema'").fetchall()]  # fmt: skip
-        # One transaction: every count from one snapshot, as a page's query reads it (counts
-        # in separate autocommits straddled a commit in CI: runs 1, host_gpus 0).
-        con.execute("BEGIN TRANSACTION")
-        counts = {t: con.execute(f'SELECT count(*) FROM "{t}" WHERE run_id = ?', [run_id]
-                                 ).fetchone()[0] for t in tables}  # fmt: skip
-        con.execute("ROLLBACK")
-        return counts
+        return {t: con.execute(f'SELECT count(*) FROM "{t}" WHERE run_id = ?', [run_id]
+                               ).fetchone()[0] for t in tables}  # fmt: skip
 
 
 def assert_none_or_all(counts: dict[str, int], want: dict[str, int]) -> bool:
