@@ -19,6 +19,16 @@ TensorRT-LLM (NVIDIA/TensorRT-LLM, tensorrt_llm/llmapi/llm_args.py): ``max_num_t
 mixes context and generation requests in one iteration; ``disable_overlap_scheduler =
 False`` (overlap on).
 
+Shared experts beside the routed experts: every engine runs a small batch's shared expert on
+a second CUDA stream while the routed experts run. vLLM: ``SharedExperts`` on ``aux_stream()``
+up to ``VLLM_SHARED_EXPERTS_STREAM_TOKEN_THRESHOLD`` = 256 tokens
+(vllm/model_executor/layers/fused_moe/runner/shared_experts.py
+``_determine_shared_experts_order``); SGLang: ``forward_normal_dual_stream`` up to 1,024
+tokens (python/sglang/srt/models/deepseek_v2.py ``DUAL_STREAM_TOKEN_THRESHOLD``), or the
+shared expert fused into the routed kernel; TensorRT-LLM: ``maybe_execute_in_parallel`` on
+the MoE's ``aux_stream`` (tensorrt_llm/_torch/models/modeling_deepseekv3.py), multi-stream
+only inside captured CUDA graphs (its default graph batch sizes reach 128).
+
 With every engine overlapping its CPU work, the per-step overhead is 0: what a step costs is
 its kernels (planner.serving_step).
 
@@ -80,3 +90,11 @@ ENGINES: dict[str, Engine] = {
     "sglang": Engine("sglang", mixed=False, chunked=True, overlap=True),
     "trtllm": Engine("trtllm", mixed=True, chunked=False, overlap=True),
 }
+
+
+# Tokens per step up to which the engine runs the shared expert beside the routed experts.
+SHARED_OVERLAP_TOKENS = {"vllm": 256, "sglang": 1024, "trtllm": 128}
+
+
+def shared_overlap_tokens(engine: str) -> int:
+    return SHARED_OVERLAP_TOKENS.get(engine, 0)

@@ -66,6 +66,7 @@ class ModelSpec:
     linear_layers: int = 0
     sparse_topk: int = 0
     index_head_dim: int = 0
+    index_heads: int = 0
     attention_sinks: bool = False
     max_context: int = 0  # max_position_embeddings (0 = unknown)
 
@@ -84,7 +85,9 @@ class ModelSpec:
     def attention_params(self) -> tuple[int, int]:
         """(replicated, TP-sharded) parameters of one attention layer.
 
-        MLA's q_a / kv_a down-projections are replicated on every TP rank in vLLM.
+        MLA's q_a / kv_a down-projections are replicated on every TP rank in vLLM, and so is a
+        sparse-attention (DSA) layer's indexer (``ReplicatedLinear`` in SGLang's
+        python/sglang/srt/layers/attention/nsa/nsa_indexer.py ``Indexer``).
         """
         h = self.hidden
         if self.attention == "mla":
@@ -95,6 +98,9 @@ class ModelSpec:
                 else h * self.num_heads * qk
             )
             rep = h * (self.kv_lora_rank + self.qk_rope_dim) + (h * self.q_lora_rank)
+            if self.sparse_topk:  # DSA indexer: wq_b, wk, weights_proj, replicated
+                rep += (self.q_lora_rank * self.index_heads + h) * self.index_head_dim
+                rep += h * self.index_heads
             shard = q - h * self.q_lora_rank
             shard += self.kv_lora_rank * self.num_heads * (self.qk_nope_dim + self.v_head_dim)
             shard += self.num_heads * self.v_head_dim * h
@@ -307,6 +313,7 @@ def from_config(config: dict[str, Any], name: str = "", source: str = "") -> Mod
         linear_layers=sum(t.startswith("linear") for t in types),
         sparse_topk=_int(cfg, "index_topk", default=0, where=where),
         index_head_dim=_int(cfg, "index_head_dim", default=0, where=where),
+        index_heads=_int(cfg, "index_n_heads", default=0, where=where),
         attention_sinks=str(cfg.get("model_type", "")).startswith("gpt_oss"),
         max_context=_int(cfg, "max_position_embeddings", default=0, where=where),
     )

@@ -40,7 +40,13 @@ FORMAT_BW: dict[tuple[str, bool], float] = {
 # (vllm-project/vllm, vllm/model_executor/layers/quantization/utils/flashinfer_fp4_moe.py:
 # ``is_flashinfer_fp4_cutlass_moe_available`` = VLLM_USE_FLASHINFER_MOE_FP4 and capability
 # >= 10.0): routing, permute, both grouped GEMMs and the finalize in about 3 launches.
-KERNELS = {"attention_gqa": 6, "attention_mla": 10, "dense_mlp": 4, "moe": 6, "moe_fused": 3}
+# A sparse-attention (DSA: DeepSeek-V3.2, GLM-5) layer adds its indexer's decode path: wq_b and
+# wk GEMMs, k LayerNorm, RoPE, two RoPE copies, two Hadamard rotations and two FP8 quants on
+# the critical stream (weights_proj beside them), the head-gate scale, the index-key cache
+# store, fp8_paged_mqa_logits and the top-k (sgl-project/sglang,
+# python/sglang/srt/layers/attention/nsa/nsa_indexer.py ``Indexer.forward_cuda``).
+KERNELS = {"attention_gqa": 6, "attention_mla": 10, "dsa_indexer": 14, "dense_mlp": 4, "moe": 6,
+           "moe_fused": 3}  # fmt: skip
 EAGER_LAUNCH_US = 5.0  # CPU launch cost per kernel without CUDA graphs (--enforce-eager)
 
 
@@ -91,27 +97,27 @@ DESCRIBE: dict[str, tuple[str, str]] = {
 # ---- fitted values: `python -m planner.fit` -------------------------------------------
 FITTED = ServingParams(
     bw_eff=0.9200,  # at its bound: no GPU streams more than ~92% of spec (fit.BOUNDS)
-    kernel_us=6.5636,
-    expert_us=0.2618,
-    mfu=0.5235,
-    moe_mfu=0.1240,
-    ttft_fixed_ms={"vllm": 50.13, "sglang": 259.1, "trtllm": 56.56},
-    prompts_per_client={"vllm": 4.781, "sglang": 1, "trtllm": 3.989},
+    kernel_us=7.0103,
+    expert_us=0.2260,
+    mfu=0.5246,
+    moe_mfu=0.1156,
+    ttft_fixed_ms={"vllm": 49.93, "sglang": 254.9, "trtllm": 56.02},
+    prompts_per_client={"vllm": 5.049, "sglang": 1, "trtllm": 3.979},
 )
 
 # ---- measured error bands: `python -m planner.fit --bands` -----------------------------
 # Leave-one-model-out residuals (predicted / measured - 1) per engine / weight format: the
 # band every page and the CLI draw (planner.bands). Same fixture and fit as FITTED.
 BANDS: dict[str, dict[str, dict[str, float]]] = {
-    "sglang/*": {"tpot": {"q10": -0.2138, "q90": 0.3613, "median_abs": 0.1546, "rows": 395}, "ttft": {"q10": -0.6047, "q90": 1.1138, "median_abs": 0.3654, "rows": 395}},
-    "sglang/bf16": {"tpot": {"q10": 0.0582, "q90": 0.3829, "median_abs": 0.1616, "rows": 51}, "ttft": {"q10": -0.004, "q90": 1.4655, "median_abs": 0.5335, "rows": 51}},
-    "sglang/fp4": {"tpot": {"q10": -0.1992, "q90": 0.1551, "median_abs": 0.0912, "rows": 136}, "ttft": {"q10": -0.9057, "q90": 0.8218, "median_abs": 0.4205, "rows": 136}},
-    "sglang/fp8": {"tpot": {"q10": -0.2274, "q90": 0.4275, "median_abs": 0.1788, "rows": 208}, "ttft": {"q10": -0.3659, "q90": 1.0899, "median_abs": 0.2694, "rows": 208}},
-    "trtllm/*": {"tpot": {"q10": -0.1189, "q90": 0.3433, "median_abs": 0.1542, "rows": 373}, "ttft": {"q10": -0.5751, "q90": 1.591, "median_abs": 0.4803, "rows": 373}},
-    "trtllm/fp4": {"tpot": {"q10": -0.1257, "q90": 0.369, "median_abs": 0.1535, "rows": 251}, "ttft": {"q10": -0.5754, "q90": 1.7816, "median_abs": 0.5054, "rows": 251}},
-    "trtllm/fp8": {"tpot": {"q10": -0.0903, "q90": 0.2599, "median_abs": 0.1575, "rows": 122}, "ttft": {"q10": -0.574, "q90": 0.9908, "median_abs": 0.401, "rows": 122}},
-    "vllm/*": {"tpot": {"q10": -0.1782, "q90": 0.2416, "median_abs": 0.1028, "rows": 592}, "ttft": {"q10": -0.4184, "q90": 0.6115, "median_abs": 0.2179, "rows": 592}},
-    "vllm/fp4": {"tpot": {"q10": -0.187, "q90": 0.2925, "median_abs": 0.13, "rows": 320}, "ttft": {"q10": -0.4437, "q90": 0.6657, "median_abs": 0.2777, "rows": 320}},
-    "vllm/fp8": {"tpot": {"q10": -0.1709, "q90": 0.1192, "median_abs": 0.086, "rows": 242}, "ttft": {"q10": -0.3936, "q90": 0.412, "median_abs": 0.18, "rows": 242}},
-    "vllm/int4": {"tpot": {"q10": -0.1571, "q90": 0.103, "median_abs": 0.071, "rows": 30}, "ttft": {"q10": -0.2813, "q90": -0.0567, "median_abs": 0.1708, "rows": 30}},
+    "sglang/*": {"tpot": {"q10": -0.2539, "q90": 0.2222, "median_abs": 0.1317, "rows": 395}, "ttft": {"q10": -0.5953, "q90": 1.1511, "median_abs": 0.3577, "rows": 395}},
+    "sglang/bf16": {"tpot": {"q10": -0.0708, "q90": 0.2754, "median_abs": 0.0708, "rows": 51}, "ttft": {"q10": -0.0566, "q90": 1.4225, "median_abs": 0.4341, "rows": 51}},
+    "sglang/fp4": {"tpot": {"q10": -0.2756, "q90": 0.0485, "median_abs": 0.0977, "rows": 136}, "ttft": {"q10": -0.9046, "q90": 0.6776, "median_abs": 0.4582, "rows": 136}},
+    "sglang/fp8": {"tpot": {"q10": -0.2625, "q90": 0.2968, "median_abs": 0.1633, "rows": 208}, "ttft": {"q10": -0.3732, "q90": 1.2122, "median_abs": 0.296, "rows": 208}},
+    "trtllm/*": {"tpot": {"q10": -0.1114, "q90": 0.3463, "median_abs": 0.1486, "rows": 373}, "ttft": {"q10": -0.579, "q90": 1.624, "median_abs": 0.4749, "rows": 373}},
+    "trtllm/fp4": {"tpot": {"q10": -0.1122, "q90": 0.3577, "median_abs": 0.1486, "rows": 251}, "ttft": {"q10": -0.5795, "q90": 1.7998, "median_abs": 0.5132, "rows": 251}},
+    "trtllm/fp8": {"tpot": {"q10": -0.0632, "q90": 0.3304, "median_abs": 0.147, "rows": 122}, "ttft": {"q10": -0.5782, "q90": 0.9481, "median_abs": 0.3911, "rows": 122}},
+    "vllm/*": {"tpot": {"q10": -0.1573, "q90": 0.1664, "median_abs": 0.101, "rows": 592}, "ttft": {"q10": -0.416, "q90": 0.6448, "median_abs": 0.2246, "rows": 592}},
+    "vllm/fp4": {"tpot": {"q10": -0.1575, "q90": 0.1653, "median_abs": 0.1005, "rows": 320}, "ttft": {"q10": -0.4447, "q90": 0.679, "median_abs": 0.2764, "rows": 320}},
+    "vllm/fp8": {"tpot": {"q10": -0.1499, "q90": 0.1753, "median_abs": 0.0992, "rows": 242}, "ttft": {"q10": -0.381, "q90": 0.4406, "median_abs": 0.1847, "rows": 242}},
+    "vllm/int4": {"tpot": {"q10": -0.1933, "q90": -0.0649, "median_abs": 0.1142, "rows": 30}, "ttft": {"q10": -0.2993, "q90": -0.0644, "median_abs": 0.1861, "rows": 30}},
 }  # fmt: skip

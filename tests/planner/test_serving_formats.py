@@ -96,3 +96,48 @@ def test_fp4_without_fp4_tensor_cores_runs_as_w4a16() -> None:
     ratio = h200.breakdown_ms["prefill"][0] / b200.breakdown_ms["prefill"][0]
     bf16_ratio = 2250 / 989  # what the BF16 (attention) part alone would give
     assert ratio > bf16_ratio * 1.2  # the FP4 GEMMs lose their 9 PF tensor cores on Hopper
+
+
+@pytest.mark.parametrize(("engine", "threshold"), [("vllm", 256), ("sglang", 1024), ("trtllm", 128)])
+def test_shared_expert_floors_hide_behind_routed_experts_up_to_the_engines_threshold(
+    engine: str, threshold: int
+) -> None:
+    """Each engine runs a small batch's shared expert on a second stream beside the routed
+    experts: past its token threshold the shared expert's kernel floors come back, in full;
+    a model without shared experts has no such step."""
+    from planner.serving_params import FITTED, KERNELS
+    from planner.serving_step import decode_terms
+
+    hw, lay = hardware.preset("b200-sxm-8x"), ServeLayout(tp=8)
+    w = Workload(1024, 1024, engine=engine)
+    B = np.array([float(threshold), threshold + 1.0])
+    kimi = load("nvidia--Kimi-K2.5-NVFP4")
+    mlp = decode_terms(kimi, hw, lay, w, B, FITTED)["mlp"]
+    floors_ms = kimi.num_moe_layers * KERNELS["dense_mlp"] * FITTED.kernel_us / 1e3
+    assert mlp[1] - mlp[0] == pytest.approx(floors_ms, rel=0.05)
+    minimax = load("MiniMaxAI--MiniMax-M2.5")
+    assert minimax.shared_params == 0
+    flat = decode_terms(minimax, hw, lay, w, B, FITTED)["mlp"]
+    assert flat[1] - flat[0] < floors_ms / 100
+
+
+def test_sparse_attention_layers_carry_their_indexer() -> None:
+    """GLM-5's DSA indexer (wq_b, wk, weights_proj; replicated on every TP rank) is in its
+    attention weights, and its decode kernels are in every layer's attention floor."""
+    from dataclasses import replace
+
+    from planner.serving_params import FITTED, KERNELS
+    from planner.serving_step import decode_terms
+
+    glm = load("zai-org--GLM-5")
+    assert (glm.sparse_topk, glm.index_heads, glm.index_head_dim) == (2048, 32, 128)
+    dense = replace(glm, sparse_topk=0)
+    rep, shard = glm.attention_params()
+    indexer = 2048 * 32 * 128 + 6144 * 128 + 6144 * 32
+    assert rep - dense.attention_params()[0] == indexer and shard == dense.attention_params()[1]
+    hw, lay, w = hardware.preset("b200-sxm-8x"), ServeLayout(tp=8), Workload(1024, 1024)
+    B = np.array([4.0])
+    extra = decode_terms(glm, hw, lay, w, B, FITTED)["attention"] - decode_terms(
+        dense, hw, lay, w, B, FITTED)["attention"]  # fmt: skip
+    floors_ms = glm.num_layers * KERNELS["dsa_indexer"] * FITTED.kernel_us / 1e3
+    assert extra[0] == pytest.approx(floors_ms, rel=0.1)
