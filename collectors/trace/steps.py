@@ -42,7 +42,7 @@ GAP_FACTOR = 20.0
 @dataclass
 class Step:
     name: str
-    source: str  # store.trace_vocab.STEP_SOURCES
+    source: str  # vllm, vllm_execute_model, graph_launch, profiler_step, sglang or gap
     cpu_start: float  # us, absolute trace time
     cpu_end: float
     context_tokens: int | None = None
