@@ -47,11 +47,8 @@ class Context:
     def host(self, env: dict[str, Any] | None = None) -> str:
         import socket
 
-        return (
-            getattr(self.args, "host_name", None)
-            or (env or {}).get("hostname")
-            or (socket.gethostname())
-        )
+        named = getattr(self.args, "host_name", None) or (env or {}).get("hostname")
+        return named or socket.gethostname()
 
     def environment(self) -> dict[str, Any]:
         """This host's environment snapshot (collectors/env.py)."""
@@ -147,7 +144,5 @@ class Context:
 def _row_count(table: Any) -> int:
     if isinstance(table, dict):
         return len(next(iter(table.values()), []))
-    if isinstance(table, list):
-        return len(table)
     return len(table)
 
