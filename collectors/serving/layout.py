@@ -42,6 +42,18 @@ def split_flags(text: str) -> tuple[dict[str, str], set[str], list[str]]:
     return values, flags, words
 
 
+def int_flag(values: dict[str, str], spellings: tuple[str, ...]) -> int | None:
+    """The size given by any of a flag's ``spellings`` (the last one wins), or None."""
+    size = None
+    for flag in spellings:
+        if flag in values:
+            try:
+                size = int(values[flag])
+            except ValueError:
+                raise ValueError(f"--server-args: {flag} {values[flag]!r} is not a number") from None
+    return size
+
+
 @dataclass
 class Layout:
     tp: int | None = None
