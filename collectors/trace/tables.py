@@ -258,14 +258,13 @@ def _mean_wall(res: RankResult) -> float | None:
 def _run_info(results: list[RankResult], ranks) -> dict[str, Any]:
     metas = [r.raw.meta for r in results]
     devices = sorted({d for m in metas if (d := _device_name(m))})
+
+    def first(key: str, cast: Any = lambda v: v) -> Any:  # the first rank's that says
+        return next((v for m in metas if (v := cast(meta_value(m, "distributedInfo", key)))), None)
+
     return {
-        "world_size": next((v for m in metas if (v := _int(meta_value(m, "distributedInfo",
-                                                                        "world_size")))), None),
-        "backend": next((v for m in metas if (v := meta_value(m, "distributedInfo", "backend"))),
-                        None),
-        "nccl_version": next((v for m in metas
-                              if (v := meta_value(m, "distributedInfo", "nccl_version"))), None),
-        "devices": devices,
+        "world_size": first("world_size", _int), "backend": first("backend"),
+        "nccl_version": first("nccl_version"), "devices": devices,
         "has_gpu": any(r.has_gpu for r in results),
         "ranks": [rank for rank, _ in ranks],
         "files": [str(r.raw.path) for r in results],
