@@ -142,7 +142,5 @@ class Context:
 
 
 def _row_count(table: Any) -> int:
-    if isinstance(table, dict):
-        return len(next(iter(table.values()), []))
-    return len(table)
+    return len(next(iter(table.values()), [])) if isinstance(table, dict) else len(table)
 

@@ -47,10 +47,8 @@ class StoreLocation:
         return default_store_path().parent / f"lake-{digest}.spool"
 
     def describe(self) -> str:
-        if self.kind == "duckdb":
-            return str(self.path)
         # Never show connection secrets in messages or pages.
-        return redact(self.url)
+        return str(self.path) if self.kind == "duckdb" else redact(self.url)
 
     @property
     def file(self) -> Path:

@@ -26,9 +26,7 @@ def bus_factor(op: str, world: int) -> float | None:
 
 def algbw_gbps(nbytes: int, time_us: float) -> float | None:
     """size / time in GB/s (1e9 B/s), as nccl-tests prints it."""
-    if time_us is None or time_us <= 0:
-        return None
-    return nbytes / (time_us * 1e3)
+    return nbytes / (time_us * 1e3) if time_us is not None and time_us > 0 else None
 
 
 def busbw_gbps(op: str, nbytes: int, time_us: float, world: int) -> float | None:

@@ -72,9 +72,7 @@ class Layout:
 
     @property
     def world_size(self) -> int | None:
-        if self.tp is None:
-            return None
-        return self.tp * (self.pp or 1) * (self.dp or 1)
+        return None if self.tp is None else self.tp * (self.pp or 1) * (self.dp or 1)
 
     @property
     def kind(self) -> str | None:
