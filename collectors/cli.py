@@ -20,7 +20,8 @@ from collectors.errors import (
 )
 from collectors.log import setup as setup_logging
 from store import settings
-from store.location import check_usable
+from store.errors import StoreBusy, StoreError
+from store.location import check_usable, redact
 
 
 @dataclass(frozen=True)
@@ -175,26 +176,16 @@ def main(argv: list[str] | None = None) -> int:
         except LockHeld as exc:
             log.warning(f"skipped: {exc}; use --wait to queue behind it")
             return EXIT_OK
-    except (InputError, MeasurementError) as exc:
+    except (InputError, MeasurementError, StoreError) as exc:
         log.error(str(exc))
-        return EXIT_FAILED
+        return EXIT_STORE_BUSY if isinstance(exc, StoreBusy) else EXIT_FAILED
     except KeyboardInterrupt:
         log.error("interrupted; nothing was committed for this run")
         return EXIT_INTERRUPTED
     except Exception as exc:
-        from store.errors import StoreBusy, StoreError
-
-        if isinstance(exc, StoreBusy):
-            log.error(str(exc))
-            return EXIT_STORE_BUSY
-        if isinstance(exc, StoreError):
-            log.error(str(exc))
-            return EXIT_FAILED
         if os.environ.get(settings.DEBUG.name):
             raise
-        from store.location import redact  # a library's words may quote a store URL
-
-        logging.getLogger("stepscope").error(
+        logging.getLogger("stepscope").error(  # a library's words may quote a store URL
             f"internal error: {type(exc).__name__}: {redact(str(exc))} "
             "(set STEPSCOPE_DEBUG=1 for the traceback)"
         )

@@ -47,11 +47,8 @@ class Context:
     def host(self, env: dict[str, Any] | None = None) -> str:
         import socket
 
-        return (
-            getattr(self.args, "host_name", None)
-            or (env or {}).get("hostname")
-            or (socket.gethostname())
-        )
+        named = getattr(self.args, "host_name", None) or (env or {}).get("hostname")
+        return named or socket.gethostname()
 
     def environment(self) -> dict[str, Any]:
         """This host's environment snapshot (collectors/env.py)."""
@@ -77,16 +74,12 @@ class Context:
         """A runs row for this verb with the environment and arguments filled in."""
         env = env if env is not None else self.environment()
         return RunRecord(
-            run_id=run_id,
-            verb=self.verb,
-            host=fields.pop("host", None) or self.host(env),
+            run_id=run_id, verb=self.verb, host=fields.pop("host", None) or self.host(env),
             started_at=fields.pop("started_at", None) or self.started_at,
             finished_at=fields.pop("finished_at", None) or utc_now_iso(),
-            label=fields.pop("label", None) or self.args.label,
-            env=env,
-            args=self.recorded_args(),
-            **fields,
-        )
+            label=fields.pop("label", None) or self.args.label, env=env,
+            args=self.recorded_args(), **fields,
+        )  # fmt: skip
 
     def emit(self, summary: dict[str, Any]) -> None:
         if self.args.json:
@@ -145,9 +138,5 @@ class Context:
 
 
 def _row_count(table: Any) -> int:
-    if isinstance(table, dict):
-        return len(next(iter(table.values()), []))
-    if isinstance(table, list):
-        return len(table)
-    return len(table)
+    return len(next(iter(table.values()), [])) if isinstance(table, dict) else len(table)
 

@@ -13,8 +13,6 @@ import argparse
 import json
 import os
 import tempfile
-import urllib.error
-import urllib.request
 from dataclasses import asdict, dataclass
 
 from collectors.context import Context
@@ -147,13 +145,6 @@ def check_nvml(expect_gpus: bool) -> Check:
                  f"{inv.driver_version}, CUDA {inv.cuda_driver_version}")  # fmt: skip
 
 
-def _get(url: str, timeout: float = 5.0) -> tuple[int, str]:
-    request = urllib.request.Request(url, headers={"User-Agent": "stepscope-doctor"})
-    with urllib.request.urlopen(request, timeout=timeout) as resp:  # noqa: S310 - user's URL
-        # SGLang's /get_server_info is every ServerArgs field: tens of KB, not a few bytes.
-        return resp.status, resp.read(1 << 20).decode(errors="replace")
-
-
 # Where each engine says its version; both serve ``GET /health`` (200 when healthy).
 # vLLM: vllm/entrypoints/openai/api_server.py (``/version``, ``/health``).
 # SGLang: python/sglang/srt/entrypoints/http_server.py (``/get_server_info`` carries
@@ -167,16 +158,16 @@ def check_server(engine: str, base: str) -> Check:
     """One serving engine's server: reachable, its version, and ``/health``."""
     if not base.startswith(("http://", "https://")):
         raise InputError(f"--{engine}-url {base}: give an http:// or https:// URL")
+    from collectors.serving import client
+
     base = base.rstrip("/")
     try:
-        status, body = _get(f"{base}{VERSION_ENDPOINTS[engine]}", 10.0)
-        version = json.loads(body).get("version", "?") if status == 200 else None
-        health, _ = _get(f"{base}/health")
-    except urllib.error.HTTPError as exc:
-        return Check(engine, FAIL, f"{base}: HTTP {exc.code} from {exc.url}")
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        reason = getattr(exc, "reason", exc)
-        return Check(engine, FAIL, f"{base}: unreachable ({reason})")
+        version = client.get_json(f"{base}{VERSION_ENDPOINTS[engine]}", 10.0).get("version", "?")
+        health, _ = client.request(f"{base}/health", timeout=5.0)
+    except client.HttpStatus as exc:
+        return Check(engine, FAIL, f"{base}: HTTP {exc.status} from {exc.url}")
+    except (client.ServerUnreachable, AttributeError) as exc:  # AttributeError: not an object
+        return Check(engine, FAIL, f"{base}: unreachable ({exc})")
     if health != 200:
         return Check(engine, FAIL, f"{base}: /health answered {health}")
     return Check(engine, PASS, f"{base}: {ENGINE_NAMES[engine]} {version}, /health ok")

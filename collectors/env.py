@@ -27,36 +27,30 @@ def package_version(name: str) -> str | None:
         return None
 
 
-def _os_name() -> str:
-    pretty = None
+def _line(path: str, prefix: str) -> str | None:
+    """The first line of a small system file that starts with ``prefix``."""
     try:
-        for line in Path("/etc/os-release").read_text().splitlines():
-            if line.startswith("PRETTY_NAME="):
-                pretty = line.split("=", 1)[1].strip('"')
+        return next((line for line in Path(path).read_text().splitlines()
+                     if line.startswith(prefix)), None)  # fmt: skip
     except OSError:
-        pass
+        return None
+
+
+def _os_name() -> str:
+    line = _line("/etc/os-release", "PRETTY_NAME=")
+    pretty = line.split("=", 1)[1].strip('"') if line else None
     # platform.platform() runs `uname -p` in a subprocess: only where os-release says nothing
     return f"{pretty or platform.platform()} (kernel {os.uname().release})"
 
 
 def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+    line = _line("/proc/cpuinfo", "model name")
+    return line.split(":", 1)[1].strip() if line else platform.processor() or platform.machine()
 
 
 def _mem_bytes() -> int | None:
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError):
-        pass
-    return None
+    fields = (_line("/proc/meminfo", "MemTotal:") or "").split()
+    return int(fields[1]) * 1024 if len(fields) > 1 and fields[1].isdigit() else None
 
 
 def _nccl_and_cuda() -> tuple[str | None, str | None]:
@@ -71,12 +65,8 @@ def _nccl_and_cuda() -> tuple[str | None, str | None]:
                 nccl = ".".join(map(str, v)) if isinstance(v, tuple) else str(v)
         except Exception:
             nccl = None
-    if nccl is None:
-        for pkg in ("nvidia-nccl-cu13", "nvidia-nccl-cu12", "nvidia-nccl-cu11"):
-            if version := package_version(pkg):
-                nccl = version
-                break
-    return nccl, cuda
+    wheels = ("nvidia-nccl-cu13", "nvidia-nccl-cu12", "nvidia-nccl-cu11")
+    return nccl or next((v for pkg in wheels if (v := package_version(pkg))), None), cuda
 
 
 def snapshot() -> dict[str, Any]:
@@ -86,22 +76,12 @@ def snapshot() -> dict[str, Any]:
     permission inside a container) becomes a note in ``env["nvml"]``, not a lost run."""
     nccl, cuda = _nccl_and_cuda()
     env: dict[str, Any] = {
-        "hostname": socket.gethostname(),
-        "os": _os_name(),
-        "cpu": _cpu_model(),
-        "cpu_count": _cpu_count(),
-        "mem_bytes": _mem_bytes(),
-        "python": platform.python_version(),
-        "torch": package_version("torch"),
-        "nccl": nccl,
-        "cuda": cuda,
-        "cuda_driver": None,
-        "gpu_model": None,
-        "gpu_count": 0,
-        "vllm": package_version("vllm"),
-        "stepscope_version": STEPSCOPE_VERSION,
-        "gpus": [],
-    }
+        "hostname": socket.gethostname(), "os": _os_name(), "cpu": _cpu_model(),
+        "cpu_count": _cpu_count(), "mem_bytes": _mem_bytes(), "python": platform.python_version(),
+        "torch": package_version("torch"), "nccl": nccl, "cuda": cuda, "cuda_driver": None,
+        "gpu_model": None, "gpu_count": 0, "vllm": package_version("vllm"),
+        "stepscope_version": STEPSCOPE_VERSION, "gpus": [],
+    }  # fmt: skip
     try:
         inv = nvml.inventory()
     except nvml.NvmlUnavailable as exc:

@@ -34,16 +34,12 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         ctx.log.error(f"spool entry {name} not committed: {reason}")
     for name in report.held_elsewhere:
         ctx.log.info(f"spool entry {name} is being committed by another process; left to it")
-    if not (report.committed or report.already_present or report.moved_aside or report.failed
-            or report.held_elsewhere):  # fmt: skip
+    if not any(vars(report).values()):
         ctx.log.info(f"nothing pending in {spool}")
-    ctx.emit(
-        {
-            "committed": report.committed,
-            "already_present": report.already_present,
-            "moved_aside": [{"entry": n, "reason": r, "path": t} for n, r, t in report.moved_aside],
-            "failed": [{"entry": n, "reason": r} for n, r in report.failed],
-            "held_elsewhere": report.held_elsewhere,
-        }
-    )
+    ctx.emit({
+        "committed": report.committed, "already_present": report.already_present,
+        "moved_aside": [{"entry": n, "reason": r, "path": t} for n, r, t in report.moved_aside],
+        "failed": [{"entry": n, "reason": r} for n, r in report.failed],
+        "held_elsewhere": report.held_elsewhere,
+    })  # fmt: skip
     return EXIT_FAILED if report.failed else EXIT_OK

@@ -14,18 +14,6 @@ InterconnectClass = Literal["pcie-only", "nvlink", "mixed", "none"]
 # sits one bridge apart, which smi also shows as PIX.
 TOPOLOGY_LABELS = {0: "PIX", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}
 
-# The legend nvidia-smi prints under `topo -m`, nearest first (NV# is the fastest).
-TOPOLOGY_LEGEND = {
-    "X": "self",
-    "NV#": "a bonded set of # NVLinks (direct, or through NVSwitch)",
-    "PIX": "at most one PCIe bridge",
-    "PXB": "multiple PCIe bridges, without the PCIe host bridge",
-    "PHB": "PCIe and a PCIe host bridge (typically the CPU)",
-    "NODE": "PCIe and the interconnect between PCIe host bridges within a NUMA node",
-    "SYS": "PCIe and the SMP interconnect between NUMA nodes (QPI/UPI, Infinity Fabric)",
-}
-
-
 def is_nvlink(label: str | None) -> bool:
     return bool(label) and str(label).startswith("NV")
 

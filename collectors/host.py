@@ -17,22 +17,11 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     gpus = env.get("gpus") or []
     message = env.get("nvml") if not gpus else None
     record = ctx.run_record(new_run_id("host"), env=env, message=message)
-    tables = {}
-    if gpus:
-        tables["host_gpus"] = {
-            "gpu_index": [g["index"] for g in gpus],
-            "name": [g["name"] for g in gpus],
-            "uuid": [g["uuid"] for g in gpus],
-            "memory_bytes": [g["memory_bytes"] for g in gpus],
-            "pci_bus_id": [g["pci_bus_id"] for g in gpus],
-        }
-    summary = {
-        "host": record.host,
-        "os": env["os"],
-        "cpu": env["cpu"],
-        "gpu_count": env["gpu_count"],
-        "gpu_model": env["gpu_model"],
-    }
+    columns = {"gpu_index": "index", "name": "name", "uuid": "uuid",
+               "memory_bytes": "memory_bytes", "pci_bus_id": "pci_bus_id"}  # fmt: skip
+    rows = {col: [g[key] for g in gpus] for col, key in columns.items()}
+    tables = {"host_gpus": rows} if gpus else {}
+    summary = {"host": record.host, **{k: env[k] for k in ("os", "cpu", "gpu_count", "gpu_model")}}
     if message:
         ctx.log.info(f"no GPUs recorded: {message}")
     return ctx.submit(Bundle(record, tables), summary)

@@ -30,9 +30,7 @@ class LockHeld(Exception):
 def _holder(path: Path) -> str:
     try:
         info = json.loads(path.read_text() or "{}")
-        return (
-            f"{info.get('verb', '?')} (pid {info.get('pid', '?')}, since {info.get('since', '?')})"
-        )
+        return f"{info.get('verb', '?')} (pid {info.get('pid', '?')}, since {info.get('since', '?')})"
     except (OSError, ValueError):
         return "another process"
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import time
 from dataclasses import dataclass
 
 import duckdb
@@ -21,6 +20,7 @@ from store import migrate
 from store.connect import connection, open_with_retry
 from store.errors import StoreBusy, StoreError, StoreMissing
 from store.location import StoreLocation, resolve
+from store.retry import retry
 from store.sql import string_literal
 
 SRC = "stepscope_src"
@@ -44,7 +44,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-path", metavar="DIR_OR_S3",
                         help="data path of a new lake (else ;data_path= in the URL or "
                         "$STEPSCOPE_LAKE_DATA_PATH)")  # fmt: skip
-
 
 
 def _open_target(target: StoreLocation, timeout_s: float) -> duckdb.DuckDBPyConnection:
@@ -105,15 +104,11 @@ def _copy_into(con: duckdb.DuckDBPyConnection, source: StoreLocation, target: St
                timeout_s: float, dry_run: bool) -> tuple[list[TableCopy], int]:  # fmt: skip
     """Upgrade the opened target, attach the source to it, copy."""
     migrate.upgrade(con)
-    deadline = time.monotonic() + timeout_s
-    while True:  # the source file may be busy with a collector's commit for a moment
-        try:
-            con.execute(f"ATTACH {string_literal(str(source.file))} AS {SRC} (READ_ONLY)")
-            break
-        except duckdb.Error as exc:
-            if "lock" not in str(exc).lower() or time.monotonic() > deadline:
-                raise StoreBusy(f"source store {source.describe()} is busy: {exc}") from exc
-            time.sleep(0.2)
+    # the source file may be busy with a collector's commit for a moment
+    retry(lambda: con.execute(f"ATTACH {string_literal(str(source.file))} AS {SRC} (READ_ONLY)"),
+          transient=lambda exc: isinstance(exc, duckdb.Error) and "lock" in str(exc).lower(),
+          timeout_s=timeout_s, first_delay_s=0.2,
+          give_up=lambda exc: StoreBusy(f"source store {source.describe()} is busy: {exc}"))
     return _copy(con, target, timeout_s, dry_run)
 
 
@@ -153,18 +148,11 @@ def _copy(con: duckdb.DuckDBPyConnection, target: StoreLocation, timeout_s: floa
     from store.lake import is_conflict
 
     tables = _source_tables(con)
-    target_tables = {
-        r[0]
-        for r in con.execute(
-            "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE' "
-            "AND table_catalog = current_database() AND table_schema = current_schema()"
-        ).fetchall()
-    }
-    missing_tables = [t for t in tables if t not in target_tables]
+    missing_tables = sorted(set(tables) - set(migrate.base_tables(con)))
     if missing_tables:
         raise StoreError(f"target {target.describe()} lacks table(s) {', '.join(missing_tables)}")
-    deadline = time.monotonic() + timeout_s
-    while True:
+
+    def transaction() -> tuple[int, dict[str, int]]:
         con.execute("BEGIN TRANSACTION")
         try:
             new_runs = con.execute(
@@ -179,13 +167,15 @@ def _copy(con: duckdb.DuckDBPyConnection, target: StoreLocation, timeout_s: floa
                     "(SELECT 1 FROM runs t WHERE t.run_id = r.run_id))"
                 ).fetchone()[0]
             con.execute("ROLLBACK" if dry_run else "COMMIT")
-            break
-        except duckdb.Error as exc:
+        except duckdb.Error:
             with contextlib.suppress(duckdb.Error):  # a failed COMMIT already ended it
                 con.execute("ROLLBACK")
-            if target.kind != "ducklake" or not is_conflict(exc) or time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
+            raise
+        return new_runs, copied
+
+    new_runs, copied = retry(transaction, transient=lambda exc: target.kind == "ducklake"
+                             and isinstance(exc, duckdb.Error) and is_conflict(exc),
+                             timeout_s=timeout_s, first_delay_s=0.2)  # fmt: skip
     result = []
     for table in tables:
         src_n = con.execute(f"SELECT count(*) FROM {SRC}.main.{table}").fetchone()[0]

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 MAX_BYTES = 4 * 1024 * 1024  # a config.json is a few KB; refuse anything absurd
@@ -38,8 +38,7 @@ class Found:
     quant_config_json: str | None
 
     def row(self) -> dict[str, str | None]:
-        return {"model_id": self.model_id, "source_path": self.source_path,
-                "config_json": self.config_json, "quant_config_json": self.quant_config_json}  # fmt: skip
+        return asdict(self)
 
 
 def hub_cache(env: dict[str, str] | None = None) -> Path:
@@ -98,10 +97,7 @@ def find(model_id: str, model_root: str | None = None,
     """The model's config (or None) and a one-line account of where it was looked for."""
     tried = candidates(model_id, model_root, env)
     for path in tried:
-        if not path.is_file():
-            continue
-        text = _read_json_text(path)
-        if text is None:
+        if not path.is_file() or (text := _read_json_text(path)) is None:
             continue
         quant = path.with_name("hf_quant_config.json")
         qtext = _read_json_text(quant) if quant.is_file() else None

@@ -76,26 +76,13 @@ def _interconnect(args: argparse.Namespace, data: bytes) -> str:
 def _bundle(ctx: Context, path: Path, data: bytes, parsed: fmt.Parsed,
             args: argparse.Namespace) -> tuple[Bundle, dict[str, Any]]:  # fmt: skip
     run_id = content_run_id("nccl-tests", data)
-    halves = parsed.halves()
-    results = {
-        "op": [r.op for r, _, _ in halves],
-        "dtype": [r.dtype for r, _, _ in halves],
-        "tokens_per_rank": [None for _ in halves],
-        "hidden": [None for _ in halves],
-        "bytes": [r.size for r, _, _ in halves],
-        "count": [r.count for r, _, _ in halves],
-        "in_place": [ip for _, ip, _ in halves],
-        "iters": [parsed.iters for _ in halves],
-        # nccl-tests reports one time per half (the mean over its iterations).
-        "p50_us": [h.time_us for _, _, h in halves],
-        "p10_us": [None for _ in halves],
-        "p90_us": [None for _ in halves],
-        "min_us": [None for _ in halves],
-        "mean_us": [h.time_us for _, _, h in halves],
-        "algbw_gbps": [h.algbw_gbps for _, _, h in halves],
-        "busbw_gbps": [h.busbw_gbps for _, _, h in halves],
-        "wrong": [h.wrong for _, _, h in halves],
-    }
+    # nccl-tests reports one time per half (the mean over its iterations): no percentiles.
+    rows = [{"op": r.op, "dtype": r.dtype, "tokens_per_rank": None, "hidden": None,
+             "bytes": r.size, "count": r.count, "in_place": ip, "iters": parsed.iters,
+             "p50_us": h.time_us, "p10_us": None, "p90_us": None, "min_us": None,
+             "mean_us": h.time_us, "algbw_gbps": h.algbw_gbps, "busbw_gbps": h.busbw_gbps,
+             "wrong": h.wrong} for r, ip, h in parsed.halves()]  # fmt: skip
+    results = {c: [row[c] for row in rows] for c in (rows[0] if rows else ())}
     footer = parsed.footers[-1] if len(parsed.footers) == 1 else None
     names = " + ".join(parsed.gpu_names) or None
     meta = {

@@ -23,7 +23,7 @@ from types import ModuleType
 from typing import Any
 
 from collectors import gpu_topo
-from collectors.nvml_detail import read_detail, read_mig
+from collectors.nvml_detail import identity, read_detail, read_mig
 from collectors.nvml_types import GpuInfo, GpuInventory, Reader, Topology, const, text
 
 ENV_MODULE = "STEPSCOPE_NVML_MODULE"
@@ -84,16 +84,7 @@ def read_gpus(nvml: ModuleType) -> list[GpuInfo]:
         handle = read("nvmlDeviceGetHandleByIndex", index)
         if handle is None:
             continue
-        pci, memory = read("nvmlDeviceGetPciInfo", handle), read("nvmlDeviceGetMemoryInfo", handle)
-        uuid = read("nvmlDeviceGetUUID", handle)
-        gpus.append(GpuInfo(
-            index=index,
-            name=text(read("nvmlDeviceGetName", handle) or "unknown GPU"),
-            uuid=None if uuid is None else text(uuid),
-            memory_bytes=None if memory is None else int(memory.total),
-            pci_bus_id=text(getattr(pci, "busId", "") or ""),
-            mig_enabled=read_mig(read, handle)[0],
-        ))  # fmt: skip
+        gpus.append(GpuInfo(**identity(read, index, handle), mig_enabled=read_mig(read, handle)[0]))
     return gpus
 
 
@@ -101,11 +92,8 @@ def inventory() -> GpuInventory:
     """Driver, CUDA driver version and the GPU list; NvmlUnavailable without NVIDIA GPUs."""
     with session() as nvml:
         driver = Reader(nvml)("nvmlSystemGetDriverVersion")
-        return GpuInventory(
-            driver_version="unknown" if driver is None else text(driver),
-            cuda_driver_version=cuda_version_text(nvml),
-            gpus=read_gpus(nvml),
-        )
+        return GpuInventory(driver_version="unknown" if driver is None else text(driver),
+                            cuda_driver_version=cuda_version_text(nvml), gpus=read_gpus(nvml))
 
 
 def topology_inventory() -> Topology:

@@ -24,24 +24,27 @@ def _int(value: Any) -> int | None:
     return None if value is None else int(value)
 
 
+def identity(read: Reader, index: int, handle: Any) -> dict[str, Any]:
+    """What every GPU record starts with (GpuInfo's and GpuDetail's first fields)."""
+    pci, memory = read("nvmlDeviceGetPciInfo", handle), read("nvmlDeviceGetMemoryInfo", handle)
+    uuid = read("nvmlDeviceGetUUID", handle)
+    return {"index": index, "name": text(read("nvmlDeviceGetName", handle) or "unknown GPU"),
+            "uuid": None if uuid is None else text(uuid),
+            "memory_bytes": None if memory is None else int(memory.total),
+            "pci_bus_id": text(getattr(pci, "busId", "") or "")}  # fmt: skip
+
+
 def read_detail(read: Reader, index: int, handle: Any) -> GpuDetail:
     """One GPU as the ``gpu`` collector records it; every value through ``Reader``."""
     nvml = read.nvml
-    pci = read("nvmlDeviceGetPciInfo", handle)
-    memory = read("nvmlDeviceGetMemoryInfo", handle)
-    uuid = read("nvmlDeviceGetUUID", handle)
+    ident = identity(read, index, handle)
     power_mw = read("nvmlDeviceGetEnforcedPowerLimit", handle, quiet=True)
     if power_mw is None:
         power_mw = read("nvmlDeviceGetPowerManagementLimit", handle)
     affinity = read("nvmlDeviceGetCpuAffinity", handle, CPU_SET_WORDS)
-    bus = text(getattr(pci, "busId", "") or "")
     mig_enabled, mig_uuids = read_mig(read, handle)
     return GpuDetail(
-        index=index,
-        name=text(read("nvmlDeviceGetName", handle) or "unknown GPU"),
-        uuid=None if uuid is None else text(uuid),
-        memory_bytes=None if memory is None else int(memory.total),
-        pci_bus_id=bus,
+        **ident,
         pcie_gen_current=_int(read("nvmlDeviceGetCurrPcieLinkGeneration", handle)),
         pcie_gen_max=_int(read("nvmlDeviceGetMaxPcieLinkGeneration", handle)),
         pcie_width_current=_int(read("nvmlDeviceGetCurrPcieLinkWidth", handle)),
@@ -54,7 +57,7 @@ def read_detail(read: Reader, index: int, handle: Any) -> GpuDetail:
             read("nvmlDeviceGetMaxClockInfo", handle, const(nvml, "NVML_CLOCK_MEM", 2))
         ),
         mem_bus_width_bits=_int(read("nvmlDeviceGetMemoryBusWidth", handle)),
-        numa_node=numa_node(bus, read, handle),
+        numa_node=numa_node(ident["pci_bus_id"], read, handle),
         cpu_affinity=None if affinity is None else gpu_topo.cpu_ranges(list(affinity)),
         nvlinks=_read_nvlinks(read, handle),
         mig_enabled=mig_enabled,

@@ -160,15 +160,11 @@ def spool_claimed(bundle: Bundle, spool_dir: Path) -> EntryClaim:
         try:
             _write_tables(bundle, tmp)
             os.rename(tmp, final)
-        except OSError:
+        except BaseException as exc:
             claim.release()
             shutil.rmtree(tmp, ignore_errors=True)
-            if final.exists():
+            if isinstance(exc, OSError) and final.exists():
                 continue  # another process spooled the same run meanwhile: commit that one
-            raise
-        except BaseException:
-            claim.release()
-            shutil.rmtree(tmp, ignore_errors=True)
             raise
         _fsync_dir(spool_dir)
         claim.entry = final
@@ -264,23 +260,17 @@ def pending_entries(spool_dir: Path) -> list[Path]:
     """Complete spool entries, oldest first (run ids sort by time)."""
     if not spool_dir.is_dir():
         return []
-    return sorted(
-        p
-        for p in spool_dir.iterdir()
-        if p.is_dir() and not p.name.startswith(".") and p.name != CORRUPT_DIR
-    )
+    return sorted(p for p in spool_dir.iterdir()
+                  if p.is_dir() and not p.name.startswith(".") and p.name != CORRUPT_DIR)
 
 
 def abandoned_temp_entries(spool_dir: Path) -> list[Path]:
     """Half-written entries whose writer process is gone (killed mid-spool)."""
-    found = []
-    if not spool_dir.is_dir():
-        return found
-    for p in spool_dir.glob(".tmp-*"):
-        pid = p.name.rsplit("-", 1)[-1]
-        if not pid.isdigit() or not Path(f"/proc/{pid}").exists():
-            found.append(p)
-    return found
+    def writer_gone(entry: Path) -> bool:
+        pid = entry.name.rsplit("-", 1)[-1]
+        return not pid.isdigit() or not Path(f"/proc/{pid}").exists()
+
+    return [p for p in spool_dir.glob(".tmp-*") if writer_gone(p)]
 
 
 def move_aside(entry: Path, spool_dir: Path) -> Path:

@@ -44,15 +44,6 @@ ENV_COLUMNS = (
 )  # fmt: skip
 
 
-def _store_tables(con: duckdb.DuckDBPyConnection) -> set[str]:
-    rows = con.execute(
-        "SELECT table_name FROM information_schema.tables "
-        "WHERE table_type = 'BASE TABLE' AND table_catalog = current_database() "
-        "AND table_schema = current_schema()"
-    ).fetchall()
-    return {r[0] for r in rows}
-
-
 def run_row(run: dict[str, Any]) -> dict[str, Any]:
     """The ``runs`` row of a manifest's run (``committed_at`` is added by the commit)."""
     env = run.get("env") or {}
@@ -178,7 +169,7 @@ def _commit_once(
             # A table the store lacks is found here rather than looked up before every
             # commit (the catalog query was 5 ms of a small commit's 110, issue 12).
             if isinstance(exc, duckdb.CatalogException):
-                known = _store_tables(con)
+                known = set(migrate.base_tables(con))
                 for name, info in manifest["tables"].items():
                     if info.get("rows") != 0 and current_name(name) not in known:
                         raise _lacks(entry, name) from None
@@ -195,9 +186,6 @@ def _retry_lake_conflicts(
 ) -> bool:
     from store.lake import is_conflict
 
-    def attempt() -> bool:
-        return _commit_once(loc, entry, manifest, timeout_s)
-
     def transient(exc: Exception) -> bool:
         conflict = isinstance(exc, duckdb.Error) and is_conflict(exc)
         if conflict:
@@ -205,7 +193,7 @@ def _retry_lake_conflicts(
         return conflict
 
     return retry(
-        attempt,
+        lambda: _commit_once(loc, entry, manifest, timeout_s),
         transient=transient,
         timeout_s=timeout_s,
         first_delay_s=0.05,

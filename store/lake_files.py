@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import duckdb
 
-from store import lake
+from store import lake, migrate
 from store.errors import StoreError
 from store.location import StoreLocation, redact
 from store.sql import string_literal
@@ -27,12 +27,8 @@ class DataPathCheck:
 
 
 def _catalog_files(con: duckdb.DuckDBPyConnection) -> set[str]:
-    tables = [r[0] for r in con.execute(
-        "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE' "
-        "AND table_catalog = current_database() AND table_schema = current_schema()"
-    ).fetchall()]  # fmt: skip
     files: set[str] = set()
-    for table in tables:  # names from the lake's own catalog
+    for table in migrate.base_tables(con):  # names from the lake's own catalog
         rows = con.execute(f"SELECT data_file, delete_file FROM ducklake_list_files("
                            f"'{lake.ALIAS}', {string_literal(table)})").fetchall()  # fmt: skip
         files.update(f for row in rows for f in row if f)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from store import settings
+from store.errors import StoreError
 
 ENV_STORE = settings.STORE.name
 ENV_DATA_PATH = settings.LAKE_DATA_PATH.name
@@ -46,10 +47,8 @@ class StoreLocation:
         return default_store_path().parent / f"lake-{digest}.spool"
 
     def describe(self) -> str:
-        if self.kind == "duckdb":
-            return str(self.path)
         # Never show connection secrets in messages or pages.
-        return redact(self.url)
+        return str(self.path) if self.kind == "duckdb" else redact(self.url)
 
     @property
     def file(self) -> Path:
@@ -60,8 +59,6 @@ class StoreLocation:
         named None in the current folder: a test's writer did exactly that (a stray
         274 KB ``None`` at the repository root), so such a path is refused, never opened.
         """
-        from store.errors import StoreError
-
         if self.path is None:
             raise StoreError(f"store {self.describe()} is a {self.kind} store and has no file; "
                              "this needs an embedded store (a .duckdb path)")  # fmt: skip
@@ -94,8 +91,6 @@ def refuse_credentials(data_path: str | None) -> None:
     and into every log line that names it; keys belong in the environment, ~/.aws or a
     DuckDB secret (docs/lake.md).
     """
-    from store.errors import StoreError
-
     if data_path and redact(data_path) != data_path:
         raise StoreError(
             f"data path {redact(data_path)}: credentials in the URL are refused; use "
@@ -135,8 +130,6 @@ def resolve(
 
 def check_usable(loc: StoreLocation) -> None:
     """Fail fast, before any measuring, on a store path that can never be written."""
-    from store.errors import StoreError
-
     refuse_credentials(loc.data_path)
     if loc.kind == "duckdb":
         path = loc.file
@@ -166,8 +159,6 @@ def check_duckdb_file(path: Path) -> None:
     in-memory database of views over it: a commit there would succeed, keep nothing, and
     the run would leave the spool. A file that cannot be read is left to DuckDB's error.
     """
-    from store.errors import StoreError
-
     offset, magic = _DUCKDB_MAGIC
     try:
         with open(path, "rb") as f:

@@ -58,6 +58,15 @@ def applied_versions(con: duckdb.DuckDBPyConnection) -> list[int]:
     return list(row[0] or [])
 
 
+def base_tables(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """The base tables of the connection's current database and schema, sorted by name."""
+    return [r[0] for r in con.execute(
+        "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE' "
+        "AND table_catalog = current_database() AND table_schema = current_schema() "
+        "ORDER BY table_name"
+    ).fetchall()]  # fmt: skip
+
+
 def store_version(con: duckdb.DuckDBPyConnection) -> int:
     """The store's schema version: the newest migration up to which every one of this code's
     migrations is applied (0 for an empty database), or, when the store is newer than this

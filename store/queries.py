@@ -47,14 +47,3 @@ def freshness(loc: StoreLocation, host: str | None = None) -> pd.DataFrame:
 def run_info(loc: StoreLocation, run_id: str) -> pd.DataFrame:
     """The runs row for one run id (empty when unknown)."""
     return query_df(loc, "SELECT * FROM v_runs WHERE run_id = ?", [run_id])
-
-
-def runs_for_verb(loc: StoreLocation, verb: str, host: str | None = None) -> pd.DataFrame:
-    """Every run of one collector (optionally on one host), newest first: run pickers use it."""
-    return query_df(
-        loc,
-        "SELECT run_id, label, host, status, finished_at, gpu_model, gpu_count FROM v_runs "
-        "WHERE verb = ? AND (?::VARCHAR IS NULL OR host = ?) "
-        "ORDER BY finished_at DESC, run_id DESC",
-        [verb, host, host],
-    )

@@ -166,16 +166,3 @@ def model_configs(loc: StoreLocation, model_id: str | None = None,
         "GROUP BY model_id, host ORDER BY finished_at DESC",
         [model_id, model_id, host, host],
     )
-
-
-def serving_measured(loc: StoreLocation, host: str, model_id: str) -> pd.DataFrame:
-    """Measured `vllm bench serve` points of one model on one host (migration 0005), for
-    the planner's calibrated mode and the Serving page's predicted-vs-measured chart."""
-    return _safe(
-        loc,
-        "SELECT run_id, finished_at, concurrency, input_len, output_len, mean_tpot_ms, "
-        "mean_ttft_ms, output_throughput, tp, dp, ep, layout, layout_kind, gpu_count "
-        "FROM v_serving_bench WHERE host = ? AND model_id = ? AND mean_tpot_ms > 0 "
-        "ORDER BY finished_at, concurrency",
-        [host, model_id],
-    )

@@ -95,9 +95,7 @@ PER_TOKEN_HISTOGRAMS: dict[str, tuple[tuple[str, str], ...]] = {
 def _label_value(value: object) -> str | None:
     """A label read back from a frame: pandas gives NaN for NULL, which would bind as DOUBLE
     and make DuckDB cast the VARCHAR column to it (issue 20: SGLang's model_name)."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return None
-    return str(value)
+    return None if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
 
 
 def metric_servers(loc: StoreLocation, host: str | None = None) -> pd.DataFrame:

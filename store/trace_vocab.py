@@ -22,8 +22,3 @@ CAST_OPS: tuple[str, ...] = (
     "aten::to", "aten::_to_copy", "aten::type_as", "aten::half", "aten::float",
     "aten::bfloat16", "aten::double",
 )  # fmt: skip
-
-# Step sources (trace_steps.source, trace_ranks.step_source).
-STEP_SOURCES: tuple[str, ...] = (
-    "vllm", "vllm_execute_model", "graph_launch", "profiler_step", "sglang", "gap",
-)  # fmt: skip

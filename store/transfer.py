@@ -27,15 +27,7 @@ def run_tables(loc: StoreLocation, run_id: str) -> dict[str, Any] | None:
     """
     with connection(loc, read_only=True, timeout_s=30) as con:
         migrate.check_readable(con)
-        names = [
-            r[0]
-            for r in con.execute(
-                "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE' "
-                "AND table_catalog = current_database() AND table_schema = current_schema() "
-                "ORDER BY table_name"
-            ).fetchall()
-            if r[0] not in SKIP_TABLES
-        ]
+        names = [t for t in migrate.base_tables(con) if t not in SKIP_TABLES]
         found = con.execute("SELECT count(*) FROM runs WHERE run_id = ?", [run_id]).fetchone()[0]
         if not found:
             return None

@@ -18,6 +18,7 @@ from typing import Any
 from collectors.comm import sizes
 from collectors.context import Context
 from collectors.errors import EXIT_OK, InputError
+from collectors.nccl_tests_parse import nccl_version_from_code
 from store.bundle import Bundle, new_run_id
 
 DEFAULT_TOKENS = "1,2,4,8,16,32,64"
@@ -97,9 +98,7 @@ def graph_capture_works(torch: Any) -> bool:
     except Exception:  # noqa: BLE001 - no NCCL in this torch: no capture
         return False
     if not isinstance(version, tuple):  # old torch: NCCL_VERSION_CODE, 2.9.6 -> 20906
-        v = int(version)
-        version = (v // 10000, v % 10000 // 100, v % 100) if v >= 10000 else (
-            v // 1000, v % 1000 // 100, v % 100)  # fmt: skip
+        version = tuple(map(int, nccl_version_from_code(int(version)).split(".")))
     return hasattr(torch.cuda, "CUDAGraph") and tuple(version[:3]) >= NCCL_GRAPH_MIN
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import socket
 import sys
 import tempfile
 import threading
@@ -21,6 +20,7 @@ from typing import Any
 
 from collectors.comm.worker import Config
 from collectors.errors import EXIT_FAILED, MeasurementError
+from collectors.profile.launch import free_port  # one rank launcher's, shared
 
 
 @dataclass(frozen=True)
@@ -39,12 +39,6 @@ def torchrun_env() -> Torchrun | None:
         return Torchrun(int(env["RANK"]), int(env["WORLD_SIZE"]), int(env.get("LOCAL_RANK", 0)))
     except ValueError:
         return None
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _spawn_entry(rank: int, world: int, cfg: Config, init_method: str) -> None:
@@ -81,7 +75,7 @@ def run_spawned(cfg_args: dict[str, Any], world: int) -> dict[str, Any]:
 
     with tempfile.TemporaryDirectory(prefix="stepscope-comm-") as tmp:
         cfg = Config(status_dir=tmp, **cfg_args)
-        init_method = f"tcp://127.0.0.1:{_free_port()}"
+        init_method = f"tcp://127.0.0.1:{free_port()}"
         ctx = mp.get_context("spawn")
         procs = [ctx.Process(target=_spawn_entry, args=(r, world, cfg, init_method))
                  for r in range(world)]  # fmt: skip

@@ -26,9 +26,7 @@ def bus_factor(op: str, world: int) -> float | None:
 
 def algbw_gbps(nbytes: int, time_us: float) -> float | None:
     """size / time in GB/s (1e9 B/s), as nccl-tests prints it."""
-    if time_us is None or time_us <= 0:
-        return None
-    return nbytes / (time_us * 1e3)
+    return nbytes / (time_us * 1e3) if time_us is not None and time_us > 0 else None
 
 
 def busbw_gbps(op: str, nbytes: int, time_us: float, world: int) -> float | None:
@@ -48,14 +46,9 @@ class LatencyStats:
 
 def latency_stats(times_us: list[float]) -> LatencyStats:
     values = sorted(times_us)
-    return LatencyStats(
-        iters=len(values),
-        p50_us=percentile(values, 50),
-        p10_us=percentile(values, 10),
-        p90_us=percentile(values, 90),
-        min_us=values[0],
-        mean_us=sum(values) / len(values),
-    )
+    return LatencyStats(iters=len(values), p50_us=percentile(values, 50),
+                        p10_us=percentile(values, 10), p90_us=percentile(values, 90),
+                        min_us=values[0], mean_us=sum(values) / len(values))
 
 
 def slowest_rank_per_iter(per_rank: list[list[float]]) -> list[float]:

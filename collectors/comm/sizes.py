@@ -108,14 +108,8 @@ def byte_point(op: str, size: int, dtype_bytes: int, world: int) -> Point | None
     return Point(op, None, total * dtype_bytes, total // world if op in SPLIT_OPS else total)
 
 
-def sweep(
-    ops: list[str],
-    tokens: list[int],
-    sizes: list[int],
-    hidden: int,
-    dtype: str,
-    world: int,
-) -> list[Point]:
+def sweep(ops: list[str], tokens: list[int], sizes: list[int], hidden: int, dtype: str,
+          world: int) -> list[Point]:  # fmt: skip
     """Every (op, size) point, tokens first then bytes, smallest first within each op."""
     dbytes = DTYPE_BYTES[dtype]
     points: list[Point] = []

@@ -54,9 +54,7 @@ DEFAULT_PRESET = "kimi-k2.5"
 
 def _width(value: int, scale: float, multiple: int, floor: int) -> int:
     """``value * scale`` rounded up to a multiple (keeps TP splits and SIMD-friendly sizes)."""
-    if value == 0:
-        return 0
-    return max(floor, multiple * math.ceil(value * scale / multiple))
+    return 0 if value == 0 else max(floor, multiple * math.ceil(value * scale / multiple))
 
 
 def scaled(shape: ModelShape, scale: float, tp: int, layers: int) -> ModelShape:

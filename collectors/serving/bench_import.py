@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from collectors.context import Context
-from collectors.errors import EXIT_OK, InputError
+from collectors.errors import EXIT_OK, InputError, MeasurementError
 from collectors.lock import LockHeld, measurement_lock
-from collectors.serving import results
+from collectors.serving import client, results
 from collectors.serving.layout import Layout, redact
 from store.bundle import Bundle, content_run_id, new_run_id
 
@@ -151,9 +151,6 @@ def _model_configs(found: list[dict]) -> dict[str, list[dict]]:
 
 def parse_sweep(url: str, concurrency: str) -> tuple[str, list[int]]:
     """(base URL, sorted concurrency levels) of a sweep's flags; InputError when unusable."""
-    from collectors.errors import InputError
-    from collectors.serving import client
-
     try:
         base = client.normalize_base(url)
         levels = sorted({int(x) for x in concurrency.split(",") if x.strip()})
@@ -169,8 +166,6 @@ def run_sweep(ctx: Context, engine: Engine, tool: str, levels: list[int],
               layout: Layout | None, version: str | None, model: str | None = None) -> int:  # fmt: skip
     """Run the engine's benchmark tool once per concurrency (``command(c, out_path)``), read
     what each run saved, and commit them as one run."""
-    from collectors.errors import MeasurementError
-
     with tempfile.TemporaryDirectory(prefix=f"stepscope-{engine.verb}-") as tmp:
         files = []
         for c in levels:

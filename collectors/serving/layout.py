@@ -42,6 +42,18 @@ def split_flags(text: str) -> tuple[dict[str, str], set[str], list[str]]:
     return values, flags, words
 
 
+def int_flag(values: dict[str, str], spellings: tuple[str, ...]) -> int | None:
+    """The size given by any of a flag's ``spellings`` (the last one wins), or None."""
+    size = None
+    for flag in spellings:
+        if flag in values:
+            try:
+                size = int(values[flag])
+            except ValueError:
+                raise ValueError(f"--server-args: {flag} {values[flag]!r} is not a number") from None
+    return size
+
+
 @dataclass
 class Layout:
     tp: int | None = None
@@ -60,9 +72,7 @@ class Layout:
 
     @property
     def world_size(self) -> int | None:
-        if self.tp is None:
-            return None
-        return self.tp * (self.pp or 1) * (self.dp or 1)
+        return None if self.tp is None else self.tp * (self.pp or 1) * (self.dp or 1)
 
     @property
     def kind(self) -> str | None:

@@ -40,9 +40,7 @@ class RequestResult:
 
     @property
     def tpot_s(self) -> float | None:
-        if self.e2el_s is None or self.ttft_s is None or not self.output_tokens:
-            return None
-        if self.output_tokens < 2:
+        if self.e2el_s is None or self.ttft_s is None or (self.output_tokens or 0) < 2:
             return None
         return (self.e2el_s - self.ttft_s) / (self.output_tokens - 1)
 
@@ -161,8 +159,7 @@ def run_load(
         return r
 
     with ThreadPoolExecutor(max_workers=max(1, spec.concurrency)) as pool:
-        results = list(pool.map(task, range(spec.num_requests)))
-    return results
+        return list(pool.map(task, range(spec.num_requests)))
 
 
 def summarize(results: list[RequestResult], duration_s: float) -> dict:

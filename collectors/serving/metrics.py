@@ -13,12 +13,11 @@ import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 from collectors.context import Context
 from collectors.errors import InputError, MeasurementError
 from collectors.serving import client, prom
-from store.bundle import Bundle, new_run_id
+from store.bundle import Bundle, new_run_id, utc_now_iso
 
 
 @dataclass(frozen=True)
@@ -68,7 +67,7 @@ def scrape(args: argparse.Namespace, ctx: Context, a: MetricsAdapter) -> int:
         base = client.normalize_base(args.url)
     except ValueError as exc:
         raise InputError(f"--url: {exc}") from None
-    scraped_at = datetime.now(UTC).isoformat(timespec="microseconds")
+    scraped_at = utc_now_iso()
     name = {"vllm": "vLLM", "sglang": "SGLang"}.get(a.engine, a.engine)
     try:
         _, raw = client.request(f"{base}/metrics", timeout=args.timeout)

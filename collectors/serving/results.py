@@ -215,9 +215,7 @@ def to_row(obj: dict[str, Any], source: str, layout: Layout | None, version: str
         row[key] = _int(obj.get(key)) if key in ("completed", "failed") else _num(obj.get(key))
     for key in ("total_input_tokens", "total_output_tokens"):
         row[key] = _int(obj.get(key))
-    for m in METRICS:
-        for s in _STATS:
-            row[f"{s}_{m}_ms"] = _num(obj.get(f"{s}_{m}_ms"))
+    row.update({k: _num(obj.get(k)) for k in (f"{s}_{m}_ms" for m in METRICS for s in _STATS)})
     lay = layout or Layout()
     row.update(lay.row())
     version = version or obj.get(f"{engine}_version") or obj.get("version")

@@ -74,19 +74,10 @@ class WaitResult:
     waited_s: float
 
 
-def wait_for_traces(
-    trace_dir: Path,
-    before: set[str],
-    expected: int | None,
-    timeout_s: float,
-    settle_s: float,
-    log: logging.Logger,
-    poll_s: float = 0.5,
-    progress_every_s: float = 5.0,
-    start: float | None = None,
-    empty_grace_s: float | None = None,
-    empty_why: str = "",
-) -> WaitResult:
+def wait_for_traces(trace_dir: Path, before: set[str], expected: int | None, timeout_s: float,
+                    settle_s: float, log: logging.Logger, poll_s: float = 0.5,
+                    progress_every_s: float = 5.0, start: float | None = None,
+                    empty_grace_s: float | None = None, empty_why: str = "") -> WaitResult:  # fmt: skip
     """Return the new final trace files once complete; MeasurementError on timeout.
 
     Complete: ``expected`` final files (when the world size is known), else at least one
@@ -101,11 +92,8 @@ def wait_for_traces(
     last_report = start
     while True:
         now = time.monotonic()
-        current = {
-            p.name: p.stat().st_size
-            for p in _list(trace_dir)
-            if p.name not in before and is_trace_name(p.name)
-        }
+        current = {p.name: p.stat().st_size for p in _list(trace_dir)
+                   if p.name not in before and is_trace_name(p.name)}  # fmt: skip
         tmp = sorted(n for n in current if n.endswith(".tmp"))
         final = sorted(n for n in current if not n.endswith(".tmp"))
         unchanged = current == sizes and bool(current)
@@ -114,11 +102,9 @@ def wait_for_traces(
         stable_for = 0.0 if stable_since is None else now - stable_since
         whole = stable_for >= max(poll_s, 0.0) and all(
             _complete_cached(trace_dir / n, sizes[n], checked) for n in final)
-        if final and not tmp and whole:
-            if expected is not None and len(final) >= expected:
-                return WaitResult([trace_dir / n for n in final], now - start)
-            if expected is None and stable_for >= settle_s:
-                return WaitResult([trace_dir / n for n in final], now - start)
+        enough = stable_for >= settle_s if expected is None else len(final) >= expected
+        if final and not tmp and whole and enough:
+            return WaitResult([trace_dir / n for n in final], now - start)
         if empty_grace_s is not None and not current and now - start > empty_grace_s:
             raise MeasurementError(
                 f"{trace_dir}: no trace file appeared within {empty_grace_s:g} s of a "

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from collectors.serving.layout import Layout, split_flags
+from collectors.serving.layout import Layout, int_flag, split_flags
 
 _SIZES = {
     "tp": ("--tp-size", "--tp", "--tensor-parallel-size"),
@@ -38,16 +38,9 @@ def _build(tp: int, dp: int, pp: int, ep: int, dp_attention: bool, a2a: str | No
 def from_server_args(text: str) -> Layout:
     """Parse a ``python -m sglang.launch_server`` command line (or just its flags)."""
     values, flags, _ = split_flags(text)
-    sizes: dict[str, int] = {}
-    for name, spellings in _SIZES.items():
-        for flag in spellings:
-            if flag in values:
-                try:
-                    sizes[name] = int(values[flag])
-                except ValueError:
-                    raise ValueError(f"--server-args: {flag} {values[flag]!r} is not a number") from None
+    sizes = {name: int_flag(values, spellings) or 1 for name, spellings in _SIZES.items()}
     a2a = values.get("--moe-a2a-backend") or ("deepep" if "--enable-deepep-moe" in flags else None)
-    layout = _build(sizes.get("tp", 1), sizes.get("dp", 1), sizes.get("pp", 1), sizes.get("ep", 1),
+    layout = _build(sizes["tp"], sizes["dp"], sizes["pp"], sizes["ep"],
                     "--enable-dp-attention" in flags, a2a, "server-args")  # fmt: skip
     layout.kv_cache_dtype = values.get("--kv-cache-dtype")
     layout.quantization = values.get("--quantization")

@@ -18,7 +18,6 @@ from collectors.trace import taxonomy
 
 # Event categories we keep; everything else is dropped unparsed. Old traces used the
 # capitalised names (Kernel, Runtime, Operator, Memcpy, Memset).
-KIND_KERNEL, KIND_MEMCPY, KIND_MEMSET = 0, 1, 2
 _GPU_KIND = {b"kernel": 0, b"Kernel": 0, b"gpu_memcpy": 1, b"Memcpy": 1, b"gpu_memset": 2,
              b"Memset": 2}  # fmt: skip
 _RUNTIME = {b"cuda_runtime", b"cuda_driver", b"Runtime"}
@@ -99,8 +98,6 @@ class Sink:
         self.cpu_rows: list[tuple] = []
         self.rt_rows: list[tuple] = []
         self.locate = lambda offset: offset  # event number at a byte offset (for errors)
-        self.bytes_ids: dict[bytes, int] = {}  # raw JSON name -> id (fast path)
-        self.tid_bytes: dict[bytes, int] = {}
         self.comm_ops: dict[int, bool] = {}  # name id -> is a communication op (has a dtype)
 
     def name_id(self, name: str) -> int:

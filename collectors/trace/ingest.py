@@ -46,9 +46,8 @@ def find_trace_files(paths: list[Path]) -> tuple[list[Path], set[Path]]:
     for p in paths:
         p = Path(p)
         if p.is_dir():
-            found = sorted(
-                f for f in p.rglob("*") if f.is_file() and f.name.endswith(TRACE_SUFFIXES)
-            )
+            found = sorted(f for f in p.rglob("*")
+                           if f.is_file() and f.name.endswith(TRACE_SUFFIXES))  # fmt: skip
             if not found:
                 raise InputError(f"{p}: no trace files (*.json, *.json.gz, *.tmp) in the directory")
             files += found
@@ -113,8 +112,7 @@ def ingest_traces(paths: list[Path], log: logging.Logger | None = None) -> Trace
     results = []
     empty: list[Path] = []
     frontend = [f for f in files if _FRONTEND.search(f.name)]
-    for f in frontend:
-        warnings.append(f"skipped {f}: vLLM's frontend (AsyncLLM) CPU trace, not a rank")
+    warnings += [f"skipped {f}: vLLM's frontend (AsyncLLM) CPU trace, not a rank" for f in frontend]
     files = [f for f in files if f not in frontend]
     for f, raw in ranks.read_all(files):  # several ranks: a worker reads every other file
         try:
@@ -157,18 +155,7 @@ def ingest_traces(paths: list[Path], log: logging.Logger | None = None) -> Trace
         .encode()
     ).hexdigest()  # fmt: skip
     partial_files = [r.raw.path.name for r in results if r.raw.partial]
-    message = None
-    if partial_files:
-        message = (
-            f"partial: {', '.join(partial_files)} ended early (unterminated trace); "
-            "complete events kept"
-        )
-    return TraceIngest(
-        tables=built.tables,
-        summary=built.summary,
-        partial=bool(partial_files),
-        message=message,
-        digest=digest,
-        warnings=warnings,
-        run_info=built.run_info,
-    )
+    message = (f"partial: {', '.join(partial_files)} ended early (unterminated trace); "
+               "complete events kept") if partial_files else None  # fmt: skip
+    return TraceIngest(tables=built.tables, summary=built.summary, partial=bool(partial_files),
+                       message=message, digest=digest, warnings=warnings, run_info=built.run_info)

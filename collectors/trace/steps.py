@@ -42,7 +42,7 @@ GAP_FACTOR = 20.0
 @dataclass
 class Step:
     name: str
-    source: str  # store.trace_vocab.STEP_SOURCES
+    source: str  # vllm, vllm_execute_model, graph_launch, profiler_step, sglang or gap
     cpu_start: float  # us, absolute trace time
     cpu_end: float
     context_tokens: int | None = None
@@ -75,11 +75,7 @@ def _vllm(name: str, ts: float, dur: float) -> Step | None:
 
 def annotated_steps(cpu_annotations: list[tuple[str, float, float, object]]) -> list[Step]:
     """Steps from annotations (sources 1-3), sorted by CPU start; [] when none."""
-    found: list[Step] = []
-    for name, ts, dur, _tid in cpu_annotations:
-        step = _vllm(name, ts, dur)
-        if step:
-            found.append(step)
+    found = [s for name, ts, dur, _tid in cpu_annotations if (s := _vllm(name, ts, dur))]
     if not found:
         for source, rx in (("profiler_step", _PROFILER_STEP), ("sglang", _SGLANG)):
             found = [Step(n, source, ts, ts + d) for n, ts, d, _ in cpu_annotations if rx.match(n)]
@@ -99,10 +95,8 @@ def gap_steps(start: np.ndarray, end: np.ndarray) -> list[Step]:
     cuts = np.flatnonzero(gaps > threshold) if len(positive) else np.zeros(0, dtype=int)
     firsts = np.r_[0, cuts + 1]
     lasts = np.r_[cuts, len(start) - 1]
-    return [
-        Step(f"gap#{i}", "gap", float(start[a]), float(end[b]))
-        for i, (a, b) in enumerate(zip(firsts, lasts, strict=True))
-    ]
+    return [Step(f"gap#{i}", "gap", float(start[a]), float(end[b]))
+            for i, (a, b) in enumerate(zip(firsts, lasts, strict=True))]
 
 
 def frame_steps(frames: list[tuple[str, float, float, object]]) -> list[Step]:

@@ -202,27 +202,24 @@ def _kernels(res: RankResult, rank: int):
 
 
 def _summary(results, ranks, tables) -> dict[str, Any]:
-    cats = tables["trace_step_categories"]
-    by_cat = {c: {"calls": 0, "total_us": 0.0} for c in taxonomy.CATEGORIES}
-    for c, calls, total in zip(cats.column("category"), cats.column("calls"),
-                               cats.column("total_us"), strict=True):  # fmt: skip
-        by_cat[c]["calls"] += calls
-        by_cat[c]["total_us"] += total
-    outside = {c: {"calls": 0, "total_us": 0.0} for c in taxonomy.CATEGORIES}
-    out_t = tables["trace_outside_categories"]
-    for c, calls, total in zip(out_t.column("category"), out_t.column("calls"),
-                               out_t.column("total_us"), strict=True):  # fmt: skip
-        for bucket in (by_cat, outside):  # categories count every event once, steps or not
-            bucket[c]["calls"] += calls
-            bucket[c]["total_us"] += total
-    sources: dict[str, dict[str, dict[str, float]]] = {}
-    src_t = tables["trace_comm_sources"]
-    for c, src, calls, total in zip(src_t.column("category"), src_t.column("source"),
-                                    src_t.column("calls"), src_t.column("total_us"),
-                                    strict=True):  # fmt: skip
-        slot = sources.setdefault(c, {}).setdefault(src, {"calls": 0, "total_us": 0.0})
+    def rows(name: str, *columns: str) -> Any:
+        return zip(*(tables[name].column(c) for c in columns), strict=True)
+
+    def add(slot: dict[str, float], calls: int, total: float) -> None:
         slot["calls"] += calls
         slot["total_us"] += total
+
+    by_cat = {c: {"calls": 0, "total_us": 0.0} for c in taxonomy.CATEGORIES}
+    outside = {c: {"calls": 0, "total_us": 0.0} for c in taxonomy.CATEGORIES}
+    sources: dict[str, dict[str, dict[str, float]]] = {}
+    for c, calls, total in rows("trace_step_categories", "category", "calls", "total_us"):
+        add(by_cat[c], calls, total)
+    for c, calls, total in rows("trace_outside_categories", "category", "calls", "total_us"):
+        add(by_cat[c], calls, total)  # categories count every event once, steps or not
+        add(outside[c], calls, total)
+    for c, src, calls, total in rows("trace_comm_sources", "category", "source", "calls",
+                                     "total_us"):  # fmt: skip
+        add(sources.setdefault(c, {}).setdefault(src, {"calls": 0, "total_us": 0.0}), calls, total)
     for v in [*by_cat.values(), *outside.values(),
               *(x for per in sources.values() for x in per.values())]:  # fmt: skip
         v["total_us"] = round(v["total_us"], 3)
@@ -258,14 +255,13 @@ def _mean_wall(res: RankResult) -> float | None:
 def _run_info(results: list[RankResult], ranks) -> dict[str, Any]:
     metas = [r.raw.meta for r in results]
     devices = sorted({d for m in metas if (d := _device_name(m))})
+
+    def first(key: str, cast: Any = lambda v: v) -> Any:  # the first rank's that says
+        return next((v for m in metas if (v := cast(meta_value(m, "distributedInfo", key)))), None)
+
     return {
-        "world_size": next((v for m in metas if (v := _int(meta_value(m, "distributedInfo",
-                                                                        "world_size")))), None),
-        "backend": next((v for m in metas if (v := meta_value(m, "distributedInfo", "backend"))),
-                        None),
-        "nccl_version": next((v for m in metas
-                              if (v := meta_value(m, "distributedInfo", "nccl_version"))), None),
-        "devices": devices,
+        "world_size": first("world_size", _int), "backend": first("backend"),
+        "nccl_version": first("nccl_version"), "devices": devices,
         "has_gpu": any(r.has_gpu for r in results),
         "ranks": [rank for rank, _ in ranks],
         "files": [str(r.raw.path) for r in results],

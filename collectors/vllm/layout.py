@@ -13,7 +13,7 @@ import re
 import shlex
 from typing import Any
 
-from collectors.serving.layout import Layout, redact, split_flags  # noqa: F401  (shared; re-exported)
+from collectors.serving.layout import Layout, int_flag, redact, split_flags  # noqa: F401  (shared; re-exported)
 
 # vLLM >= 0.13 takes --profiler-config; the VLLM_TORCH_PROFILER_DIR env var works up to 0.15
 # and is gone in 0.16 (REFERENCE.md section 6; vllm/entrypoints/serve/profile/api_router.py).
@@ -89,17 +89,8 @@ def profiler_kind(server_args: str | None, info: Any = None) -> str | None:
 def from_server_args(text: str) -> Layout:
     """Parse a ``vllm serve`` command line (or just its flags)."""
     values, flags, positional = split_flags(text)
-    layout = Layout(source="server-args")
-    for field_name, names in _FLAGS.items():
-        for n in names:
-            if n in values:
-                try:
-                    setattr(layout, field_name, int(values[n]))
-                except ValueError:
-                    raise ValueError(f"--server-args: {n} {values[n]!r} is not a number") from None
-    layout.tp = layout.tp or 1
-    layout.pp = layout.pp or 1
-    layout.dp = layout.dp or 1
+    layout = Layout(**{name: int_flag(values, names) or 1 for name, names in _FLAGS.items()},
+                    source="server-args")  # fmt: skip
     layout.ep = bool(flags & {"--enable-expert-parallel", "-ep"}) or values.get(
         "--enable-expert-parallel", ""
     ).lower() in ("1", "true")
