@@ -140,6 +140,10 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
     if note:
         ctx.log.warning(note)
     record = ctx.run_record(run_id, message=note)
-    summary = {"gpu_count": len(topo.gpus), "gpu_model": tables["gpu_host"]["gpu_model"][0],
-               "interconnect": klass, "driver": topo.driver_version}  # fmt: skip
+    summary = {
+        "gpu_count": len(topo.gpus),
+        "gpu_model": tables["gpu_host"]["gpu_model"][0],
+        "interconnect": klass,
+        "driver": topo.driver_version,
+    }
     return ctx.submit(Bundle(record, tables), summary)

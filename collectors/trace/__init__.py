@@ -18,8 +18,10 @@ if TYPE_CHECKING:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("paths", nargs="+", type=Path, metavar="PATH",
-                        help="trace files (.json, .json.gz, .tmp) or directories of them; one run")  # fmt: skip
+    parser.add_argument(
+        "paths", nargs="+", type=Path, metavar="PATH",
+        help="trace files (.json, .json.gz, .tmp) or directories of them; one run",
+    )  # fmt: skip
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
@@ -29,11 +31,16 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     result = ingest_traces(list(args.paths), log=ctx.log)
     if result.message:
         ctx.log.warning(result.message)
-    record = ctx.run_record(content_run_id("trace", result.digest),
-                            env=trace_env(ctx.environment(), result.run_info),
-                            status="partial" if result.partial else "ok", message=result.message)  # fmt: skip
-    keep = ("world_size", "backend", "nccl_version", "devices")
-    record.args.update({k: v for k, v in result.run_info.items() if k in keep})
+    record = ctx.run_record(
+        content_run_id("trace", result.digest),
+        env=trace_env(ctx.environment(), result.run_info),
+        status="partial" if result.partial else "ok",
+        message=result.message,
+    )
+    record.args.update(
+        {k: v for k, v in result.run_info.items() if k in ("world_size", "backend",
+                                                             "nccl_version", "devices")}
+    )  # fmt: skip
     record.args["paths"] = [str(p) for p in args.paths]
     return ctx.submit(Bundle(record, result.tables), result.summary)
 
