@@ -76,12 +76,22 @@ def snapshot() -> dict[str, Any]:
     permission inside a container) becomes a note in ``env["nvml"]``, not a lost run."""
     nccl, cuda = _nccl_and_cuda()
     env: dict[str, Any] = {
-        "hostname": socket.gethostname(), "os": _os_name(), "cpu": _cpu_model(),
-        "cpu_count": _cpu_count(), "mem_bytes": _mem_bytes(), "python": platform.python_version(),
-        "torch": package_version("torch"), "nccl": nccl, "cuda": cuda, "cuda_driver": None,
-        "gpu_model": None, "gpu_count": 0, "vllm": package_version("vllm"),
-        "stepscope_version": STEPSCOPE_VERSION, "gpus": [],
-    }  # fmt: skip
+        "hostname": socket.gethostname(),
+        "os": _os_name(),
+        "cpu": _cpu_model(),
+        "cpu_count": _cpu_count(),
+        "mem_bytes": _mem_bytes(),
+        "python": platform.python_version(),
+        "torch": package_version("torch"),
+        "nccl": nccl,
+        "cuda": cuda,
+        "cuda_driver": None,
+        "gpu_model": None,
+        "gpu_count": 0,
+        "vllm": package_version("vllm"),
+        "stepscope_version": STEPSCOPE_VERSION,
+        "gpus": [],
+    }
     try:
         inv = nvml.inventory()
     except nvml.NvmlUnavailable as exc:

@@ -59,8 +59,14 @@ def open_with_retry(
         return _retry_open(loc, read_only, left, timeout_s, max_delay_s=delay)
 
 
-def _retry_open(loc: StoreLocation, read_only: bool, left_s: float, timeout_s: float, *,
-                max_delay_s: float) -> duckdb.DuckDBPyConnection:  # fmt: skip
+def _retry_open(
+    loc: StoreLocation,
+    read_only: bool,
+    left_s: float,
+    timeout_s: float,
+    *,
+    max_delay_s: float,
+) -> duckdb.DuckDBPyConnection:
     """Retry the open for ``left_s``; the message names the caller's whole ``timeout_s``."""
 
     def attempt() -> duckdb.DuckDBPyConnection:

@@ -108,8 +108,14 @@ def byte_point(op: str, size: int, dtype_bytes: int, world: int) -> Point | None
     return Point(op, None, total * dtype_bytes, total // world if op in SPLIT_OPS else total)
 
 
-def sweep(ops: list[str], tokens: list[int], sizes: list[int], hidden: int, dtype: str,
-          world: int) -> list[Point]:  # fmt: skip
+def sweep(
+    ops: list[str],
+    tokens: list[int],
+    sizes: list[int],
+    hidden: int,
+    dtype: str,
+    world: int,
+) -> list[Point]:
     """Every (op, size) point, tokens first then bytes, smallest first within each op."""
     dbytes = DTYPE_BYTES[dtype]
     points: list[Point] = []

@@ -39,8 +39,13 @@ def auth_headers(api_key: str | None) -> dict[str, str]:
     return {"Authorization": f"Bearer {api_key}"} if api_key else {}
 
 
-def request(url: str, method: str = "GET", body: Any = None, timeout: float = 10.0,
-            api_key: str | None = None) -> tuple[int, bytes]:  # fmt: skip
+def request(
+    url: str,
+    method: str = "GET",
+    body: Any = None,
+    timeout: float = 10.0,
+    api_key: str | None = None,
+) -> tuple[int, bytes]:
     """One request; returns (status, body) for 2xx, raises HttpStatus / ServerUnreachable."""
     data = None if body is None else json.dumps(body).encode()
     headers = {"Content-Type": "application/json"} if data is not None else {}

@@ -74,10 +74,19 @@ class WaitResult:
     waited_s: float
 
 
-def wait_for_traces(trace_dir: Path, before: set[str], expected: int | None, timeout_s: float,
-                    settle_s: float, log: logging.Logger, poll_s: float = 0.5,
-                    progress_every_s: float = 5.0, start: float | None = None,
-                    empty_grace_s: float | None = None, empty_why: str = "") -> WaitResult:  # fmt: skip
+def wait_for_traces(
+    trace_dir: Path,
+    before: set[str],
+    expected: int | None,
+    timeout_s: float,
+    settle_s: float,
+    log: logging.Logger,
+    poll_s: float = 0.5,
+    progress_every_s: float = 5.0,
+    start: float | None = None,
+    empty_grace_s: float | None = None,
+    empty_why: str = "",
+) -> WaitResult:
     """Return the new final trace files once complete; MeasurementError on timeout.
 
     Complete: ``expected`` final files (when the world size is known), else at least one
