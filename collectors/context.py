@@ -74,12 +74,16 @@ class Context:
         """A runs row for this verb with the environment and arguments filled in."""
         env = env if env is not None else self.environment()
         return RunRecord(
-            run_id=run_id, verb=self.verb, host=fields.pop("host", None) or self.host(env),
+            run_id=run_id,
+            verb=self.verb,
+            host=fields.pop("host", None) or self.host(env),
             started_at=fields.pop("started_at", None) or self.started_at,
             finished_at=fields.pop("finished_at", None) or utc_now_iso(),
-            label=fields.pop("label", None) or self.args.label, env=env,
-            args=self.recorded_args(), **fields,
-        )  # fmt: skip
+            label=fields.pop("label", None) or self.args.label,
+            env=env,
+            args=self.recorded_args(),
+            **fields,
+        )
 
     def emit(self, summary: dict[str, Any]) -> None:
         if self.args.json:

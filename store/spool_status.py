@@ -36,8 +36,13 @@ def spool_status(spool_dir: Path, now: float | None = None) -> SpoolStatus:
             continue
     corrupt_dir = spool_dir / CORRUPT_DIR
     corrupt = sum(1 for _ in corrupt_dir.iterdir()) if corrupt_dir.is_dir() else 0
-    return SpoolStatus(spool_dir, pending=len(ages), oldest_age_s=max(ages) if ages else None,
-                       corrupt=corrupt, half_written=len(abandoned_temp_entries(spool_dir)))
+    return SpoolStatus(
+        spool_dir=spool_dir,
+        pending=len(ages),
+        oldest_age_s=max(ages) if ages else None,
+        corrupt=corrupt,
+        half_written=len(abandoned_temp_entries(spool_dir)),
+    )
 
 
 def human_age(seconds: float | None) -> str:
