@@ -17,12 +17,21 @@ class Setting:
     help: str
 
 
-STORE = Setting("STEPSCOPE_STORE", "$XDG_DATA_HOME/stepscope/stepscope.duckdb (~/.local/share/...)",
-                "store: a DuckDB file path or a ducklake: URL; --store overrides it")
-SPOOL = Setting("STEPSCOPE_SPOOL", "<store>.spool next to the store",
-                "folder where runs wait for their commit")
-LAKE_DATA_PATH = Setting("STEPSCOPE_LAKE_DATA_PATH", "none (the URL's ;data_path= or --data-path)",
-                         "DuckLake data files: a shared folder or an s3:// URL")
+STORE = Setting(
+    "STEPSCOPE_STORE",
+    "$XDG_DATA_HOME/stepscope/stepscope.duckdb (~/.local/share/...)",
+    "store: a DuckDB file path or a ducklake: URL; --store overrides it",
+)
+SPOOL = Setting(
+    "STEPSCOPE_SPOOL",
+    "<store>.spool next to the store",
+    "folder where runs wait for their commit",
+)
+LAKE_DATA_PATH = Setting(
+    "STEPSCOPE_LAKE_DATA_PATH",
+    "none (the URL's ;data_path= or --data-path)",
+    "DuckLake data files: a shared folder or an s3:// URL",
+)
 DUCKDB_EXTENSION_DIR = Setting(
     "STEPSCOPE_DUCKDB_EXTENSION_DIR",
     "$XDG_CACHE_HOME/stepscope/duckdb-extensions",
@@ -45,10 +54,16 @@ S3_CREDENTIAL_CHAIN = Setting(
     "AWS SDK credential providers tried when AWS_ACCESS_KEY_ID is unset (add sso, sts, "
     "instance, process)",
 )
-LOCK_DIR = Setting("STEPSCOPE_LOCK_DIR", "/tmp/stepscope-locks",
-                   "host-wide measurement lock folder (one measurement at a time)")
-NVML_MODULE = Setting("STEPSCOPE_NVML_MODULE", "pynvml (nvidia-ml-py)",
-                      "module that answers NVML calls (tests point it at a stand-in)")
+LOCK_DIR = Setting(
+    "STEPSCOPE_LOCK_DIR",
+    "/tmp/stepscope-locks",
+    "host-wide measurement lock folder (one measurement at a time)",
+)
+NVML_MODULE = Setting(
+    "STEPSCOPE_NVML_MODULE",
+    "pynvml (nvidia-ml-py)",
+    "module that answers NVML calls (tests point it at a stand-in)",
+)
 DEBUG = Setting("STEPSCOPE_DEBUG", "off", "1: print the traceback of an internal error")
 
 SETTINGS: tuple[Setting, ...] = (
