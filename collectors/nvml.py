@@ -92,8 +92,11 @@ def inventory() -> GpuInventory:
     """Driver, CUDA driver version and the GPU list; NvmlUnavailable without NVIDIA GPUs."""
     with session() as nvml:
         driver = Reader(nvml)("nvmlSystemGetDriverVersion")
-        return GpuInventory(driver_version="unknown" if driver is None else text(driver),
-                            cuda_driver_version=cuda_version_text(nvml), gpus=read_gpus(nvml))
+        return GpuInventory(
+            driver_version="unknown" if driver is None else text(driver),
+            cuda_driver_version=cuda_version_text(nvml),
+            gpus=read_gpus(nvml),
+        )
 
 
 def topology_inventory() -> Topology:

@@ -67,6 +67,15 @@ NVML_MODULE = Setting(
 DEBUG = Setting("STEPSCOPE_DEBUG", "off", "1: print the traceback of an internal error")
 
 SETTINGS: tuple[Setting, ...] = (
-    STORE, SPOOL, LAKE_DATA_PATH, DUCKDB_EXTENSION_DIR, S3_ENDPOINT, S3_URL_STYLE, S3_USE_SSL,
-    S3_CREDENTIAL_CHAIN, LOCK_DIR, NVML_MODULE, DEBUG,
-)  # fmt: skip
+    STORE,
+    SPOOL,
+    LAKE_DATA_PATH,
+    DUCKDB_EXTENSION_DIR,
+    S3_ENDPOINT,
+    S3_URL_STYLE,
+    S3_USE_SSL,
+    S3_CREDENTIAL_CHAIN,
+    LOCK_DIR,
+    NVML_MODULE,
+    DEBUG,
+)

@@ -46,9 +46,14 @@ class LatencyStats:
 
 def latency_stats(times_us: list[float]) -> LatencyStats:
     values = sorted(times_us)
-    return LatencyStats(iters=len(values), p50_us=percentile(values, 50),
-                        p10_us=percentile(values, 10), p90_us=percentile(values, 90),
-                        min_us=values[0], mean_us=sum(values) / len(values))
+    return LatencyStats(
+        iters=len(values),
+        p50_us=percentile(values, 50),
+        p10_us=percentile(values, 10),
+        p90_us=percentile(values, 90),
+        min_us=values[0],
+        mean_us=sum(values) / len(values),
+    )
 
 
 def slowest_rank_per_iter(per_rank: list[list[float]]) -> list[float]:

@@ -26,28 +26,56 @@ DEFAULTS = {"tp": 2, "batch": 8, "steps": 3, "warmup": 1, "layers": 4, "context"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     d = DEFAULTS
     g = parser.add_argument_group("workload")
-    g.add_argument("--preset", choices=sorted(PRESETS), default=DEFAULT_PRESET,
-                   help=f"model whose shapes the step uses (default {DEFAULT_PRESET})")  # fmt: skip
-    g.add_argument("--scale", type=float, default=d["scale"],
-                   help="width factor in (0, 1] applied to hidden/expert/head sizes "
-                   "(default 1/16, so a CPU runs it in seconds)")  # fmt: skip
+    g.add_argument(
+        "--preset",
+        choices=sorted(PRESETS),
+        default=DEFAULT_PRESET,
+        help=f"model whose shapes the step uses (default {DEFAULT_PRESET})",
+    )
+    g.add_argument(
+        "--scale",
+        type=float,
+        default=d["scale"],
+        help="width factor in (0, 1] applied to hidden/expert/head sizes "
+        "(default 1/16, so a CPU runs it in seconds)",
+    )
     g.add_argument("--layers", type=int, default=d["layers"], help="decoder layers (default 4)")
     g.add_argument("--tp", type=int, default=d["tp"], help="tensor-parallel ranks (default 2)")
-    g.add_argument("--batch", type=int, default=d["batch"],
-                   help="tokens decoded per step (default 8)")  # fmt: skip
-    g.add_argument("--context", type=int, default=d["context"],
-                   help="KV-cache length each token attends to (default 256)")  # fmt: skip
+    g.add_argument(
+        "--batch", type=int, default=d["batch"], help="tokens decoded per step (default 8)"
+    )
+    g.add_argument(
+        "--context",
+        type=int,
+        default=d["context"],
+        help="KV-cache length each token attends to (default 256)",
+    )
     g.add_argument("--steps", type=int, default=d["steps"], help="profiled steps (default 3)")
-    g.add_argument("--warmup", type=int, default=d["warmup"],
-                   help="unrecorded warm-up steps (default 1)")  # fmt: skip
-    g.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
-                   help="auto: CUDA (NCCL) when there is one GPU per rank, else CPU (gloo)")  # fmt: skip
-    g.add_argument("--timeout", type=float, default=d["timeout"], metavar="S",
-                   help="seconds the profiled steps may take once every rank has started, "
-                   "before a hung rank fails the run (default 120)")  # fmt: skip
-    g.add_argument("--startup-timeout", type=float, default=d["startup_timeout"], metavar="S",
-                   help="seconds for start-up: process start, CUDA/NCCL/CUPTI init and "
-                   "building the weights (default 600)")  # fmt: skip
+    g.add_argument(
+        "--warmup", type=int, default=d["warmup"], help="unrecorded warm-up steps (default 1)"
+    )
+    g.add_argument(
+        "--device",
+        choices=("auto", "cpu", "cuda"),
+        default="auto",
+        help="auto: CUDA (NCCL) when there is one GPU per rank, else CPU (gloo)",
+    )
+    g.add_argument(
+        "--timeout",
+        type=float,
+        default=d["timeout"],
+        metavar="S",
+        help="seconds the profiled steps may take once every rank has started, before a "
+        "hung rank fails the run (default 120)",
+    )
+    g.add_argument(
+        "--startup-timeout",
+        type=float,
+        default=d["startup_timeout"],
+        metavar="S",
+        help="seconds for start-up: process start, CUDA/NCCL/CUPTI init and building the "
+        "weights (default 600)",
+    )
     g.add_argument("--keep-traces", metavar="DIR", help="also keep the rank traces in DIR")  # fmt: skip
 
 
@@ -124,8 +152,11 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     # Resolved values go into the run's recorded args next to the flags the user gave.
     args.backend, args.device_used, args.model = backend, device, shape.as_dict()
     args.tokens_per_step = args.batch
-    record = ctx.run_record(run_id, status="partial" if result.partial else "ok",
-                            message=result.message)
+    record = ctx.run_record(
+        run_id,
+        status="partial" if result.partial else "ok",
+        message=result.message,
+    )
     summary = {
         **result.summary,
         "preset": args.preset, "scale": args.scale, "tp": args.tp, "backend": backend,
