@@ -2,9 +2,10 @@
 
 The schema comes from the real migrations (``store.migrate.upgrade``); rows are generated
 per table from a TEMP run plan. Trace-bearing runs are written in batches of whole runs
-(benchmarks/scale/trace_batch.py: one ``range()`` per batch, ~1 M rows/s on 2 cores), each
-run's rows together and in launch order, so ``trace_kernels`` is clustered by run like a
-real store; ``--batch-rows 0`` writes them one run at a time (the reference path).
+(benchmarks/scale/trace_batch.py: one ``range()`` per batch; 10^9 rows at 0.66 M rows/s on
+2 shared cores), each run's rows together and in launch order, so ``trace_kernels`` is
+clustered by run like a real store. ``--batch-rows 1``: a transaction per run, as a fleet
+commits (more files, slower); ``--batch-rows 0``: the per-run reference path (trace.py).
 
     # 1,000 runs, 100M kernel rows, embedded
     python -m benchmarks.scale.generate --out benchmarks/out/scale.duckdb
@@ -162,7 +163,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--hosts", type=int, default=16, help="hosts the runs come from")
     ap.add_argument("--batch-rows", type=int, default=20_000_000,
-                    help="kernel rows per trace batch (one transaction); 0: one run each")  # fmt: skip
+                    help="kernel rows per trace batch (one transaction); 1: a run each; "
+                    "0: the per-run reference path")  # fmt: skip
     ap.add_argument("--lake", metavar="DIR", type=Path,
                     help="build a DuckLake store instead: its PostgreSQL cluster and data "
                     "files go under DIR (benchmarks/scale/pg.py restarts it later)")  # fmt: skip
