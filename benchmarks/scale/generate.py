@@ -1,8 +1,11 @@
 """Build a Stepscope store at scale with DuckDB SQL alone (``range()``, ``hash()``).
 
 The schema comes from the real migrations (``store.migrate.upgrade``); rows are generated
-per table from a TEMP run plan. Trace-bearing runs are written one at a time, as commits
-write them, so ``trace_kernels`` is clustered by run like a real store.
+per table from a TEMP run plan. Trace-bearing runs are written in batches of whole runs
+(benchmarks/scale/trace_batch.py: one ``range()`` per batch; 10^9 rows at 0.66 M rows/s on
+2 shared cores), each run's rows together and in launch order, so ``trace_kernels`` is
+clustered by run like a real store. ``--batch-rows 1``: a transaction per run, as a fleet
+commits (more files, slower); ``--batch-rows 0``: the per-run reference path (trace.py).
 
     # 1,000 runs, 100M kernel rows, embedded
     python -m benchmarks.scale.generate --out benchmarks/out/scale.duckdb
@@ -24,7 +27,7 @@ from pathlib import Path
 import duckdb
 
 from benchmarks.scale import runs as runs_mod
-from benchmarks.scale import serving, tables, trace
+from benchmarks.scale import serving, tables, trace, trace_batch
 from store import migrate
 
 OUT = Path(__file__).resolve().parents[1] / "out"
@@ -52,7 +55,7 @@ def build(
     kernel_rows: int,
     rank_steps: int = 256,
     seed: int = 7,
-    batch: int = 10,
+    batch_rows: int = 20_000_000,
     progress: Callable[[str], None] | None = None,
     hosts: int = runs_mod.HOSTS,
 ) -> BuildReport:
@@ -83,17 +86,23 @@ def build(
                              serving.insert_model_configs(con), serving.insert_metrics(con)))  # fmt: skip
     plan = trace.trace_runs(con, kernel_rows, rank_steps)
     report.trace_runs = len(plan)
-    start = time.perf_counter()
-    for i in range(0, len(plan), batch):  # a few runs per transaction: fewer checkpoints
+    start, done, rows = time.perf_counter(), 0, 0
+    # Many runs per statement and transaction (trace_batch.py); batch_rows=0: one run at a
+    # time (trace.insert_run, the reference the batched rows are tested against).
+    groups = trace_batch.batches(plan, batch_rows) if batch_rows else ([r] for r in plan)
+    for group in groups:
         con.execute("BEGIN TRANSACTION")
-        for run in plan[i : i + batch]:
-            trace.insert_run(con, run)
+        if batch_rows:
+            trace_batch.insert_batch(con, group)
+        else:
+            trace.insert_run(con, group[0])
         con.execute("COMMIT")
-        done = min(i + batch, len(plan))
-        rate = sum(r.rows for r in plan[:done]) / (time.perf_counter() - start)
+        done, rows = done + len(group), rows + sum(r.rows for r in group)
+        rate = rows / (time.perf_counter() - start)
         say(f"trace runs {done}/{len(plan)} ({rate / 1e6:.2f} M rows/s)")
     report.seconds["trace"] = round(time.perf_counter() - start, 2)
-    con.execute("DROP TABLE IF EXISTS ev")
+    for temp in ("ev", "tb_agg", "tb_a", "tb_run"):
+        con.execute(f"DROP TABLE IF EXISTS {temp}")
     report.seconds["total"] = round(time.perf_counter() - t0, 2)
     report.seconds["cpu_total"] = round(time.process_time() - cpu0, 2)  # all DuckDB threads
     names = [r[0] for r in con.execute(
@@ -153,13 +162,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--memory-limit", default="6GB")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--hosts", type=int, default=16, help="hosts the runs come from")
+    ap.add_argument("--batch-rows", type=int, default=20_000_000,
+                    help="kernel rows per trace batch (one transaction); 1: a run each; "
+                    "0: the per-run reference path")  # fmt: skip
     ap.add_argument("--lake", metavar="DIR", type=Path,
                     help="build a DuckLake store instead: its PostgreSQL cluster and data "
                     "files go under DIR (benchmarks/scale/pg.py restarts it later)")  # fmt: skip
     ap.add_argument("--report", type=Path, help="write the build report (JSON) here")
     args = ap.parse_args(argv)
     kw = dict(rank_steps=args.rank_steps, memory_limit=args.memory_limit, threads=args.threads,
-              hosts=args.hosts, progress=lambda m: print(m, file=sys.stderr, flush=True))  # fmt: skip
+              hosts=args.hosts, batch_rows=args.batch_rows,
+              progress=lambda m: print(m, file=sys.stderr, flush=True))  # fmt: skip
     if args.lake:
         from benchmarks.scale import pg
 

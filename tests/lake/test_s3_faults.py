@@ -74,8 +74,14 @@ def run_counts(url: str, run_id: str) -> dict[str, int]:
             "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE' "
             "AND table_catalog = current_database() AND table_schema = current_schema() "
             "AND table_name <> 'stepscope_schema'").fetchall()]  # fmt: skip
-        return {t: con.execute(f'SELECT count(*) FROM "{t}" WHERE run_id = ?', [run_id]
-                               ).fetchone()[0] for t in tables}  # fmt: skip
+        # ONE statement for every table: its counts come from one snapshot, as a page's query
+        # reads it (one autocommit per table straddled a commit in CI: runs 1, host_gpus 0;
+        # an explicit transaction around them crashed the process, 04ea91a).
+        counts = " UNION ALL ".join(
+            f'SELECT {i}, count(*) FROM "{t}" WHERE run_id = $run' for i, t in enumerate(tables)
+        )
+        rows = dict(con.execute(counts, {"run": run_id}).fetchall())
+        return {t: rows[i] for i, t in enumerate(tables)}
 
 
 def assert_none_or_all(counts: dict[str, int], want: dict[str, int]) -> bool:
