@@ -87,7 +87,11 @@ def test_nvlink_host_view_reopens_from_a_copied_link(hw, page, browser) -> None:
     page.wait_for_url(f"**run={runs['hgx']}**")
     expect(main.get_by_text("NVLink between all 28 GPU pairs (NV18 on 28)")).to_be_visible()
     assert "every GPU has 18 active NVLink 4 link(s), to NVSwitch" in main.inner_text()
-    assert main.get_by_test_id("stTable").nth(0).inner_text().count("NV18") == 56
+    # The sentence can draw before the rerun has replaced the previous run's tables: wait for
+    # the topology matrix itself (CI once read the P2P table in its place).
+    topo = main.get_by_test_id("stTable").nth(0)
+    expect(topo).to_contain_text("NV18")
+    assert topo.inner_text().count("NV18") == 56
     main.get_by_role("radio", name="nvlink").click()
     wait_app(page)
     page.wait_for_url("**p2p=nvlink**")
