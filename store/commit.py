@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -34,8 +33,6 @@ from store.spool_claim import EntryClaim, EntryHeld, claim_entry
 from store.sql import string_literal
 
 log = logging.getLogger("stepscope.store")
-
-_IDENT = re.compile(r"^[a-z][a-z0-9_]*$")
 
 # Environment keys copied into their own runs columns; the whole snapshot stays in `env`.
 ENV_COLUMNS = (
@@ -80,8 +77,8 @@ def _select_rows(entry: Path, info: dict[str, Any]) -> str:
     """The SELECT of one spooled table's rows with the run id (store/bundle.py's formats).
 
     Only checked text reaches the SQL: read_manifest verified the file is in the entry and
-    each JSON column is an identifier with one of store.bundle.SQL_TYPES; the table name
-    matched _IDENT. A JSON table is one object of column lists: unnest zips them into rows.
+    each JSON column is an identifier with one of store.bundle.SQL_TYPES, and the table name
+    is one. A JSON table is one object of column lists: unnest zips them into rows.
     """
     path = entry / info["file"]
     if path.suffix != ".json":
@@ -140,9 +137,6 @@ def _commit_once(
     with tempfile.TemporaryDirectory(prefix="stepscope-commit-") as scratch, \
             connection(loc, read_only=False, timeout_s=timeout_s) as con:  # fmt: skip
         migrate.upgrade(con)
-        for name in manifest["tables"]:
-            if not _IDENT.match(name):
-                raise _lacks(entry, name)
         # Each table file is named in its own statement: one bind per file. Relations (the
         # run id cross-joined with con.read_parquet) opened and bound each file about six
         # times: 52-57 ms against 27-29 ms for a small trace's five tables (issue 12).
