@@ -18,7 +18,7 @@ from store.retry import retry
 from store.turnstile import take_turn
 
 # Extensions come from pinned wheels only; never download or load one at run time.
-_NO_EXTENSION_LOADING = {
+NO_EXTENSION_LOADING = {
     "autoinstall_known_extensions": "false",
     "autoload_known_extensions": "false",
 }
@@ -35,7 +35,7 @@ def _open_once(loc: StoreLocation, read_only: bool) -> duckdb.DuckDBPyConnection
     check_duckdb_file(path)
     if not read_only:
         path.parent.mkdir(parents=True, exist_ok=True)
-    return duckdb.connect(str(path), read_only=read_only, config=_NO_EXTENSION_LOADING)
+    return duckdb.connect(str(path), read_only=read_only, config=NO_EXTENSION_LOADING)
 
 
 def open_with_retry(

@@ -25,12 +25,12 @@ from pathlib import Path
 import duckdb
 
 from store import s3, settings
+from store.connect import NO_EXTENSION_LOADING
 from store.errors import StoreBusy, StoreError, StoreMissing
 from store.location import StoreLocation, lake_catalog, redact, refuse_credentials
 from store.retry import retry
 from store.sql import string_literal
 
-ENV_EXTENSION_DIR = settings.DUCKDB_EXTENSION_DIR.name
 ALIAS = "lake"
 _INIT_RACE_TIMEOUT_S = 20.0  # writers creating one new catalog (8 hosts on 2 busy cores: >3 s)
 _instances: dict[tuple[str, str | None, bool], duckdb.DuckDBPyConnection] = {}
@@ -40,7 +40,7 @@ _data_paths: dict[str, str | None] = {}  # the data path each lake's catalog nam
 
 def extension_dir() -> Path:
     """Where the wheel's extension files are installed for DuckDB to load (per user)."""
-    value = os.environ.get(ENV_EXTENSION_DIR)
+    value = os.environ.get(settings.DUCKDB_EXTENSION_DIR.name)
     if value:
         return Path(value)
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
@@ -77,12 +77,7 @@ def _new_instance(loc: StoreLocation, read_only: bool) -> duckdb.DuckDBPyConnect
     ext_dir = extension_dir()
     ext_dir.mkdir(parents=True, exist_ok=True)
     con = duckdb.connect(
-        ":memory:",
-        config={
-            "autoinstall_known_extensions": "false",
-            "autoload_known_extensions": "false",
-            "extension_directory": str(ext_dir),
-        },
+        ":memory:", config={**NO_EXTENSION_LOADING, "extension_directory": str(ext_dir)}
     )
     try:
         catalog = lake_catalog(loc.url)
