@@ -60,11 +60,9 @@ def _load(con: duckdb.DuckDBPyConnection, name: str) -> None:
     wheel_file = Path(module.__file__).parent / "extensions" / version / f"{name}.duckdb_extension"
     if not wheel_file.is_file():
         raise StoreError(f"duckdb-extension-{name} has no build for DuckDB {version}")
-    try:
+    with contextlib.suppress(duckdb.Error):  # not installed in this extension directory yet
         con.execute(f"LOAD {name}")
         return
-    except duckdb.Error:
-        pass  # not installed in this extension directory yet
     con.execute(f"INSTALL {string_literal(str(wheel_file))}")
     con.execute(f"LOAD {name}")
 
