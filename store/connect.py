@@ -32,9 +32,7 @@ def _open_once(loc: StoreLocation, read_only: bool) -> duckdb.DuckDBPyConnection
     path = loc.file  # StoreError, never a file named "None" in the current folder
     if read_only and not path.exists():
         raise StoreMissing(f"no store at {path} yet: run a collector first")
-    check_duckdb_file(path)
-    if not read_only:
-        path.parent.mkdir(parents=True, exist_ok=True)
+    check_duckdb_file(path)  # its folder was made by open_with_retry, before the turnstile
     return duckdb.connect(str(path), read_only=read_only, config=NO_EXTENSION_LOADING)
 
 
