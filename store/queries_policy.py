@@ -10,13 +10,13 @@ import pandas as pd
 
 from store.location import StoreLocation
 from store.reader import query_df
+from store.trace_vocab import COMM
 
+_COMM_LIST = ", ".join(f"'{c}'" for c in COMM)  # constants, not user values
 # Rows the checks in planner/trace_check.py can flag: collectives, quantize kernels, and
 # kernels whose names say they communicate (some engines' collectives are not NCCL).
-_COMM = "category IN ('allreduce', 'all_to_all', 'allgather', 'reduce_scatter', 'other_comm')"
 _RELEVANT = (
-    "(k.category IN ('allreduce', 'all_to_all', 'allgather', 'reduce_scatter', 'other_comm', "
-    "'cast_quant') OR regexp_matches(k.name, "
+    f"(k.category IN ({_COMM_LIST}, 'cast_quant') OR regexp_matches(k.name, "
     "'(?i)nccl|rccl|allreduce|all_reduce|reduce_scatter|quickreduce|quick_reduce|deep_?ep|"
     "dispatch|combine|cross_device_reduce|moe_a2a|all2all|alltoall'))"
 )
@@ -78,12 +78,12 @@ def quantize_before_collectives(
         "AND run_id IN (SELECT run_id FROM v_runs WHERE (?::VARCHAR IS NULL OR host = ?)) "
         "AND (?::VARCHAR IS NULL OR run_id = ?) "
         "WINDOW w AS (PARTITION BY run_id, rank ORDER BY start_us, stream)), "
-        f"c AS (SELECT run_id, rank, category, count(*) AS comm_calls FROM k WHERE {_COMM} "
-        "GROUP BY ALL) "
+        "c AS (SELECT run_id, rank, category, count(*) AS comm_calls FROM k "
+        f"WHERE category IN ({_COMM_LIST}) GROUP BY ALL) "
         "SELECT k.run_id, k.rank, k.prev_name AS name, k.prev_category AS category, "
         "k.category AS comm_category, count(*) AS times, any_value(c.comm_calls) AS comm_calls "
         "FROM k JOIN c USING (run_id, rank, category) "
-        f"WHERE {_COMM.replace('category', 'k.category')} AND k.prev_category = 'cast_quant' "
+        f"WHERE k.category IN ({_COMM_LIST}) AND k.prev_category = 'cast_quant' "
         "GROUP BY ALL ORDER BY k.run_id, k.rank, times DESC",
         [host, host, run_id, run_id],
     )
