@@ -120,7 +120,7 @@ def create_secret(
     con: duckdb.DuckDBPyConnection,
     data_path: str,
     load: Callable[[duckdb.DuckDBPyConnection, str], None],
-) -> S3Endpoint:
+) -> None:
     """Make the DuckDB secret that signs requests for ``data_path`` (``load``: lake._load).
 
     A secret the user created (``CREATE PERSISTENT SECRET ... SCOPE 's3://bucket'``) that
@@ -129,7 +129,7 @@ def create_secret(
     ep = endpoint()
     found = con.execute("SELECT name FROM which_secret(?, 's3')", [data_path]).fetchone()
     if found is not None:
-        return ep
+        return
     fields = {"URL_STYLE": ep.url_style, "USE_SSL": "true" if ep.use_ssl else "false"}
     if ep.host:
         fields["ENDPOINT"] = ep.host
@@ -158,7 +158,6 @@ def create_secret(
             "AWS_SECRET_ACCESS_KEY, a profile in ~/.aws (AWS_PROFILE), or create a DuckDB "
             f"secret ({str(exc).splitlines()[0]})"
         ) from None
-    return ep
 
 
 # httpfs's words (duckdb-httpfs, httpfs.cpp/s3fs.cpp): a request that got no HTTP answer is
