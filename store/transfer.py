@@ -42,16 +42,13 @@ def run_tables(loc: StoreLocation, run_id: str) -> dict[str, Any] | None:
 @cache
 def code_schema() -> dict[str, dict[str, str]]:
     """{table: {column: type}} of the schema this code's migrations create."""
-    con = duckdb.connect(":memory:")
-    try:
+    with duckdb.connect(":memory:") as con:  # closed on leaving the block
         migrate.upgrade(con)
         rows = con.execute(
             "SELECT c.table_name, c.column_name, c.data_type FROM information_schema.columns c "
             "JOIN information_schema.tables t USING (table_catalog, table_schema, table_name) "
             "WHERE t.table_type = 'BASE TABLE' ORDER BY c.table_name, c.ordinal_position"
         ).fetchall()
-    finally:
-        con.close()
     schema: dict[str, dict[str, str]] = {}
     for table, column, dtype in rows:
         if table not in SKIP_TABLES:
@@ -66,8 +63,7 @@ def check_against_schema(tables: dict[str, Any]) -> str | None:
     Nothing is executed but DuckDB's own typed INSERT of the given values.
     """
     schema = code_schema()
-    con = duckdb.connect(":memory:")
-    try:
+    with duckdb.connect(":memory:") as con:
         migrate.upgrade(con)
         for name, table in tables.items():
             target = current_name(name)  # an older export names a renamed table as it was
@@ -83,6 +79,4 @@ def check_against_schema(tables: dict[str, Any]) -> str | None:
                 return f"table {name}: rows do not fit the schema ({str(exc).splitlines()[0]})"
             finally:
                 con.unregister("incoming")
-    finally:
-        con.close()
     return None
