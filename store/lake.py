@@ -246,14 +246,12 @@ def lake_data_version(loc: StoreLocation) -> str:
             con = _instance(loc, True)
             with _lock:
                 cursor = con.cursor()
-            try:
+            with cursor:  # closed on leaving the block
                 snap = cursor.execute(f"SELECT id FROM ducklake_current_snapshot('{ALIAS}')")
                 snapshot = snap.fetchone()[0]
                 if _rewritten_since(cursor, loc, snapshot):
                     reset(loc)  # the next open attaches afresh
                 return f"snapshot:{snapshot}"
-            finally:
-                cursor.close()
         except duckdb.Error as exc:
             reset(loc)
             if attempt == 2:
