@@ -7,7 +7,7 @@ import logging
 import shutil
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager, nullcontext, suppress
 from pathlib import Path
 from typing import Any
 
@@ -259,8 +259,5 @@ def _claim_or_skip(entry: Path, report: FlushReport) -> Iterator[EntryClaim | No
     except EntryHeld:
         report.held_elsewhere.append(entry.name)
         claim = None
-    if claim is None:
-        yield None
-        return
-    with claim:
+    with claim or nullcontext():  # the claim, when there is one, is released after the block
         yield claim
