@@ -11,12 +11,11 @@ import pandas as pd
 
 from store.location import StoreLocation
 from store.reader import query_df
-from store.trace_vocab import CATEGORIES, COMM, COMM_SOURCES
+from store.trace_vocab import CATEGORIES, COMM
 
-__all__ = ["CATEGORIES", "COMM_CATEGORIES", "COMM_SOURCES"]
-COMM_CATEGORIES = COMM  # the taxonomy's vocabulary lives in store/trace_vocab.py
+__all__ = ["CATEGORIES"]  # the taxonomy's order, for pages/kernels.py (store/trace_vocab.py)
 
-_COMM_LIST = ", ".join(f"'{c}'" for c in COMM_CATEGORIES)  # constants, not user values
+_COMM_LIST = ", ".join(f"'{c}'" for c in COMM)  # constants, not user values
 
 
 def trace_runs(loc: StoreLocation, host: str | None = None) -> pd.DataFrame:
