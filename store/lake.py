@@ -105,11 +105,10 @@ def _new_instance(loc: StoreLocation, read_only: bool) -> duckdb.DuckDBPyConnect
         _data_paths[loc.url] = data_path[0] if data_path else loc.data_path
         if is_remote(_data_paths[loc.url]):
             s3.create_secret(con, _data_paths[loc.url], _load)
-    except duckdb.Error as exc:
+    except BaseException as exc:
         con.close()
-        raise _plain_error(loc, exc) from exc
-    except StoreError:
-        con.close()
+        if isinstance(exc, duckdb.Error):
+            raise _plain_error(loc, exc) from exc
         raise
     return con
 
