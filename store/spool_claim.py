@@ -63,11 +63,10 @@ def claim_entry(entry: Path, *, wait: bool) -> EntryClaim | None:
     claim = EntryClaim(entry, fd)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
+    except BaseException as exc:
         claim.release()
-        raise EntryHeld(f"spool entry {entry.name} is held by another process") from None
-    except BaseException:
-        claim.release()
+        if isinstance(exc, BlockingIOError):
+            raise EntryHeld(f"spool entry {entry.name} is held by another process") from None
         raise
     if not claim.present():  # removed while we waited, or listed just before its removal
         claim.release()
