@@ -53,11 +53,10 @@ def take_turn(store_file: Path, deadline: float) -> Iterator[bool]:
         return
     try:
         held = False
-        while True:
+        while not held:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 held = True
-                break
             except BlockingIOError:
                 if time.monotonic() + POLL_S > deadline:
                     break
