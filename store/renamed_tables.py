@@ -14,7 +14,6 @@ from dataclasses import dataclass
 class RenamedTable:
     new: str  # the table that holds these rows now
     select: str  # SELECT list over the old table's columns (run_id included) giving the new's
-    migration: int  # the migration that renamed it
 
 
 RENAMED_TABLES: dict[str, RenamedTable] = {
@@ -23,7 +22,6 @@ RENAMED_TABLES: dict[str, RenamedTable] = {
     "vllm_metrics_samples": RenamedTable(
         "serving_metrics_samples",
         "* EXCLUDE (engine), split_part(metric, ':', 1) AS engine, engine AS engine_index",
-        10,
     ),
 }
 
