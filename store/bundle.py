@@ -40,10 +40,9 @@ CORRUPT_DIR = "corrupt"
 _TABLE_NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")  # tables and JSON columns
 
 
-def new_run_id(verb: str, when: datetime | None = None) -> str:
+def new_run_id(verb: str) -> str:
     """Sortable, absolute run id: ``20261130T003412Z-host-3f9a1c2b``."""
-    when = when or datetime.now(UTC)
-    return f"{when.strftime('%Y%m%dT%H%M%SZ')}-{verb}-{secrets.token_hex(4)}"
+    return f"{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}-{verb}-{secrets.token_hex(4)}"
 
 
 def content_run_id(verb: str, digest_source: bytes | str) -> str:
