@@ -25,8 +25,8 @@ class SpoolStatus:
         return self.pending == 0
 
 
-def spool_status(spool_dir: Path, now: float | None = None) -> SpoolStatus:
-    now = time.time() if now is None else now
+def spool_status(spool_dir: Path) -> SpoolStatus:
+    now = time.time()
     pending = pending_entries(spool_dir)
     ages = []
     for entry in pending:
