@@ -88,7 +88,7 @@ def comm_rows(loc: StoreLocation, run_ids: list[str]) -> pd.DataFrame:
     )
 
 
-def trace_breakdowns(loc: StoreLocation, host: str | None = None) -> pd.DataFrame:
+def trace_breakdowns(loc: StoreLocation) -> pd.DataFrame:
     """Per trace run: mean step wall time, AllReduce and all-to-all-like time per step, the
     world size and the typical decode batch (generation tokens), for calibration."""
     return _safe(
@@ -104,9 +104,8 @@ def trace_breakdowns(loc: StoreLocation, host: str | None = None) -> pd.DataFram
         "s.wall_us / 1000.0 AS step_ms, coalesce(c.ar_us, 0) / 1000.0 AS allreduce_ms, "
         "coalesce(c.a2a_us, 0) / 1000.0 AS all_to_all_ms "
         "FROM v_runs r JOIN s USING (run_id) LEFT JOIN c USING (run_id) "
-        "LEFT JOIN w USING (run_id) WHERE s.wall_us > 0 "
-        "AND (?::VARCHAR IS NULL OR r.host = ?) ORDER BY r.finished_at DESC, r.run_id DESC",
-        [host, host],
+        "LEFT JOIN w USING (run_id) WHERE s.wall_us > 0 ORDER BY r.finished_at DESC, r.run_id DESC",
+        [],
     )
 
 
@@ -136,18 +135,17 @@ def trace_allreduce_anatomy(loc: StoreLocation, run_id: str) -> AllReduceAnatomy
                             float(moe["pct_of_step"].sum()))  # fmt: skip
 
 
-def run_models(loc: StoreLocation, host: str | None = None) -> pd.DataFrame:
+def run_models(loc: StoreLocation) -> pd.DataFrame:
     """Runs whose arguments record a model (a name, or the `profile` collector's shape as a
     JSON object), newest first."""
     return _safe(
         loc,
         "SELECT run_id, verb, host, finished_at, model FROM ("
         "SELECT run_id, verb, host, finished_at, json_extract(args, '$.model')::VARCHAR AS model "
-        "FROM v_runs WHERE args IS NOT NULL AND json_valid(args) "
-        "AND (?::VARCHAR IS NULL OR host = ?)) "
+        "FROM v_runs WHERE args IS NOT NULL AND json_valid(args)) "
         "WHERE model IS NOT NULL AND model NOT IN ('null', '\"\"') "
         "ORDER BY finished_at DESC, run_id DESC",
-        [host, host],
+        [],
     )
 
 

@@ -18,7 +18,7 @@ __all__ = ["CATEGORIES"]  # the taxonomy's order, for pages/kernels.py (store/tr
 _COMM_LIST = ", ".join(f"'{c}'" for c in COMM)  # constants, not user values
 
 
-def trace_runs(loc: StoreLocation, host: str | None = None) -> pd.DataFrame:
+def trace_runs(loc: StoreLocation) -> pd.DataFrame:
     """Runs with a trace breakdown (``trace`` imports and ``profile`` runs), newest first."""
     return query_df(
         loc,
@@ -31,9 +31,7 @@ def trace_runs(loc: StoreLocation, host: str | None = None) -> pd.DataFrame:
         "bool_or(has_gpu) AS has_gpu, sum(graph_kernels) AS graph_kernels, "
         "sum(kernels) AS gpu_events, any_value(step_source) AS step_source "
         "FROM trace_ranks GROUP BY run_id) t USING (run_id) "
-        "WHERE (?::VARCHAR IS NULL OR r.host = ?) "
         "ORDER BY r.finished_at DESC, r.run_id DESC",
-        [host, host],
     )
 
 
