@@ -111,19 +111,17 @@ def category_summary(loc: StoreLocation, run_id: str) -> pd.DataFrame:
     )
 
 
-def top_kernels(
-    loc: StoreLocation, run_id: str, limit: int = 25, rank: int | None = None
-) -> pd.DataFrame:
-    """Kernels (or top-level CPU ops) by total time, summed over ranks unless one is given."""
+def top_kernels(loc: StoreLocation, run_id: str, limit: int = 25) -> pd.DataFrame:
+    """Kernels (or top-level CPU ops) by total time, summed over ranks."""
     return query_df(
         loc,
         "SELECT name, category, string_agg(DISTINCT dtype, ', ') AS dtype, "
         "sum(calls) AS calls, sum(total_us) AS total_us, "
         "sum(total_us) / nullif(sum(calls), 0) AS avg_us, min(min_us) AS min_us, "
         "max(max_us) AS max_us, count(DISTINCT rank) AS ranks "
-        "FROM trace_kernel_stats WHERE run_id = ? AND (?::INTEGER IS NULL OR rank = ?) "
+        "FROM trace_kernel_stats WHERE run_id = ? "
         "GROUP BY name, category ORDER BY total_us DESC, name LIMIT ?",
-        [run_id, rank, rank, int(limit)],
+        [run_id, int(limit)],
     )
 
 
