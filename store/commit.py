@@ -166,13 +166,10 @@ def _commit_once(
                 known = set(migrate.base_tables(con))
                 for name, info in manifest["tables"].items():
                     if info.get("rows") != 0 and current_name(name) not in known:
-                        raise _lacks(entry, name) from None
+                        raise StoreError(f"bundle {entry.name} has table {name!r} that this "
+                                         "store's schema lacks") from None
             raise
     return bool(exists)
-
-
-def _lacks(entry: Path, name: str) -> StoreError:
-    return StoreError(f"bundle {entry.name} has table {name!r} that this store's schema lacks")
 
 
 def _retry_lake_conflicts(
