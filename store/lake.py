@@ -85,12 +85,11 @@ def _new_instance(loc: StoreLocation, read_only: bool) -> duckdb.DuckDBPyConnect
         refuse_credentials(loc.data_path)
         if is_remote(loc.data_path):
             _load(con, "httpfs")
-        options = []
+        suffix = ""  # at most one ATTACH option: a reader never names the data path
         if read_only:
-            options.append("READ_ONLY")
+            suffix = " (READ_ONLY)"
         elif loc.data_path:
-            options.append(f"DATA_PATH {string_literal(loc.data_path)}")
-        suffix = f" ({', '.join(options)})" if options else ""
+            suffix = f" (DATA_PATH {string_literal(loc.data_path)})"
         attach = f"ATTACH {string_literal('ducklake:' + catalog)} AS {ALIAS}{suffix}"
         try:
             con.execute(attach)
