@@ -87,17 +87,16 @@ def store_version(con: duckdb.DuckDBPyConnection) -> int:
     return version
 
 
-def upgrade(con: duckdb.DuckDBPyConnection) -> list[int]:
+def upgrade(con: duckdb.DuckDBPyConnection) -> None:
     """Apply every migration the store lacks, in order, each in its own transaction."""
     done = set(applied_versions(con))
     ensure_not_newer(max(done, default=0))
-    applied = []
     for mig in migrations():
         if mig.version in done:
             continue
         con.execute("BEGIN TRANSACTION")
         try:
-            if not done and not applied:
+            if not done:  # an empty database: this is its first migration
                 con.execute(
                     "CREATE TABLE IF NOT EXISTS stepscope_schema "
                     "(version INTEGER NOT NULL, name VARCHAR NOT NULL, "
@@ -113,8 +112,7 @@ def upgrade(con: duckdb.DuckDBPyConnection) -> list[int]:
         except Exception:
             con.execute("ROLLBACK")
             raise
-        applied.append(mig.version)
-    return applied
+        done.add(mig.version)
 
 
 def ensure_not_newer(version: int) -> None:
