@@ -123,7 +123,7 @@ def ensure_not_newer(version: int) -> None:
         )
 
 
-def check_readable(con: duckdb.DuckDBPyConnection) -> int:
+def check_readable(con: duckdb.DuckDBPyConnection) -> None:
     """Raise a plain StoreError unless this code can read the store as it is."""
     version = store_version(con)
     ensure_not_newer(version)
@@ -132,4 +132,3 @@ def check_readable(con: duckdb.DuckDBPyConnection) -> int:
             f"the store has schema v{version}, older than this Stepscope (v{code_version()}): "
             "run `python -m collectors flush` once to upgrade it"
         )
-    return version
