@@ -7,6 +7,7 @@ GPU activity on its top-level CPU ops (kind ``cpu_op``).
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -96,11 +97,11 @@ def _gpu_categories(raw: RawTrace, name: np.ndarray, kind: np.ndarray, launch: n
                     coll: np.ndarray) -> np.ndarray:  # fmt: skip
     names = raw.names
     by_name = np.array([CAT_INDEX[taxonomy.kernel_category(n)] for n in names], dtype=np.int64)
-    cat = by_name[name] if len(name) else np.zeros(0, dtype=np.int64)
+    cat = by_name[name]
     cat[kind != 0] = CAT_INDEX["memory"]
     generic = np.array([taxonomy.needs_collective(n) for n in names], dtype=bool)
     copy = np.array([taxonomy.is_direct_copy(n) for n in names], dtype=bool)
-    need = np.flatnonzero((kind == 0) & generic[name]) if len(name) else name
+    need = np.flatnonzero((kind == 0) & generic[name])
     if len(need):
         # the kernel's own "Collective name" first, then the CPU collective around its launch
         from_arg = np.array([_coll_idx(names[c]) if c >= 0 else -1 for c in coll[need]])
@@ -110,40 +111,31 @@ def _gpu_categories(raw: RawTrace, name: np.ndarray, kind: np.ndarray, launch: n
         from_cpu = metrics.containing(s, e, lab, launch[need])
         resolved = np.where(from_arg >= 0, from_arg, from_cpu)
         cat[need] = np.where(resolved >= 0, resolved, CAT_INDEX["other_comm"])
-    copies = np.flatnonzero((kind == 0) & copy[name]) if len(name) else name
-    if len(copies):
-        # direct_copy_kernel_cuda is a cast when an aten::to/_to_copy op launched it
-        wanted = {i: 1 for i, n in enumerate(names) if n in _CAST_OPS}
-        s, e, lab = _cpu_intervals(raw, wanted) if wanted else (np.zeros(0),) * 3
-        cast = metrics.containing(s, e, lab, launch[copies]) > 0 if len(s) else None
-        if cast is not None:
-            cat[copies[cast]] = CAT_INDEX["cast_quant"]
+    copies = np.flatnonzero((kind == 0) & copy[name])
+    # direct_copy_kernel_cuda is a cast when an aten::to/_to_copy op launched it
+    wanted = {i: 1 for i, n in enumerate(names) if n in _CAST_OPS}
+    if len(copies) and wanted:
+        s, e, lab = _cpu_intervals(raw, wanted)
+        cast = metrics.containing(s, e, lab, launch[copies]) > 0
+        cat[copies[cast]] = CAT_INDEX["cast_quant"]
     return cat
 
 
 def _enclosing(raw: RawTrace, kind: np.ndarray, launch: np.ndarray) -> np.ndarray:
     """Category index of the innermost MoE/attention CPU op around each kernel's launch
     (correlation id -> runtime call -> CPU time), or -1."""
-    out = np.full(len(kind), -1, dtype=np.int64)
     wanted = {i: CAT_INDEX[c] for i, n in enumerate(raw.names)
               if (c := taxonomy.enclosing_op_category(n))}  # fmt: skip
-    if not wanted or not len(kind):
-        return out
-    s, e, lab = _cpu_intervals(raw, wanted, annotations=False)
-    if not len(s):
-        return out
-    sel = np.flatnonzero(kind == 0)
-    out[sel] = metrics.containing(s, e, lab, launch[sel])
+    out = metrics.containing(*_cpu_intervals(raw, wanted, annotations=False), launch)
+    out[kind != 0] = -1
     return out
 
 
 def _in_embedding(raw: RawTrace, launch: np.ndarray) -> np.ndarray:
     """Whether each event was launched inside the vocab-parallel embedding: its Python
     frames (``VocabParallelEmbedding``, with_stack traces) or an ``aten::embedding`` op."""
-    if not len(launch):
-        return np.zeros(0, dtype=bool)
     wanted = {i: 1 for i, n in enumerate(raw.names) if n == taxonomy.EMBEDDING_OP}
-    s, e, _lab = _cpu_intervals(raw, wanted, annotations=False) if wanted else (np.zeros(0),) * 3
+    s, e, _lab = _cpu_intervals(raw, wanted, annotations=False)
     frames = [(ts, ts + d) for _n, ts, d, _tid in raw.module_frames]
     starts = np.r_[s, [a for a, _ in frames]]
     ends = np.r_[e, [b for _, b in frames]]
@@ -173,8 +165,6 @@ def _top_level_cpu(raw: RawTrace) -> np.ndarray:
     keep = np.zeros(len(ts), dtype=bool)
     bounds = np.flatnonzero(np.diff(tid[order])) + 1
     for grp in np.split(order, bounds):
-        if not len(grp):
-            continue
         end = np.maximum.accumulate(ts[grp] + dur[grp])
         top = np.ones(len(grp), dtype=bool)
         top[1:] = ts[grp][1:] >= end[:-1]
@@ -269,28 +259,22 @@ def _cpu_dtypes(raw: RawTrace, top: np.ndarray, category: np.ndarray) -> np.ndar
     the same collective (``gloo:all_reduce`` ['c10::BFloat16']) starting at or after it.
     gloo runs the work on its own thread, often after the op returned, in issue order."""
     c_dtype = np.frombuffer(raw.c_dtype, dtype=np.int64)
-    out = c_dtype[top].copy() if len(top) else np.zeros(0, dtype=np.int64)
+    out = c_dtype[top]
     missing = np.flatnonzero((out < 0) & np.isin(category, _COMM_IDX))
     if not len(missing) or not raw.comm_annotation_dtypes:
         return out
-    pending: dict[int, list[tuple[float, int]]] = {}  # category -> (ts, label), by time
+    pending: dict[int, deque[tuple[float, int]]] = {}  # category -> (ts, label), by time
     for t, name, label in sorted(raw.comm_annotation_dtypes):
         cat = taxonomy.collective_category(name)
         if cat:
-            pending.setdefault(CAT_INDEX[cat], []).append((t, label))
+            pending.setdefault(CAT_INDEX[cat], deque()).append((t, label))
     ts = np.frombuffer(raw.c_ts, dtype=np.float64)[top]
-    nxt = dict.fromkeys(pending, 0)
     for i in missing[np.argsort(ts[missing], kind="stable")]:
         queue = pending.get(int(category[i]))
-        if queue is None:
-            continue
-        j = nxt[int(category[i])]
-        while j < len(queue) and queue[j][0] < ts[i]:
-            j += 1  # an annotation before the op belongs to an earlier (or unseen) one
-        if j < len(queue):
-            out[i] = queue[j][1]
-            j += 1
-        nxt[int(category[i])] = j
+        while queue and queue[0][0] < ts[i]:
+            queue.popleft()  # an annotation before the op belongs to an earlier (or unseen) one
+        if queue:
+            out[i] = queue.popleft()[1]
     return out
 
 
