@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -304,12 +303,3 @@ def _trace_start(raw: RawTrace) -> float:
               for a in (raw.g_ts, raw.c_ts, raw.r_ts) if len(a)]  # fmt: skip
     firsts += [a[1] for a in raw.cpu_annotations] + [a[1] for a in raw.gpu_annotations]
     return min(firsts) if firsts else 0.0
-
-
-def meta_value(meta: dict[str, Any], *keys: str) -> Any:
-    value: Any = meta
-    for k in keys:
-        if not isinstance(value, dict):
-            return None
-        value = value.get(k)
-    return value

@@ -79,6 +79,12 @@ class RawTrace:
     # "Input type" is ['TensorList', ...] takes the dtype of the backend's annotation
     comm_annotation_dtypes: list[tuple[float, str, int]] = field(default_factory=list)
 
+    @property
+    def dist(self) -> dict[str, Any]:
+        """The header's ``distributedInfo`` (rank, world_size, backend...); {} without one."""
+        dist = self.meta.get("distributedInfo")
+        return dist if isinstance(dist, dict) else {}
+
 
 # RawTrace's list fields, in the order a shared parse (split) records and merges them
 LIST_FIELDS = ("exec_frames", "module_frames", "cpu_annotations", "gpu_annotations",

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from collectors.trace import taxonomy
-from collectors.trace.analyze import KINDS, RankResult, meta_value
+from collectors.trace.analyze import KINDS, RankResult
 from collectors.trace.npx import unique_sorted
 from collectors.trace.table import Column, Table
 from store.trace_vocab import COMM_SOURCES
@@ -50,9 +50,7 @@ def build(results: list[RankResult], ranks: list[tuple[int, str]]) -> Built:
     rank_rows, step_rows, cat_rows, stat_parts, kernel_parts = [], [], [], [], []
     outside_parts, source_parts = [], []
     for res, (rank, source) in zip(results, ranks, strict=True):
-        raw, t = res.raw, res.times
-        dist = raw.meta.get("distributedInfo") if isinstance(raw.meta, dict) else None
-        dist = dist if isinstance(dist, dict) else {}
+        raw, t, dist = res.raw, res.times, res.raw.dist
         rank_rows.append({
             "rank": rank, "file": str(raw.path), "size_bytes": raw.size_bytes,
             "partial": raw.partial, "rank_source": source,
@@ -253,11 +251,10 @@ def _mean_wall(res: RankResult) -> float | None:
 
 
 def _run_info(results: list[RankResult], ranks) -> dict[str, Any]:
-    metas = [r.raw.meta for r in results]
-    devices = sorted({d for m in metas if (d := _device_name(m))})
+    devices = sorted({d for r in results if (d := _device_name(r.raw.meta))})
 
     def first(key: str, cast: Any = lambda v: v) -> Any:  # the first rank's that says
-        return next((v for m in metas if (v := cast(meta_value(m, "distributedInfo", key)))), None)
+        return next((v for r in results if (v := cast(r.raw.dist.get(key)))), None)
 
     return {
         "world_size": first("world_size", _int), "backend": first("backend"),
