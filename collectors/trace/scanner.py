@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from collectors.errors import InputError
-from collectors.trace.columns import KEEP, LIST_FIELDS, NotATrace, RawTrace, Sink
+from collectors.trace.columns import CPU_OP, KEEP, LIST_FIELDS, RUNTIME, NotATrace, RawTrace, Sink
 from collectors.trace.source import chunks
 from collectors.trace.taxonomy import EMBEDDING_FRAME, EMBEDDING_OP, ENCLOSING_OP_PATTERNS
 from store.trace_vocab import CAST_OPS
@@ -50,7 +50,6 @@ _KEPT = re.compile(rb'"cat"\s*:\s*"(?:(' + b"|".join(sorted(KEEP)) + rb')"' + _E
 # category (taxonomy.ENCLOSING_OP_PATTERNS) and the embedding lookup (step anatomy). Their
 # header lists devices, so the other CPU ops are skipped unparsed; a trace that then shows
 # no GPU activity is read again with all.
-_CPU_OPS = {b"cpu_op", b"Operator"}
 _ENCLOSING = "|".join(f"(?:{p})" for _cat, p in ENCLOSING_OP_PATTERNS).encode()
 _NAMED_OPS = "|".join(re.escape(op) for op in (*CAST_OPS, EMBEDDING_OP)).encode()
 # Runtime calls matter only as launches (their correlation id is a GPU event's): keep
@@ -58,12 +57,11 @@ _NAMED_OPS = "|".join(re.escape(op) for op in (*CAST_OPS, EMBEDDING_OP)).encode(
 # cudaEventRecord, cudaStreamIsCapturing, cudaFuncSetAttribute... (up to 60% of the runtime
 # calls of real traces) are skipped unparsed. A trace whose runtime calls are spelled in
 # another key order keeps none this way and is read again with all of them.
-_RUNTIME = {b"cuda_runtime", b"cuda_driver", b"Runtime"}
 _LAUNCHES = (rb'|(cuda_runtime|cuda_driver|Runtime)"\s*,\s*"name"\s*:\s*"[^"]{0,200}'
              rb"(?:Launch|Memcpy|Memset|memcpy|memset)")  # fmt: skip
 _KEPT_GPU = re.compile(
     rb'"cat"\s*:\s*"(?:('
-    + b"|".join(sorted(KEEP - _CPU_OPS - _RUNTIME))
+    + b"|".join(sorted(KEEP - CPU_OP - RUNTIME))
     + rb')"'
     + _LAUNCHES
     + rb'|(cpu_op|Operator)"\s*,'
@@ -71,8 +69,8 @@ _KEPT_GPU = re.compile(
     rb"nccl:|record_param_comms|" + _ENCLOSING + rb")" + _EXEC + rb")"
 )
 _KEPT_GPU_ALL_RUNTIME = re.compile(_KEPT_GPU.pattern.replace(
-    rb'(' + b"|".join(sorted(KEEP - _CPU_OPS - _RUNTIME)) + rb')"' + _LAUNCHES,
-    rb'(' + b"|".join(sorted(KEEP - _CPU_OPS)) + rb')"|(?!)()'))  # fmt: skip
+    rb'(' + b"|".join(sorted(KEEP - CPU_OP - RUNTIME)) + rb')"' + _LAUNCHES,
+    rb'(' + b"|".join(sorted(KEEP - CPU_OP)) + rb')"|(?!)()'))  # fmt: skip
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 # "}" "]" then another top-level key or the closing brace
 _ARRAY_END = re.compile(rb'\}\s*\](?=\s*(?:,\s*"[^"]*"\s*:|\}))')

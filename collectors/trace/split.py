@@ -27,7 +27,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from collectors.trace.columns import LIST_FIELDS, RawTrace
+from collectors.trace.columns import (
+    CPU_COLUMNS,
+    GPU_COLUMNS,
+    LIST_FIELDS,
+    RUNTIME_COLUMNS,
+    RawTrace,
+)
 from collectors.trace.scanner import Part, scan, truncation_note
 
 # Below this many bytes of JSON per process a worker's start (~0.1 s) costs more than it saves
@@ -37,12 +43,8 @@ _GZIP_RATIO = 12  # a Kineto trace inflates 13-20x; be conservative
 # Smaller reads than one pass uses (~1 MB of JSON per chunk, not ~8 MB): the two shares
 # stay even on files of a few dozen chunks; per chunk overhead is negligible
 _BLOCK_GZ, _BLOCK_PLAIN = 64 << 10, 1 << 20
-# (name, column of names?) of the GPU and CPU columns, in RawTrace order
-_GPU = (("g_kind", False), ("g_ts", False), ("g_dur", False), ("g_stream", False),
-        ("g_name", True), ("g_corr", False), ("g_coll", True), ("g_dtype", True))  # fmt: skip
-_CPU = (("c_ts", False), ("c_dur", False), ("c_tid", False), ("c_name", True),
-        ("c_dtype", True))  # fmt: skip
-_RUNTIME = ("r_corr", "r_ts", "r_graph")
+# the columns of name ids (renumbered by the merge, as c_tid's thread indices are)
+_NAME_COLUMNS = {"g_name", "g_coll", "g_dtype", "c_name", "c_dtype"}
 
 
 def cores() -> int:
@@ -182,10 +184,9 @@ def merge(shares: list[tuple[RawTrace, list[tuple[int, ...]]]]) -> RawTrace:
     tids_np = [np.array([*m, -1], dtype=np.int64) for m in tid_map]
     for src, prev, cur in spans:
         raw = sources[src]
-        _copy(out, raw, _GPU, prev[1], cur[1], names_np[src], None)
-        _copy(out, raw, _CPU, prev[2], cur[2], names_np[src], tids_np[src])
-        for key in _RUNTIME:
-            getattr(out, key).extend(getattr(raw, key)[prev[3] : cur[3]])
+        _copy(out, raw, GPU_COLUMNS, prev[1], cur[1], names_np[src], None)
+        _copy(out, raw, CPU_COLUMNS, prev[2], cur[2], names_np[src], tids_np[src])
+        _copy(out, raw, RUNTIME_COLUMNS, prev[3], cur[3], None, None)
         for i, key in enumerate(LIST_FIELDS, start=4):
             rows = getattr(raw, key)[prev[i] : cur[i]]
             if key == "comm_annotation_dtypes":  # (ts, name, label name id)
@@ -202,13 +203,13 @@ def _intern(ids: dict, values: list, value: Any) -> int:
     return i
 
 
-def _copy(out: RawTrace, raw: RawTrace, columns: tuple[tuple[str, bool], ...], a: int, b: int,
-          names: Any, tids: Any) -> None:  # fmt: skip
+def _copy(out: RawTrace, raw: RawTrace, columns: tuple[str, ...], a: int, b: int, names: Any,
+          tids: Any) -> None:  # fmt: skip
     import numpy as np
 
-    for key, is_name in columns:
+    for key in columns:
         col = getattr(raw, key)
-        if key == "c_tid" or is_name:
+        if key == "c_tid" or key in _NAME_COLUMNS:
             local = np.frombuffer(col, dtype=f"i{col.itemsize}")[a:b]
             merged = (tids if key == "c_tid" else names)[local]
             getattr(out, key).frombytes(merged.astype(f"i{col.itemsize}").tobytes())
