@@ -35,6 +35,7 @@ from collectors.trace.columns import (
     RawTrace,
 )
 from collectors.trace.scanner import Part, scan, truncation_note
+from collectors.trace.source import is_gzip
 
 # Below this many bytes of JSON per process a worker's start (~0.1 s) costs more than it saves
 MIN_JSON_BYTES = 32 << 20
@@ -83,16 +84,11 @@ def workers_for(path: Path) -> int:
         return 0
     try:
         size = path.stat().st_size
-        gz = _is_gzip(path)
+        gz = is_gzip(path)
     except OSError:
         return 0  # the single pass reports it
     json_bytes = size * (_GZIP_RATIO if gz else 1)
     return min(spare, MAX_WORKERS, json_bytes // MIN_JSON_BYTES)
-
-
-def _is_gzip(path: Path) -> bool:
-    with path.open("rb") as f:
-        return f.read(2) == b"\x1f\x8b"
 
 
 def read_parallel(path: Path, all_cpu_ops: bool | None, all_runtime: bool,
@@ -100,7 +96,7 @@ def read_parallel(path: Path, all_cpu_ops: bool | None, all_runtime: bool,
     """``scanner.scan`` on 1 + ``workers`` processes; falls back to one pass on any failure."""
     if not block:
         try:
-            block = _BLOCK_GZ if _is_gzip(path) else _BLOCK_PLAIN
+            block = _BLOCK_GZ if is_gzip(path) else _BLOCK_PLAIN
         except OSError:
             return scan(path, all_cpu_ops, all_runtime)  # raises the one-pass error
     parts = workers + 1
