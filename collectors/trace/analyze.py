@@ -70,26 +70,24 @@ def _launch_times(raw: RawTrace, corr: np.ndarray) -> tuple[np.ndarray, np.ndarr
 
 
 def _cpu_intervals(raw: RawTrace, wanted: dict[int, int],
-                   annotations: bool = True) -> tuple[np.ndarray, ...]:  # fmt: skip
-    """CPU ops whose name id is in ``wanted`` (and ``nccl:`` annotations, labelled with
-    their collective, if ``annotations``): (starts, ends, labels) sorted by start."""
+                   extra: list[tuple[float, float, int]] = ()) -> tuple[np.ndarray, ...]:  # fmt: skip
+    """CPU ops whose name id is in ``wanted`` (labelled with its value), then the ``extra``
+    (start, duration, label) intervals: (starts, ends, labels) sorted by start."""
     names = np.frombuffer(raw.c_name, dtype=np.int64)
     ts = np.frombuffer(raw.c_ts, dtype=np.float64)
     dur = np.frombuffer(raw.c_dur, dtype=np.float64)
-    ids = np.fromiter(wanted.keys(), dtype=np.int64, count=len(wanted))
-    sel = np.isin(names, ids)
-    starts = list(ts[sel])
-    ends = list(ts[sel] + dur[sel])
-    labels = [wanted[int(n)] for n in names[sel]]
-    for name, t, d, _tid in raw.cpu_annotations if annotations else ():
-        cat = taxonomy.collective_category(name) if name.startswith("nccl:") else None
-        if cat:
-            starts.append(t)
-            ends.append(t + d)
-            labels.append(CAT_INDEX[cat])
-    order = np.argsort(np.array(starts, dtype=np.float64), kind="stable")
-    return (np.array(starts, dtype=np.float64)[order], np.array(ends, dtype=np.float64)[order],
-            np.array(labels, dtype=np.int64)[order])  # fmt: skip
+    sel = np.isin(names, np.fromiter(wanted, dtype=np.int64, count=len(wanted)))
+    starts = np.r_[ts[sel], [t for t, _d, _lab in extra]]
+    ends = np.r_[ts[sel] + dur[sel], [t + d for t, d, _lab in extra]]
+    labels = np.r_[[wanted[int(n)] for n in names[sel]], [lab for _t, _d, lab in extra]]
+    order = np.argsort(starts, kind="stable")
+    return starts[order], ends[order], labels.astype(np.int64)[order]
+
+
+def _nccl_annotations(raw: RawTrace) -> list[tuple[float, float, int]]:
+    """The ``nccl:`` CPU annotations as (start, duration, their collective's category)."""
+    return [(t, d, CAT_INDEX[c]) for name, t, d, _tid in raw.cpu_annotations
+            if name.startswith("nccl:") and (c := taxonomy.collective_category(name))]  # fmt: skip
 
 
 def _gpu_categories(raw: RawTrace, name: np.ndarray, kind: np.ndarray, launch: np.ndarray,
@@ -106,7 +104,7 @@ def _gpu_categories(raw: RawTrace, name: np.ndarray, kind: np.ndarray, launch: n
         from_arg = np.array([_coll_idx(names[c]) if c >= 0 else -1 for c in coll[need]])
         wanted = {i: CAT_INDEX[c] for i, n in enumerate(names)
                   if n.startswith("c10d::") and (c := taxonomy.collective_category(n[6:]))}  # fmt: skip
-        s, e, lab = _cpu_intervals(raw, wanted)
+        s, e, lab = _cpu_intervals(raw, wanted, _nccl_annotations(raw))
         from_cpu = metrics.containing(s, e, lab, launch[need])
         resolved = np.where(from_arg >= 0, from_arg, from_cpu)
         cat[need] = np.where(resolved >= 0, resolved, CAT_INDEX["other_comm"])
@@ -114,7 +112,7 @@ def _gpu_categories(raw: RawTrace, name: np.ndarray, kind: np.ndarray, launch: n
     # direct_copy_kernel_cuda is a cast when an aten::to/_to_copy op launched it
     wanted = {i: 1 for i, n in enumerate(names) if n in _CAST_OPS}
     if len(copies) and wanted:
-        s, e, lab = _cpu_intervals(raw, wanted)
+        s, e, lab = _cpu_intervals(raw, wanted, _nccl_annotations(raw))
         cast = metrics.containing(s, e, lab, launch[copies]) > 0
         cat[copies[cast]] = CAT_INDEX["cast_quant"]
     return cat
@@ -125,7 +123,7 @@ def _enclosing(raw: RawTrace, kind: np.ndarray, launch: np.ndarray) -> np.ndarra
     (correlation id -> runtime call -> CPU time), or -1."""
     wanted = {i: CAT_INDEX[c] for i, n in enumerate(raw.names)
               if (c := taxonomy.enclosing_op_category(n))}  # fmt: skip
-    out = metrics.containing(*_cpu_intervals(raw, wanted, annotations=False), launch)
+    out = metrics.containing(*_cpu_intervals(raw, wanted), launch)
     out[kind != 0] = -1
     return out
 
@@ -134,13 +132,8 @@ def _in_embedding(raw: RawTrace, launch: np.ndarray) -> np.ndarray:
     """Whether each event was launched inside the vocab-parallel embedding: its Python
     frames (``VocabParallelEmbedding``, with_stack traces) or an ``aten::embedding`` op."""
     wanted = {i: 1 for i, n in enumerate(raw.names) if n == taxonomy.EMBEDDING_OP}
-    s, e, _lab = _cpu_intervals(raw, wanted, annotations=False)
-    frames = [(ts, ts + d) for _n, ts, d, _tid in raw.module_frames]
-    starts = np.r_[s, [a for a, _ in frames]]
-    ends = np.r_[e, [b for _, b in frames]]
-    order = np.argsort(starts, kind="stable")
-    return metrics.containing(starts[order], ends[order], np.ones(len(order), dtype=np.int64),
-                              launch) > 0  # fmt: skip
+    frames = [(ts, d, 1) for _n, ts, d, _tid in raw.module_frames]
+    return metrics.containing(*_cpu_intervals(raw, wanted, frames), launch) > 0
 
 
 def _by_enclosing_op(cat: np.ndarray, kind: np.ndarray, enclosing: np.ndarray) -> None:
