@@ -110,8 +110,7 @@ def scan(path: Path, all_cpu_ops: bool | None, all_runtime: bool, part: Part | N
     enabled = gc.isenabled()
     gc.disable()  # millions of short-lived dicts: the cyclic GC would rescan our buffers
     try:
-        scanner = _Scanner(raw, sink, all_cpu_ops, all_runtime)
-        scanner.part = part
+        scanner = _Scanner(raw, sink, all_cpu_ops, all_runtime, part)
         scanner.run(chunks(path, raw, block))
         sink.flush()
     finally:
@@ -128,13 +127,13 @@ def _lists_devices(meta: dict[str, Any]) -> bool:
 class _Scanner:
     """Header -> events -> trailer over decompressed chunks."""
 
-    def __init__(self, raw: RawTrace, sink: Sink, all_cpu_ops: bool | None,
-                 all_runtime: bool = False) -> None:  # fmt: skip
+    def __init__(self, raw: RawTrace, sink: Sink, all_cpu_ops: bool | None, all_runtime: bool,
+                 part: Part | None) -> None:  # fmt: skip
         self.all_runtime = all_runtime
         self.raw, self.sink = raw, sink
         self.trailer: list[bytes] | None = None  # set once the events array has closed
         self.all_cpu_ops = all_cpu_ops
-        self.part: Part | None = None  # this process parses only its share of chunks
+        self.part = part  # set: this process parses only its share of chunks
         self.separator = b""  # learnt from the first events (see _learn_separator)
 
     def run(self, chunks: Iterator[bytes]) -> None:
@@ -310,22 +309,19 @@ class _Scanner:
             self.all_cpu_ops = not _lists_devices(meta)
 
     def _parse_trailer(self, tail: bytes) -> None:
-        text = tail.strip()
-        if text.startswith(b","):
-            text = text[1:].lstrip()
-        if not text or text == b"}":
-            if not text:
-                self.raw.partial = True
-                self.raw.partial_reason = self.raw.partial_reason or "the trace is not closed"
-            return
-        try:
-            meta = _loads(b"{" + text)
-        except ValueError:
-            self.raw.partial = True
-            self.raw.partial_reason = self.raw.partial_reason or "the trace's last keys are cut"
-            return
-        if isinstance(meta, dict):
-            self.raw.meta.update(meta)
+        text = tail.strip().removeprefix(b",").lstrip()
+        if not text:
+            self._partial("the trace is not closed")
+        elif text != b"}":
+            try:
+                self.raw.meta.update(_loads(b"{" + text))  # "{" + text parses as an object
+            except ValueError:
+                self._partial("the trace's last keys are cut")
+
+    def _partial(self, why: str) -> None:
+        """Mark the trace partial; a reason found earlier (a truncated gzip stream) stays."""
+        self.raw.partial = True
+        self.raw.partial_reason = self.raw.partial_reason or why
 
     def _not_a_trace(self, buf: bytes) -> None:
         path = self.raw.path
