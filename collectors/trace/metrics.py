@@ -96,10 +96,8 @@ def rank_times(
     exposed communication = communication time during which no compute kernel runs.
     """
     span = windows.total
-    busy_us = float(busy.within(windows.start, windows.end).sum()) if span else 0.0
-    comm_us = float(comm.within(windows.start, windows.end).sum()) if span else 0.0
-    exposed = difference(comm, compute)
-    exposed_us = float(exposed.within(windows.start, windows.end).sum()) if span else 0.0
+    busy_us, comm_us, exposed_us = (float(iv.within(windows.start, windows.end).sum())
+                                    for iv in (busy, comm, difference(comm, compute)))  # fmt: skip
     return RankTimes(busy_us, max(span - busy_us, 0.0), span, comm_us, exposed_us)
 
 
