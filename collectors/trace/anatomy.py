@@ -44,6 +44,8 @@ _EMBEDDING = re.compile(r"(?<!rotary_)(?<!rotary)embedding|indexSelect|index_sel
                         re.IGNORECASE)  # fmt: skip
 # marker codes
 _NONE, _GEMM, _NORM, _ATTN, _MOE, _EMB, _COMM_M = 0, 1, 2, 3, 4, 5, 6
+_MARKER = np.array([{"gemm": _GEMM, "norm": _NORM, "attention": _ATTN, "moe": _MOE}.get(c, _NONE)
+                    for c in CATEGORIES])  # fmt: skip
 _FILLER = np.array([_CAT[c] for c in ("gemm", "elementwise", "cast_quant", "memory")])
 
 
@@ -95,11 +97,7 @@ def comm_sources(category: np.ndarray, step: np.ndarray, order: np.ndarray,
     comm_sel = np.isin(category, _COMM)
     if not comm_sel.any():
         return out
-    marker = np.zeros(len(category), dtype=np.int64)
-    marker[category == _CAT["gemm"]] = _GEMM
-    marker[category == _CAT["norm"]] = _NORM
-    marker[category == _CAT["attention"]] = _ATTN
-    marker[category == _CAT["moe"]] = _MOE
+    marker = _MARKER[category]
     marker[(marks.embedding_name | marks.in_embedding) & ~comm_sel] = _EMB
     marker[comm_sel] = _COMM_M
     m = marker[order]
