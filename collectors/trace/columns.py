@@ -111,11 +111,7 @@ class Sink:
         self.comm_ops: dict[int, bool] = {}  # name id -> is a communication op (has a dtype)
 
     def name_id(self, name: str) -> int:
-        i = self.name_ids.get(name)
-        if i is None:
-            i = self.name_ids[name] = len(self.raw.names)
-            self.raw.names.append(name)
-        return i
+        return intern(self.name_ids, self.raw.names, name)
 
     def bad(self, offset: int, cat: bytes, what: str) -> InputError:
         index = self.locate(offset)
@@ -160,8 +156,7 @@ class Sink:
             tid = get("tid")
             t = self.tid_ids.get(tid)
             if t is None:
-                t = self.tid_ids[tid] = len(self.tid_ids)
-                self.raw.tids.append(tid)
+                t = intern(self.tid_ids, self.raw.tids, tid)
             comm = self.comm_ops.get(nid)
             if comm is None:
                 comm = self.comm_ops[nid] = taxonomy.cpu_op_category(name) in taxonomy.COMM
@@ -203,6 +198,15 @@ class Sink:
                     arr = getattr(self.raw, key)
                     arr.extend(col if arr.typecode == "d" else _ints(col, arr.typecode))
                 rows.clear()
+
+
+def intern(ids: dict[Any, int], values: list[Any], value: Any) -> int:
+    """``value``'s index in ``values``, appended (and indexed in ``ids``) when new."""
+    i = ids.get(value)
+    if i is None:
+        i = ids[value] = len(values)
+        values.append(value)
+    return i
 
 
 def _ints(col: tuple, typecode: str) -> array:

@@ -33,6 +33,7 @@ from collectors.trace.columns import (
     LIST_FIELDS,
     RUNTIME_COLUMNS,
     RawTrace,
+    intern,
 )
 from collectors.trace.scanner import Part, scan, truncation_note
 from collectors.trace.source import is_gzip
@@ -171,9 +172,9 @@ def merge(shares: list[tuple[RawTrace, list[tuple[int, ...]]]]) -> RawTrace:
         # a name first met in this chunk (of this source) gets the next merged id: that is
         # the order of first appearance over the whole file, as one pass numbers them
         for name in raw.names[prev[-2] : cur[-2]]:
-            name_map[src].append(_intern(name_ids, out.names, name))
+            name_map[src].append(intern(name_ids, out.names, name))
         for tid in raw.tids[prev[-1] : cur[-1]]:
-            tid_map[src].append(_intern(tid_ids, out.tids, tid))
+            tid_map[src].append(intern(tid_ids, out.tids, tid))
         spans.append((src, prev, cur))
     # -1 (no name) indexes the extra last entry
     names_np = [np.array([*m, -1], dtype=np.int64) for m in name_map]
@@ -189,14 +190,6 @@ def merge(shares: list[tuple[RawTrace, list[tuple[int, ...]]]]) -> RawTrace:
                 rows = [(ts, n, int(names_np[src][label])) for ts, n, label in rows]
             getattr(out, key).extend(rows)
     return out
-
-
-def _intern(ids: dict, values: list, value: Any) -> int:
-    i = ids.get(value)
-    if i is None:
-        i = ids[value] = len(values)
-        values.append(value)
-    return i
 
 
 def _copy(out: RawTrace, raw: RawTrace, columns: tuple[str, ...], a: int, b: int, names: Any,
