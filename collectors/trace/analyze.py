@@ -101,7 +101,8 @@ def _gpu_categories(raw: RawTrace, name: np.ndarray, kind: np.ndarray, launch: n
     need = np.flatnonzero((kind == 0) & generic[name])
     if len(need):
         # the kernel's own "Collective name" first, then the CPU collective around its launch
-        from_arg = np.array([_coll_idx(names[c]) if c >= 0 else -1 for c in coll[need]])
+        from_arg = np.array([CAT_INDEX.get(taxonomy.collective_category(names[c]), -1)
+                             if c >= 0 else -1 for c in coll[need]])  # fmt: skip
         wanted = {i: CAT_INDEX[c] for i, n in enumerate(names)
                   if n.startswith("c10d::") and (c := taxonomy.collective_category(n[6:]))}  # fmt: skip
         s, e, lab = _cpu_intervals(raw, wanted, _nccl_annotations(raw))
@@ -141,11 +142,6 @@ def _by_enclosing_op(cat: np.ndarray, kind: np.ndarray, enclosing: np.ndarray) -
     GEMM is MoE time). Communication kernels and memcpy/memset keep theirs."""
     hit = (kind == 0) & (enclosing >= 0) & ~np.isin(cat, _COMM_IDX)
     cat[hit] = enclosing[hit]
-
-
-def _coll_idx(label: str) -> int:
-    c = taxonomy.collective_category(label)
-    return CAT_INDEX[c] if c else -1
 
 
 def _top_level_cpu(raw: RawTrace) -> np.ndarray:

@@ -119,11 +119,6 @@ def scan(path: Path, all_cpu_ops: bool | None, all_runtime: bool, part: Part | N
     return raw, scanner.all_cpu_ops
 
 
-def _lists_devices(meta: dict[str, Any]) -> bool:
-    props = meta.get("deviceProperties")
-    return isinstance(props, list) and len(props) > 0
-
-
 class _Scanner:
     """Header -> events -> trailer over decompressed chunks."""
 
@@ -306,7 +301,8 @@ class _Scanner:
             ) from None
         self.raw.meta.update(meta)
         if self.all_cpu_ops is None:  # a header that lists GPUs announces a GPU trace
-            self.all_cpu_ops = not _lists_devices(meta)
+            props = meta.get("deviceProperties")
+            self.all_cpu_ops = not (isinstance(props, list) and len(props) > 0)
 
     def _parse_trailer(self, tail: bytes) -> None:
         text = tail.strip().removeprefix(b",").lstrip()
