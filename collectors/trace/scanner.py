@@ -183,8 +183,6 @@ class _Scanner:
     @staticmethod
     def _last_separator(buf: bytes, before: int) -> int | None:
         """Offset of the "}" of the last separator before ``before``."""
-        if before <= 0:
-            return None
         lo = before
         while lo > 0:
             lo = max(0, lo - (1 << 16))
