@@ -50,15 +50,11 @@ def union(start: np.ndarray, end: np.ndarray) -> Intervals:
     order = np.argsort(start, kind="stable")
     s, e = start[order], end[order]
     run_end = np.maximum.accumulate(e)
-    # a new merged interval starts where the start is past every earlier end
-    new = np.empty(len(s), dtype=bool)
-    new[0] = True
-    new[1:] = s[1:] > run_end[:-1]
-    idx = np.flatnonzero(new)
+    # merged intervals start at the first start and at each start past every earlier end
+    idx = np.r_[0, np.flatnonzero(s[1:] > run_end[:-1]) + 1]
     ms = s[idx]
     me = np.maximum.reduceat(e, idx)
-    lengths = me - ms
-    before = np.concatenate(([0.0], np.cumsum(lengths)[:-1]))
+    before = np.concatenate(([0.0], np.cumsum(me - ms)[:-1]))
     return Intervals(ms, me, before)
 
 
