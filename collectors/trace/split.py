@@ -69,13 +69,6 @@ def spare_cores() -> int:
     return max(0, min(n - 1, math.ceil(n - 0.5 - load)))
 
 
-def worker_env() -> dict[str, str]:
-    """The caller's environment with this project importable (workers run by name)."""
-    root = str(Path(__file__).resolve().parents[2])
-    extra = os.environ.get("PYTHONPATH")
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, extra) if p)}
-
-
 def workers_for(path: Path) -> int:
     """Workers worth starting for one file: one per idle core and per MIN_JSON_BYTES of
     JSON beyond the first (a smaller file is done before a worker has started), at most
@@ -119,20 +112,20 @@ def read_parallel(path: Path, all_cpu_ops: bool | None, all_runtime: bool,
     except BaseException:  # KeyboardInterrupt: no orphan workers
         stop_workers(procs)
         raise
+    if any(code != 0 for _out, code in outs):  # a worker met an error: one pass raises it
+        return scan(path, all_cpu_ops, all_runtime)
     try:
-        shares = [(raw, part.marks)]
-        for out, code in outs:
-            if code != 0:  # a worker met an error: one pass raises it in order
-                raise ValueError(f"worker exit {code}")
-            shares.append(pickle.loads(out))
-        return merge(shares), used
+        return merge([(raw, part.marks), *(pickle.loads(out) for out, _code in outs)]), used
     except Exception:  # noqa: BLE001 - whatever went wrong, one pass is the reference
         return scan(path, all_cpu_ops, all_runtime)
 
 
 def start_worker(module: str, arg: str) -> subprocess.Popen:
-    """``python -m MODULE ARG`` with this project importable; its stdout is piped back."""
-    return subprocess.Popen([sys.executable, "-m", module, arg], env=worker_env(),
+    """``python -m MODULE ARG`` with this project on PYTHONPATH; its stdout is piped back."""
+    root = str(Path(__file__).resolve().parents[2])
+    path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
+    return subprocess.Popen([sys.executable, "-m", module, arg],
+                            env={**os.environ, "PYTHONPATH": path},
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)  # fmt: skip
 
 
