@@ -64,7 +64,7 @@ class Column:
             return arrow.strings(self.values)
         if self.type == "bool":
             return arrow.bools(np.asarray(self.values, dtype=bool), self.null)
-        return arrow.numbers(self.values, self.type, self.null)
+        return arrow.numbers(self.values, _NUMPY[self.type], self.null)
 
 
 @dataclass
