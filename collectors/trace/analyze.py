@@ -91,7 +91,7 @@ def _nccl_annotations(raw: RawTrace) -> list[tuple[float, float, int]]:
 
 
 def _gpu_categories(raw: RawTrace, name: np.ndarray, kind: np.ndarray, launch: np.ndarray,
-                    coll: np.ndarray) -> np.ndarray:  # fmt: skip
+                    coll: np.ndarray, enclosing: np.ndarray) -> np.ndarray:  # fmt: skip
     names = raw.names
     by_name = np.array([CAT_INDEX[taxonomy.kernel_category(n)] for n in names], dtype=np.int64)
     cat = by_name[name]
@@ -116,6 +116,10 @@ def _gpu_categories(raw: RawTrace, name: np.ndarray, kind: np.ndarray, launch: n
         s, e, lab = _cpu_intervals(raw, wanted, _nccl_annotations(raw))
         cast = metrics.containing(s, e, lab, launch[copies]) > 0
         cat[copies[cast]] = CAT_INDEX["cast_quant"]
+    # kernels launched inside a MoE/attention CPU op take its category (a routed-expert GEMM
+    # is MoE time); communication kernels and memcpy/memset keep theirs
+    hit = (kind == 0) & (enclosing >= 0) & ~np.isin(cat, _COMM_IDX)
+    cat[hit] = enclosing[hit]
     return cat
 
 
@@ -135,13 +139,6 @@ def _in_embedding(raw: RawTrace, launch: np.ndarray) -> np.ndarray:
     wanted = {i: 1 for i, n in enumerate(raw.names) if n == taxonomy.EMBEDDING_OP}
     frames = [(ts, d, 1) for _n, ts, d, _tid in raw.module_frames]
     return metrics.containing(*_cpu_intervals(raw, wanted, frames), launch) > 0
-
-
-def _by_enclosing_op(cat: np.ndarray, kind: np.ndarray, enclosing: np.ndarray) -> None:
-    """Kernels launched inside a MoE/attention CPU op take its category (a routed-expert
-    GEMM is MoE time). Communication kernels and memcpy/memset keep theirs."""
-    hit = (kind == 0) & (enclosing >= 0) & ~np.isin(cat, _COMM_IDX)
-    cat[hit] = enclosing[hit]
 
 
 def _top_level_cpu(raw: RawTrace) -> np.ndarray:
@@ -170,9 +167,8 @@ def analyze(raw: RawTrace) -> RankResult:
         name = np.frombuffer(raw.g_name, dtype=np.int64)
         launch, graph = _launch_times(raw, np.frombuffer(raw.g_corr, dtype=np.int64))
         coll = np.frombuffer(raw.g_coll, dtype=np.int64)
-        category = _gpu_categories(raw, name, kind, launch, coll)
         enclosing = _enclosing(raw, kind, launch)
-        _by_enclosing_op(category, kind, enclosing)
+        category = _gpu_categories(raw, name, kind, launch, coll, enclosing)
         arg_dtype = np.frombuffer(raw.g_dtype, dtype=np.int64)
     else:
         top = _top_level_cpu(raw)
