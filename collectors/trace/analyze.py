@@ -7,8 +7,8 @@ GPU activity on its top-level CPU ops (kind ``cpu_op``).
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -70,98 +70,75 @@ def _launch_times(raw: RawTrace, corr: np.ndarray) -> tuple[np.ndarray, np.ndarr
 
 
 def _cpu_intervals(raw: RawTrace, wanted: dict[int, int],
-                   annotations: bool = True) -> tuple[np.ndarray, ...]:  # fmt: skip
-    """CPU ops whose name id is in ``wanted`` (and ``nccl:`` annotations, labelled with
-    their collective, if ``annotations``): (starts, ends, labels) sorted by start."""
+                   extra: list[tuple[float, float, int]] = ()) -> tuple[np.ndarray, ...]:  # fmt: skip
+    """CPU ops whose name id is in ``wanted`` (labelled with its value), then the ``extra``
+    (start, duration, label) intervals: (starts, ends, labels) sorted by start."""
     names = np.frombuffer(raw.c_name, dtype=np.int64)
     ts = np.frombuffer(raw.c_ts, dtype=np.float64)
     dur = np.frombuffer(raw.c_dur, dtype=np.float64)
-    ids = np.fromiter(wanted.keys(), dtype=np.int64, count=len(wanted))
-    sel = np.isin(names, ids)
-    starts = list(ts[sel])
-    ends = list(ts[sel] + dur[sel])
-    labels = [wanted[int(n)] for n in names[sel]]
-    for name, t, d, _tid in raw.cpu_annotations if annotations else ():
-        cat = taxonomy.collective_category(name) if name.startswith("nccl:") else None
-        if cat:
-            starts.append(t)
-            ends.append(t + d)
-            labels.append(CAT_INDEX[cat])
-    order = np.argsort(np.array(starts, dtype=np.float64), kind="stable")
-    return (np.array(starts, dtype=np.float64)[order], np.array(ends, dtype=np.float64)[order],
-            np.array(labels, dtype=np.int64)[order])  # fmt: skip
+    sel = np.isin(names, np.fromiter(wanted, dtype=np.int64, count=len(wanted)))
+    starts = np.r_[ts[sel], [t for t, _d, _lab in extra]]
+    ends = np.r_[ts[sel] + dur[sel], [t + d for t, d, _lab in extra]]
+    labels = np.r_[[wanted[int(n)] for n in names[sel]], [lab for _t, _d, lab in extra]]
+    order = np.argsort(starts, kind="stable")
+    return starts[order], ends[order], labels.astype(np.int64)[order]
+
+
+def _nccl_annotations(raw: RawTrace) -> list[tuple[float, float, int]]:
+    """The ``nccl:`` CPU annotations as (start, duration, their collective's category)."""
+    return [(t, d, CAT_INDEX[c]) for name, t, d, _tid in raw.cpu_annotations
+            if name.startswith("nccl:") and (c := taxonomy.collective_category(name))]  # fmt: skip
 
 
 def _gpu_categories(raw: RawTrace, name: np.ndarray, kind: np.ndarray, launch: np.ndarray,
-                    coll: np.ndarray) -> np.ndarray:  # fmt: skip
+                    coll: np.ndarray, enclosing: np.ndarray) -> np.ndarray:  # fmt: skip
     names = raw.names
     by_name = np.array([CAT_INDEX[taxonomy.kernel_category(n)] for n in names], dtype=np.int64)
-    cat = by_name[name] if len(name) else np.zeros(0, dtype=np.int64)
+    cat = by_name[name]
     cat[kind != 0] = CAT_INDEX["memory"]
     generic = np.array([taxonomy.needs_collective(n) for n in names], dtype=bool)
     copy = np.array([taxonomy.is_direct_copy(n) for n in names], dtype=bool)
-    need = np.flatnonzero((kind == 0) & generic[name]) if len(name) else name
+    need = np.flatnonzero((kind == 0) & generic[name])
     if len(need):
         # the kernel's own "Collective name" first, then the CPU collective around its launch
-        from_arg = np.array([_coll_idx(names[c]) if c >= 0 else -1 for c in coll[need]])
+        from_arg = np.array([CAT_INDEX.get(taxonomy.collective_category(names[c]), -1)
+                             if c >= 0 else -1 for c in coll[need]])  # fmt: skip
         wanted = {i: CAT_INDEX[c] for i, n in enumerate(names)
                   if n.startswith("c10d::") and (c := taxonomy.collective_category(n[6:]))}  # fmt: skip
-        s, e, lab = _cpu_intervals(raw, wanted)
+        s, e, lab = _cpu_intervals(raw, wanted, _nccl_annotations(raw))
         from_cpu = metrics.containing(s, e, lab, launch[need])
         resolved = np.where(from_arg >= 0, from_arg, from_cpu)
         cat[need] = np.where(resolved >= 0, resolved, CAT_INDEX["other_comm"])
-    copies = np.flatnonzero((kind == 0) & copy[name]) if len(name) else name
-    if len(copies):
-        # direct_copy_kernel_cuda is a cast when an aten::to/_to_copy op launched it
-        wanted = {i: 1 for i, n in enumerate(names) if n in _CAST_OPS}
-        s, e, lab = _cpu_intervals(raw, wanted) if wanted else (np.zeros(0),) * 3
-        cast = metrics.containing(s, e, lab, launch[copies]) > 0 if len(s) else None
-        if cast is not None:
-            cat[copies[cast]] = CAT_INDEX["cast_quant"]
+    copies = np.flatnonzero((kind == 0) & copy[name])
+    # direct_copy_kernel_cuda is a cast when an aten::to/_to_copy op launched it
+    wanted = {i: 1 for i, n in enumerate(names) if n in _CAST_OPS}
+    if len(copies) and wanted:
+        s, e, lab = _cpu_intervals(raw, wanted, _nccl_annotations(raw))
+        cast = metrics.containing(s, e, lab, launch[copies]) > 0
+        cat[copies[cast]] = CAT_INDEX["cast_quant"]
+    # kernels launched inside a MoE/attention CPU op take its category (a routed-expert GEMM
+    # is MoE time); communication kernels and memcpy/memset keep theirs
+    hit = (kind == 0) & (enclosing >= 0) & ~np.isin(cat, _COMM_IDX)
+    cat[hit] = enclosing[hit]
     return cat
 
 
 def _enclosing(raw: RawTrace, kind: np.ndarray, launch: np.ndarray) -> np.ndarray:
     """Category index of the innermost MoE/attention CPU op around each kernel's launch
     (correlation id -> runtime call -> CPU time), or -1."""
-    out = np.full(len(kind), -1, dtype=np.int64)
     wanted = {i: CAT_INDEX[c] for i, n in enumerate(raw.names)
               if (c := taxonomy.enclosing_op_category(n))}  # fmt: skip
-    if not wanted or not len(kind):
-        return out
-    s, e, lab = _cpu_intervals(raw, wanted, annotations=False)
-    if not len(s):
-        return out
-    sel = np.flatnonzero(kind == 0)
-    out[sel] = metrics.containing(s, e, lab, launch[sel])
+    out = metrics.containing(*_cpu_intervals(raw, wanted), launch)
+    out[kind != 0] = -1
     return out
 
 
 def _in_embedding(raw: RawTrace, launch: np.ndarray) -> np.ndarray:
     """Whether each event was launched inside the vocab-parallel embedding: its Python
     frames (``VocabParallelEmbedding``, with_stack traces) or an ``aten::embedding`` op."""
-    if not len(launch):
-        return np.zeros(0, dtype=bool)
     wanted = {i: 1 for i, n in enumerate(raw.names) if n == taxonomy.EMBEDDING_OP}
-    s, e, _lab = _cpu_intervals(raw, wanted, annotations=False) if wanted else (np.zeros(0),) * 3
-    frames = [(ts, ts + d) for _n, ts, d, _tid in raw.module_frames]
-    starts = np.r_[s, [a for a, _ in frames]]
-    ends = np.r_[e, [b for _, b in frames]]
-    order = np.argsort(starts, kind="stable")
-    return metrics.containing(starts[order], ends[order], np.ones(len(order), dtype=np.int64),
-                              launch) > 0  # fmt: skip
-
-
-def _by_enclosing_op(cat: np.ndarray, kind: np.ndarray, enclosing: np.ndarray) -> None:
-    """Kernels launched inside a MoE/attention CPU op take its category (a routed-expert
-    GEMM is MoE time). Communication kernels and memcpy/memset keep theirs."""
-    hit = (kind == 0) & (enclosing >= 0) & ~np.isin(cat, _COMM_IDX)
-    cat[hit] = enclosing[hit]
-
-
-def _coll_idx(label: str) -> int:
-    c = taxonomy.collective_category(label)
-    return CAT_INDEX[c] if c else -1
+    frames = [(ts, d, 1) for _n, ts, d, _tid in raw.module_frames]
+    return metrics.containing(*_cpu_intervals(raw, wanted, frames), launch) > 0
 
 
 def _top_level_cpu(raw: RawTrace) -> np.ndarray:
@@ -173,8 +150,6 @@ def _top_level_cpu(raw: RawTrace) -> np.ndarray:
     keep = np.zeros(len(ts), dtype=bool)
     bounds = np.flatnonzero(np.diff(tid[order])) + 1
     for grp in np.split(order, bounds):
-        if not len(grp):
-            continue
         end = np.maximum.accumulate(ts[grp] + dur[grp])
         top = np.ones(len(grp), dtype=bool)
         top[1:] = ts[grp][1:] >= end[:-1]
@@ -192,9 +167,8 @@ def analyze(raw: RawTrace) -> RankResult:
         name = np.frombuffer(raw.g_name, dtype=np.int64)
         launch, graph = _launch_times(raw, np.frombuffer(raw.g_corr, dtype=np.int64))
         coll = np.frombuffer(raw.g_coll, dtype=np.int64)
-        category = _gpu_categories(raw, name, kind, launch, coll)
         enclosing = _enclosing(raw, kind, launch)
-        _by_enclosing_op(category, kind, enclosing)
+        category = _gpu_categories(raw, name, kind, launch, coll, enclosing)
         arg_dtype = np.frombuffer(raw.g_dtype, dtype=np.int64)
     else:
         top = _top_level_cpu(raw)
@@ -269,28 +243,22 @@ def _cpu_dtypes(raw: RawTrace, top: np.ndarray, category: np.ndarray) -> np.ndar
     the same collective (``gloo:all_reduce`` ['c10::BFloat16']) starting at or after it.
     gloo runs the work on its own thread, often after the op returned, in issue order."""
     c_dtype = np.frombuffer(raw.c_dtype, dtype=np.int64)
-    out = c_dtype[top].copy() if len(top) else np.zeros(0, dtype=np.int64)
+    out = c_dtype[top]
     missing = np.flatnonzero((out < 0) & np.isin(category, _COMM_IDX))
     if not len(missing) or not raw.comm_annotation_dtypes:
         return out
-    pending: dict[int, list[tuple[float, int]]] = {}  # category -> (ts, label), by time
+    pending: dict[int, deque[tuple[float, int]]] = {}  # category -> (ts, label), by time
     for t, name, label in sorted(raw.comm_annotation_dtypes):
         cat = taxonomy.collective_category(name)
         if cat:
-            pending.setdefault(CAT_INDEX[cat], []).append((t, label))
+            pending.setdefault(CAT_INDEX[cat], deque()).append((t, label))
     ts = np.frombuffer(raw.c_ts, dtype=np.float64)[top]
-    nxt = dict.fromkeys(pending, 0)
     for i in missing[np.argsort(ts[missing], kind="stable")]:
         queue = pending.get(int(category[i]))
-        if queue is None:
-            continue
-        j = nxt[int(category[i])]
-        while j < len(queue) and queue[j][0] < ts[i]:
-            j += 1  # an annotation before the op belongs to an earlier (or unseen) one
-        if j < len(queue):
-            out[i] = queue[j][1]
-            j += 1
-        nxt[int(category[i])] = j
+        while queue and queue[0][0] < ts[i]:
+            queue.popleft()  # an annotation before the op belongs to an earlier (or unseen) one
+        if queue:
+            out[i] = queue.popleft()[1]
     return out
 
 
@@ -320,12 +288,3 @@ def _trace_start(raw: RawTrace) -> float:
               for a in (raw.g_ts, raw.c_ts, raw.r_ts) if len(a)]  # fmt: skip
     firsts += [a[1] for a in raw.cpu_annotations] + [a[1] for a in raw.gpu_annotations]
     return min(firsts) if firsts else 0.0
-
-
-def meta_value(meta: dict[str, Any], *keys: str) -> Any:
-    value: Any = meta
-    for k in keys:
-        if not isinstance(value, dict):
-            return None
-        value = value.get(k)
-    return value

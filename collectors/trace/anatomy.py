@@ -44,6 +44,9 @@ _EMBEDDING = re.compile(r"(?<!rotary_)(?<!rotary)embedding|indexSelect|index_sel
                         re.IGNORECASE)  # fmt: skip
 # marker codes
 _NONE, _GEMM, _NORM, _ATTN, _MOE, _EMB, _COMM_M = 0, 1, 2, 3, 4, 5, 6
+_OWN_SOURCE = {_MOE: "moe", _ATTN: "attention", _EMB: "embedding"}
+_MARKER = np.array([{"gemm": _GEMM, "norm": _NORM, "attention": _ATTN, "moe": _MOE}.get(c, _NONE)
+                    for c in CATEGORIES])  # fmt: skip
 _FILLER = np.array([_CAT[c] for c in ("gemm", "elementwise", "cast_quant", "memory")])
 
 
@@ -95,11 +98,7 @@ def comm_sources(category: np.ndarray, step: np.ndarray, order: np.ndarray,
     comm_sel = np.isin(category, _COMM)
     if not comm_sel.any():
         return out
-    marker = np.zeros(len(category), dtype=np.int64)
-    marker[category == _CAT["gemm"]] = _GEMM
-    marker[category == _CAT["norm"]] = _NORM
-    marker[category == _CAT["attention"]] = _ATTN
-    marker[category == _CAT["moe"]] = _MOE
+    marker = _MARKER[category]
     marker[(marks.embedding_name | marks.in_embedding) & ~comm_sel] = _EMB
     marker[comm_sel] = _COMM_M
     m = marker[order]
@@ -160,12 +159,8 @@ def _embedding_by_position(m: np.ndarray, st: np.ndarray, cats: np.ndarray,
 
 
 def _source(kind: int, gemm_after: bool, is_gather: bool, previous: int) -> int:
-    if kind == _MOE:
-        return _SRC["moe"]
-    if kind == _ATTN:
-        return _SRC["attention"]
-    if kind == _EMB:
-        return _SRC["embedding"]
+    if kind in _OWN_SOURCE:  # MoE, attention or embedding compute issued it
+        return _SRC[_OWN_SOURCE[kind]]
     if is_gather and gemm_after and kind in (_NORM, _COMM_M, _NONE):
         return _SRC["logits"]
     if kind in (_NORM, _COMM_M) and gemm_after:

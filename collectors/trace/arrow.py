@@ -10,8 +10,6 @@ from typing import Any
 
 import numpy as np
 
-_NP = {"int32": np.int32, "int64": np.int64, "double": np.float64}
-
 
 def _validity(null: np.ndarray | None) -> tuple[Any, int]:
     import pyarrow as pa
@@ -21,15 +19,14 @@ def _validity(null: np.ndarray | None) -> tuple[Any, int]:
     return pa.py_buffer(np.packbits(~null, bitorder="little")), int(null.sum())
 
 
-def numbers(values: Any, typ: str, null: np.ndarray | None = None):
-    """A numeric arrow column (``typ``: int32, int64 or double) from numpy buffers."""
+def numbers(values: Any, dtype: type[np.number], null: np.ndarray | None = None):
+    """A numeric arrow column of numpy ``dtype`` (int32, int64 or float64) from buffers."""
     import pyarrow as pa
 
-    arr = np.ascontiguousarray(values, dtype=_NP[typ])
+    arr = np.ascontiguousarray(values, dtype=dtype)
     validity, nulls = _validity(null)
-    arrow_type = {"int32": pa.int32(), "int64": pa.int64(), "double": pa.float64()}[typ]
-    return pa.Array.from_buffers(arrow_type, len(arr), [validity, pa.py_buffer(arr)],
-                                 null_count=nulls)  # fmt: skip
+    return pa.Array.from_buffers(pa.from_numpy_dtype(arr.dtype), len(arr),
+                                 [validity, pa.py_buffer(arr)], null_count=nulls)  # fmt: skip
 
 
 def bools(values: np.ndarray, null: np.ndarray | None = None):
@@ -68,6 +65,6 @@ def dict_array(codes: np.ndarray, values: list[Any]):
 
     null = np.array([v is None for v in values], dtype=bool)
     mask = null[codes] if null.any() and len(codes) else None
-    indices = numbers(codes, "int32", mask)
+    indices = numbers(codes, np.int32, mask)
     dictionary = strings(["" if v is None else v for v in values])
     return pa.DictionaryArray.from_arrays(indices, dictionary)

@@ -20,10 +20,10 @@ from collectors.trace import taxonomy
 # capitalised names (Kernel, Runtime, Operator, Memcpy, Memset).
 _GPU_KIND = {b"kernel": 0, b"Kernel": 0, b"gpu_memcpy": 1, b"Memcpy": 1, b"gpu_memset": 2,
              b"Memset": 2}  # fmt: skip
-_RUNTIME = {b"cuda_runtime", b"cuda_driver", b"Runtime"}
-_CPU_OP = {b"cpu_op", b"Operator"}
+RUNTIME = {b"cuda_runtime", b"cuda_driver", b"Runtime"}
+CPU_OP = {b"cpu_op", b"Operator"}
 _ANNOTATION = {b"user_annotation", b"gpu_user_annotation"}
-KEEP = set(_GPU_KIND) | _RUNTIME | _CPU_OP | _ANNOTATION
+KEEP = set(_GPU_KIND) | RUNTIME | CPU_OP | _ANNOTATION
 
 
 class NotATrace(InputError):
@@ -79,7 +79,17 @@ class RawTrace:
     # "Input type" is ['TensorList', ...] takes the dtype of the backend's annotation
     comm_annotation_dtypes: list[tuple[float, str, int]] = field(default_factory=list)
 
+    @property
+    def dist(self) -> dict[str, Any]:
+        """The header's ``distributedInfo`` (rank, world_size, backend...); {} without one."""
+        dist = self.meta.get("distributedInfo")
+        return dist if isinstance(dist, dict) else {}
 
+
+# RawTrace's columns per kind of row, in the order Sink buffers a row's values
+GPU_COLUMNS = ("g_kind", "g_ts", "g_dur", "g_stream", "g_name", "g_corr", "g_coll", "g_dtype")
+CPU_COLUMNS = ("c_ts", "c_dur", "c_tid", "c_name", "c_dtype")
+RUNTIME_COLUMNS = ("r_corr", "r_ts", "r_graph")
 # RawTrace's list fields, in the order a shared parse (split) records and merges them
 LIST_FIELDS = ("exec_frames", "module_frames", "cpu_annotations", "gpu_annotations",
                "comm_annotation_dtypes")  # fmt: skip
@@ -101,11 +111,7 @@ class Sink:
         self.comm_ops: dict[int, bool] = {}  # name id -> is a communication op (has a dtype)
 
     def name_id(self, name: str) -> int:
-        i = self.name_ids.get(name)
-        if i is None:
-            i = self.name_ids[name] = len(self.raw.names)
-            self.raw.names.append(name)
-        return i
+        return intern(self.name_ids, self.raw.names, name)
 
     def bad(self, offset: int, cat: bytes, what: str) -> InputError:
         index = self.locate(offset)
@@ -143,15 +149,14 @@ class Sink:
             ))  # fmt: skip
             if len(self.gpu_rows) >= self.FLUSH:
                 self.flush()
-        elif cat in _CPU_OP:
+        elif cat in CPU_OP:
             nid = ids.get(name)
             if nid is None:
                 nid = self.name_id(name)
             tid = get("tid")
             t = self.tid_ids.get(tid)
             if t is None:
-                t = self.tid_ids[tid] = len(self.tid_ids)
-                self.raw.tids.append(tid)
+                t = intern(self.tid_ids, self.raw.tids, tid)
             comm = self.comm_ops.get(nid)
             if comm is None:
                 comm = self.comm_ops[nid] = taxonomy.cpu_op_category(name) in taxonomy.COMM
@@ -159,7 +164,7 @@ class Sink:
             self.cpu_rows.append((ts, dur, t, nid, -1 if label is None else self.name_id(label)))
             if len(self.cpu_rows) >= self.FLUSH:
                 self.flush()
-        elif cat in _RUNTIME:
+        elif cat in RUNTIME:
             corr = args.get("correlation")
             if corr.__class__ is int:
                 self.rt_rows.append((corr, ts, 1 if "GraphLaunch" in name else 0))
@@ -186,28 +191,22 @@ class Sink:
 
     def flush(self) -> None:
         """Move buffered rows into the typed columns (C-speed transpose)."""
-        raw = self.raw
-        if self.gpu_rows:
-            cols = list(zip(*self.gpu_rows, strict=False))
-            targets = (raw.g_kind, raw.g_ts, raw.g_dur, raw.g_stream, raw.g_name, raw.g_corr,
-                       raw.g_coll, raw.g_dtype)  # fmt: skip
-            for arr, col in zip(targets, cols, strict=True):
-                arr.extend(col if arr.typecode == "d" else _ints(col, arr.typecode))
-            self.gpu_rows = []
-        if self.cpu_rows:
-            ts, dur, tid, name, dtype = zip(*self.cpu_rows, strict=False)
-            raw.c_ts.extend(ts)
-            raw.c_dur.extend(dur)
-            raw.c_tid.extend(tid)
-            raw.c_name.extend(name)
-            raw.c_dtype.extend(dtype)
-            self.cpu_rows = []
-        if self.rt_rows:
-            corr, ts, graph = zip(*self.rt_rows, strict=False)
-            raw.r_corr.extend(_ints(corr, "q"))
-            raw.r_ts.extend(ts)
-            raw.r_graph.extend(graph)
-            self.rt_rows = []
+        for rows, keys in ((self.gpu_rows, GPU_COLUMNS), (self.cpu_rows, CPU_COLUMNS),
+                           (self.rt_rows, RUNTIME_COLUMNS)):  # fmt: skip
+            if rows:
+                for key, col in zip(keys, zip(*rows, strict=False), strict=True):
+                    arr = getattr(self.raw, key)
+                    arr.extend(col if arr.typecode == "d" else _ints(col, arr.typecode))
+                rows.clear()
+
+
+def intern(ids: dict[Any, int], values: list[Any], value: Any) -> int:
+    """``value``'s index in ``values``, appended (and indexed in ``ids``) when new."""
+    i = ids.get(value)
+    if i is None:
+        i = ids[value] = len(values)
+        values.append(value)
+    return i
 
 
 def _ints(col: tuple, typecode: str) -> array:

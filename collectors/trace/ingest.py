@@ -67,27 +67,23 @@ def rank_from_name(path: Path) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def assign_ranks(items: list[tuple[Path, Any]], warnings: list[str]) -> list[tuple[int, str]]:
-    """(rank, source) per file: distributedInfo, else the file name, else file order."""
+def assign_ranks(items: list[tuple[Path, dict]], warnings: list[str]) -> list[tuple[int, str]]:
+    """(rank, source) per (path, distributedInfo): its rank, else the file name, else order."""
     out: list[tuple[int | None, str]] = []
-    for path, meta in items:
-        dist = meta.get("distributedInfo") if isinstance(meta, dict) else None
-        rank = dist.get("rank") if isinstance(dist, dict) else None
-        if isinstance(rank, int) and not isinstance(rank, bool):
-            out.append((rank, "distributedInfo"))
-        elif (r := rank_from_name(path)) is not None:
-            out.append((r, "filename"))
-        else:
-            out.append((None, "order"))
     taken: dict[int, Path] = {}
-    for (rank, _src), (path, _meta) in zip(out, items, strict=True):
+    for path, dist in items:
+        rank, src = dist.get("rank"), "distributedInfo"
+        if not isinstance(rank, int) or isinstance(rank, bool):
+            rank = rank_from_name(path)
+            src = "order" if rank is None else "filename"
+        if rank in taken:
+            raise InputError(f"{taken[rank]} and {path} both claim rank {rank}")
         if rank is not None:
-            if rank in taken:
-                raise InputError(f"{taken[rank]} and {path} both claim rank {rank}")
             taken[rank] = path
+        out.append((rank, src))
     final: list[tuple[int, str]] = []
     free = 0
-    for (rank, src), (path, _meta) in zip(out, items, strict=True):
+    for (rank, src), (path, _dist) in zip(out, items, strict=True):
         if rank is None:
             while free in taken:
                 free += 1
@@ -137,13 +133,12 @@ def ingest_traces(paths: list[Path], log: logging.Logger | None = None) -> Trace
             f"{len(raw.g_ts)} GPU events, {len(result.steps)} steps"
         )
         results.append(result)
-        del raw
     if not results:
         what = ("no events in traceEvents: the profiler recorded nothing" if empty
                 else "only vLLM's frontend (*.async_llm.*) trace, no worker traces" if frontend
                 else "no trace files with traceEvents")  # fmt: skip
         raise InputError(f"{', '.join(map(str, paths))}: {what}")
-    ranks = assign_ranks([(r.raw.path, r.raw.meta) for r in results], warnings)
+    ranks = assign_ranks([(r.raw.path, r.raw.dist) for r in results], warnings)
     for w in warnings:
         log.warning(w)
     order = sorted(range(len(results)), key=lambda i: ranks[i][0])

@@ -50,15 +50,11 @@ def union(start: np.ndarray, end: np.ndarray) -> Intervals:
     order = np.argsort(start, kind="stable")
     s, e = start[order], end[order]
     run_end = np.maximum.accumulate(e)
-    # a new merged interval starts where the start is past every earlier end
-    new = np.empty(len(s), dtype=bool)
-    new[0] = True
-    new[1:] = s[1:] > run_end[:-1]
-    idx = np.flatnonzero(new)
+    # merged intervals start at the first start and at each start past every earlier end
+    idx = np.r_[0, np.flatnonzero(s[1:] > run_end[:-1]) + 1]
     ms = s[idx]
     me = np.maximum.reduceat(e, idx)
-    lengths = me - ms
-    before = np.concatenate(([0.0], np.cumsum(lengths)[:-1]))
+    before = np.concatenate(([0.0], np.cumsum(me - ms)[:-1]))
     return Intervals(ms, me, before)
 
 
@@ -96,10 +92,8 @@ def rank_times(
     exposed communication = communication time during which no compute kernel runs.
     """
     span = windows.total
-    busy_us = float(busy.within(windows.start, windows.end).sum()) if span else 0.0
-    comm_us = float(comm.within(windows.start, windows.end).sum()) if span else 0.0
-    exposed = difference(comm, compute)
-    exposed_us = float(exposed.within(windows.start, windows.end).sum()) if span else 0.0
+    busy_us, comm_us, exposed_us = (float(iv.within(windows.start, windows.end).sum())
+                                    for iv in (busy, comm, difference(comm, compute)))  # fmt: skip
     return RankTimes(busy_us, max(span - busy_us, 0.0), span, comm_us, exposed_us)
 
 

@@ -15,7 +15,6 @@ import json
 import pickle
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 from collectors.trace.columns import RawTrace
@@ -23,14 +22,12 @@ from collectors.trace.reader import read_trace
 from collectors.trace.split import spare_cores, start_worker, stop_workers
 
 
-def read_all(files: list[Path]) -> Iterator[tuple[Path, RawTrace | None]]:
+def read_all(files: list[Path]) -> list[tuple[Path, RawTrace | None]]:
     """(file, RawTrace) in file order; None where a worker failed and the caller must
     read the file itself (to raise, or skip, exactly as it would have)."""
     workers = min(spare_cores(), len(files) - 1)
     if workers < 1:
-        for f in files:
-            yield f, None
-        return
+        return [(f, None) for f in files]
     shares = [files[i :: workers + 1] for i in range(workers + 1)]  # shares[0]: this process
     procs: list[subprocess.Popen] = []
     try:
@@ -39,9 +36,7 @@ def read_all(files: list[Path]) -> Iterator[tuple[Path, RawTrace | None]]:
                                       json.dumps([str(f) for f in share])))  # fmt: skip
     except OSError:  # no workers today: the caller reads every file
         stop_workers(procs)
-        for f in files:
-            yield f, None
-        return
+        return [(f, None) for f in files]
     try:
         read = {f: _read(f) for f in shares[0]}
         for share, proc in zip(shares[1:], procs, strict=True):
@@ -53,8 +48,7 @@ def read_all(files: list[Path]) -> Iterator[tuple[Path, RawTrace | None]]:
     except BaseException:  # KeyboardInterrupt: no orphan workers
         stop_workers(procs)
         raise
-    for f in files:
-        yield f, read[f]
+    return [(f, read[f]) for f in files]
 
 
 def _unpickle(out: bytes) -> object:

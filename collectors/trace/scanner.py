@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from collectors.errors import InputError
-from collectors.trace.columns import KEEP, LIST_FIELDS, NotATrace, RawTrace, Sink
+from collectors.trace.columns import CPU_OP, KEEP, LIST_FIELDS, RUNTIME, NotATrace, RawTrace, Sink
 from collectors.trace.source import chunks
 from collectors.trace.taxonomy import EMBEDDING_FRAME, EMBEDDING_OP, ENCLOSING_OP_PATTERNS
 from store.trace_vocab import CAST_OPS
@@ -50,7 +50,6 @@ _KEPT = re.compile(rb'"cat"\s*:\s*"(?:(' + b"|".join(sorted(KEEP)) + rb')"' + _E
 # category (taxonomy.ENCLOSING_OP_PATTERNS) and the embedding lookup (step anatomy). Their
 # header lists devices, so the other CPU ops are skipped unparsed; a trace that then shows
 # no GPU activity is read again with all.
-_CPU_OPS = {b"cpu_op", b"Operator"}
 _ENCLOSING = "|".join(f"(?:{p})" for _cat, p in ENCLOSING_OP_PATTERNS).encode()
 _NAMED_OPS = "|".join(re.escape(op) for op in (*CAST_OPS, EMBEDDING_OP)).encode()
 # Runtime calls matter only as launches (their correlation id is a GPU event's): keep
@@ -58,12 +57,11 @@ _NAMED_OPS = "|".join(re.escape(op) for op in (*CAST_OPS, EMBEDDING_OP)).encode(
 # cudaEventRecord, cudaStreamIsCapturing, cudaFuncSetAttribute... (up to 60% of the runtime
 # calls of real traces) are skipped unparsed. A trace whose runtime calls are spelled in
 # another key order keeps none this way and is read again with all of them.
-_RUNTIME = {b"cuda_runtime", b"cuda_driver", b"Runtime"}
 _LAUNCHES = (rb'|(cuda_runtime|cuda_driver|Runtime)"\s*,\s*"name"\s*:\s*"[^"]{0,200}'
              rb"(?:Launch|Memcpy|Memset|memcpy|memset)")  # fmt: skip
 _KEPT_GPU = re.compile(
     rb'"cat"\s*:\s*"(?:('
-    + b"|".join(sorted(KEEP - _CPU_OPS - _RUNTIME))
+    + b"|".join(sorted(KEEP - CPU_OP - RUNTIME))
     + rb')"'
     + _LAUNCHES
     + rb'|(cpu_op|Operator)"\s*,'
@@ -71,8 +69,8 @@ _KEPT_GPU = re.compile(
     rb"nccl:|record_param_comms|" + _ENCLOSING + rb")" + _EXEC + rb")"
 )
 _KEPT_GPU_ALL_RUNTIME = re.compile(_KEPT_GPU.pattern.replace(
-    rb'(' + b"|".join(sorted(KEEP - _CPU_OPS - _RUNTIME)) + rb')"' + _LAUNCHES,
-    rb'(' + b"|".join(sorted(KEEP - _CPU_OPS)) + rb')"|(?!)()'))  # fmt: skip
+    rb'(' + b"|".join(sorted(KEEP - CPU_OP - RUNTIME)) + rb')"' + _LAUNCHES,
+    rb'(' + b"|".join(sorted(KEEP - CPU_OP)) + rb')"|(?!)()'))  # fmt: skip
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
 # "}" "]" then another top-level key or the closing brace
 _ARRAY_END = re.compile(rb'\}\s*\](?=\s*(?:,\s*"[^"]*"\s*:|\}))')
@@ -112,8 +110,7 @@ def scan(path: Path, all_cpu_ops: bool | None, all_runtime: bool, part: Part | N
     enabled = gc.isenabled()
     gc.disable()  # millions of short-lived dicts: the cyclic GC would rescan our buffers
     try:
-        scanner = _Scanner(raw, sink, all_cpu_ops, all_runtime)
-        scanner.part = part
+        scanner = _Scanner(raw, sink, all_cpu_ops, all_runtime, part)
         scanner.run(chunks(path, raw, block))
         sink.flush()
     finally:
@@ -122,21 +119,16 @@ def scan(path: Path, all_cpu_ops: bool | None, all_runtime: bool, part: Part | N
     return raw, scanner.all_cpu_ops
 
 
-def _lists_devices(meta: dict[str, Any]) -> bool:
-    props = meta.get("deviceProperties")
-    return isinstance(props, list) and len(props) > 0
-
-
 class _Scanner:
     """Header -> events -> trailer over decompressed chunks."""
 
-    def __init__(self, raw: RawTrace, sink: Sink, all_cpu_ops: bool | None,
-                 all_runtime: bool = False) -> None:  # fmt: skip
+    def __init__(self, raw: RawTrace, sink: Sink, all_cpu_ops: bool | None, all_runtime: bool,
+                 part: Part | None) -> None:  # fmt: skip
         self.all_runtime = all_runtime
         self.raw, self.sink = raw, sink
         self.trailer: list[bytes] | None = None  # set once the events array has closed
         self.all_cpu_ops = all_cpu_ops
-        self.part: Part | None = None  # this process parses only its share of chunks
+        self.part = part  # set: this process parses only its share of chunks
         self.separator = b""  # learnt from the first events (see _learn_separator)
 
     def run(self, chunks: Iterator[bytes]) -> None:
@@ -191,8 +183,6 @@ class _Scanner:
     @staticmethod
     def _last_separator(buf: bytes, before: int) -> int | None:
         """Offset of the "}" of the last separator before ``before``."""
-        if before <= 0:
-            return None
         lo = before
         while lo > 0:
             lo = max(0, lo - (1 << 16))
@@ -309,25 +299,23 @@ class _Scanner:
             ) from None
         self.raw.meta.update(meta)
         if self.all_cpu_ops is None:  # a header that lists GPUs announces a GPU trace
-            self.all_cpu_ops = not _lists_devices(meta)
+            props = meta.get("deviceProperties")
+            self.all_cpu_ops = not (isinstance(props, list) and len(props) > 0)
 
     def _parse_trailer(self, tail: bytes) -> None:
-        text = tail.strip()
-        if text.startswith(b","):
-            text = text[1:].lstrip()
-        if not text or text == b"}":
-            if not text:
-                self.raw.partial = True
-                self.raw.partial_reason = self.raw.partial_reason or "the trace is not closed"
-            return
-        try:
-            meta = _loads(b"{" + text)
-        except ValueError:
-            self.raw.partial = True
-            self.raw.partial_reason = self.raw.partial_reason or "the trace's last keys are cut"
-            return
-        if isinstance(meta, dict):
-            self.raw.meta.update(meta)
+        text = tail.strip().removeprefix(b",").lstrip()
+        if not text:
+            self._partial("the trace is not closed")
+        elif text != b"}":
+            try:
+                self.raw.meta.update(_loads(b"{" + text))  # "{" + text parses as an object
+            except ValueError:
+                self._partial("the trace's last keys are cut")
+
+    def _partial(self, why: str) -> None:
+        """Mark the trace partial; a reason found earlier (a truncated gzip stream) stays."""
+        self.raw.partial = True
+        self.raw.partial_reason = self.raw.partial_reason or why
 
     def _not_a_trace(self, buf: bytes) -> None:
         path = self.raw.path

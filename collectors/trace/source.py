@@ -36,9 +36,7 @@ def _inflater() -> tuple[ModuleType, type[Exception]]:
 def chunks(path: Path, raw: RawTrace, block: int = 0) -> Iterator[bytes]:
     """Decompressed chunks; gzip is inflated by a background thread. ``block``: bytes per
     read instead of the defaults (tests use small blocks to get many chunks)."""
-    with path.open("rb") as f:
-        gz = f.read(2) == b"\x1f\x8b"
-    if not gz:
+    if not is_gzip(path):
         yield from _plain(path, raw, block or _CHUNK)
         return
     q: queue.Queue = queue.Queue(maxsize=4)
@@ -63,55 +61,52 @@ def chunks(path: Path, raw: RawTrace, block: int = 0) -> Iterator[bytes]:
                 worker.join(0.05)
 
 
+def is_gzip(path: Path) -> bool:
+    with path.open("rb") as f:
+        return f.read(2) == b"\x1f\x8b"
+
+
 def _plain(path: Path, raw: RawTrace, block_size: int) -> Iterator[bytes]:
-    crc = 0
-    head = _Head(_CHUNK)
+    digest = _Digest(raw, _CHUNK)
     with path.open("rb") as f:
         while block := f.read(block_size):
-            head.update(block)
-            crc = zlib.crc32(block, crc)
-            raw.size_bytes += len(block)
+            digest.update(block)
             yield block
-    _set_digest(raw, crc, head.hexdigest())
+    digest.finish()
 
 
-class _Head:
-    """sha256 of a file's first ``size`` bytes, whatever the read size (the digest of a
-    file must not depend on how it was read)."""
+class _Digest:
+    """Fills ``raw.size_bytes`` and ``raw.digest`` as the file is read: size + crc32 + the
+    sha256 of the first ``head`` bytes, whatever the read size, identify a trace file for
+    re-import as well as a sha256 of every byte, at >2 GB/s instead of ~200 MB/s."""
 
-    def __init__(self, size: int) -> None:
-        self.left, self.sha, self.seen = size, hashlib.sha256(), False
+    def __init__(self, raw: RawTrace, head: int) -> None:
+        self.raw, self.left, self.sha, self.crc = raw, head, hashlib.sha256(), 0
 
     def update(self, block: bytes) -> None:
+        self.raw.size_bytes += len(block)
+        self.crc = zlib.crc32(block, self.crc)
         if self.left > 0:
             part = block[: self.left]
             self.sha.update(part)
             self.left -= len(part)
-            self.seen = True
 
-    def hexdigest(self) -> str | None:
-        return self.sha.hexdigest() if self.seen else None
-
-
-def _set_digest(raw: RawTrace, crc: int, head_sha: str | None) -> None:
-    # sha256 of every byte runs at ~200 MB/s here; size + crc32 + the first chunk's sha256
-    # identify a trace file for re-import just as well at >2 GB/s
-    raw.digest = hashlib.sha256(f"{raw.size_bytes}:{crc}:{head_sha}".encode()).hexdigest()
+    def finish(self) -> None:
+        raw = self.raw
+        head_sha = self.sha.hexdigest() if raw.size_bytes else None  # None: an empty file
+        raw.digest = hashlib.sha256(f"{raw.size_bytes}:{self.crc}:{head_sha}".encode()).hexdigest()
 
 
 def _inflate_into(
     path: Path, raw: RawTrace, q: queue.Queue, stop: threading.Event, read_size: int
 ) -> None:
     try:
-        crc = 0
-        head = _Head(_GZ_READ)
+        digest = _Digest(raw, _GZ_READ)
         lib, error = _inflater()
         d = lib.decompressobj(zlib.MAX_WBITS | 16)
         with path.open("rb") as f:
             while (block := f.read(read_size)) and not stop.is_set():
-                head.update(block)
-                crc = zlib.crc32(block, crc)
-                raw.size_bytes += len(block)
+                digest.update(block)
                 data = block
                 while data and not stop.is_set():
                     try:
@@ -129,7 +124,7 @@ def _inflate_into(
         if not d.eof and not stop.is_set():
             raw.partial = True
             raw.partial_reason = "the gzip stream is truncated"
-        _set_digest(raw, crc, head.hexdigest())
+        digest.finish()
         q.put(None)
     except BaseException as exc:  # handed to the reading thread
         q.put(exc)

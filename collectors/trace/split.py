@@ -27,8 +27,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from collectors.trace.columns import LIST_FIELDS, RawTrace
+from collectors.trace.columns import (
+    CPU_COLUMNS,
+    GPU_COLUMNS,
+    LIST_FIELDS,
+    RUNTIME_COLUMNS,
+    RawTrace,
+    intern,
+)
 from collectors.trace.scanner import Part, scan, truncation_note
+from collectors.trace.source import is_gzip
 
 # Below this many bytes of JSON per process a worker's start (~0.1 s) costs more than it saves
 MIN_JSON_BYTES = 32 << 20
@@ -37,12 +45,8 @@ _GZIP_RATIO = 12  # a Kineto trace inflates 13-20x; be conservative
 # Smaller reads than one pass uses (~1 MB of JSON per chunk, not ~8 MB): the two shares
 # stay even on files of a few dozen chunks; per chunk overhead is negligible
 _BLOCK_GZ, _BLOCK_PLAIN = 64 << 10, 1 << 20
-# (name, column of names?) of the GPU and CPU columns, in RawTrace order
-_GPU = (("g_kind", False), ("g_ts", False), ("g_dur", False), ("g_stream", False),
-        ("g_name", True), ("g_corr", False), ("g_coll", True), ("g_dtype", True))  # fmt: skip
-_CPU = (("c_ts", False), ("c_dur", False), ("c_tid", False), ("c_name", True),
-        ("c_dtype", True))  # fmt: skip
-_RUNTIME = ("r_corr", "r_ts", "r_graph")
+# the columns of name ids (renumbered by the merge, as c_tid's thread indices are)
+_NAME_COLUMNS = {"g_name", "g_coll", "g_dtype", "c_name", "c_dtype"}
 
 
 def cores() -> int:
@@ -65,13 +69,6 @@ def spare_cores() -> int:
     return max(0, min(n - 1, math.ceil(n - 0.5 - load)))
 
 
-def worker_env() -> dict[str, str]:
-    """The caller's environment with this project importable (workers run by name)."""
-    root = str(Path(__file__).resolve().parents[2])
-    extra = os.environ.get("PYTHONPATH")
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, extra) if p)}
-
-
 def workers_for(path: Path) -> int:
     """Workers worth starting for one file: one per idle core and per MIN_JSON_BYTES of
     JSON beyond the first (a smaller file is done before a worker has started), at most
@@ -81,16 +78,11 @@ def workers_for(path: Path) -> int:
         return 0
     try:
         size = path.stat().st_size
-        gz = _is_gzip(path)
+        gz = is_gzip(path)
     except OSError:
         return 0  # the single pass reports it
     json_bytes = size * (_GZIP_RATIO if gz else 1)
     return min(spare, MAX_WORKERS, json_bytes // MIN_JSON_BYTES)
-
-
-def _is_gzip(path: Path) -> bool:
-    with path.open("rb") as f:
-        return f.read(2) == b"\x1f\x8b"
 
 
 def read_parallel(path: Path, all_cpu_ops: bool | None, all_runtime: bool,
@@ -98,7 +90,7 @@ def read_parallel(path: Path, all_cpu_ops: bool | None, all_runtime: bool,
     """``scanner.scan`` on 1 + ``workers`` processes; falls back to one pass on any failure."""
     if not block:
         try:
-            block = _BLOCK_GZ if _is_gzip(path) else _BLOCK_PLAIN
+            block = _BLOCK_GZ if is_gzip(path) else _BLOCK_PLAIN
         except OSError:
             return scan(path, all_cpu_ops, all_runtime)  # raises the one-pass error
     parts = workers + 1
@@ -120,20 +112,20 @@ def read_parallel(path: Path, all_cpu_ops: bool | None, all_runtime: bool,
     except BaseException:  # KeyboardInterrupt: no orphan workers
         stop_workers(procs)
         raise
+    if any(code != 0 for _out, code in outs):  # a worker met an error: one pass raises it
+        return scan(path, all_cpu_ops, all_runtime)
     try:
-        shares = [(raw, part.marks)]
-        for out, code in outs:
-            if code != 0:  # a worker met an error: one pass raises it in order
-                raise ValueError(f"worker exit {code}")
-            shares.append(pickle.loads(out))
-        return merge(shares), used
+        return merge([(raw, part.marks), *(pickle.loads(out) for out, _code in outs)]), used
     except Exception:  # noqa: BLE001 - whatever went wrong, one pass is the reference
         return scan(path, all_cpu_ops, all_runtime)
 
 
 def start_worker(module: str, arg: str) -> subprocess.Popen:
-    """``python -m MODULE ARG`` with this project importable; its stdout is piped back."""
-    return subprocess.Popen([sys.executable, "-m", module, arg], env=worker_env(),
+    """``python -m MODULE ARG`` with this project on PYTHONPATH; its stdout is piped back."""
+    root = str(Path(__file__).resolve().parents[2])
+    path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
+    return subprocess.Popen([sys.executable, "-m", module, arg],
+                            env={**os.environ, "PYTHONPATH": path},
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)  # fmt: skip
 
 
@@ -173,19 +165,18 @@ def merge(shares: list[tuple[RawTrace, list[tuple[int, ...]]]]) -> RawTrace:
         # a name first met in this chunk (of this source) gets the next merged id: that is
         # the order of first appearance over the whole file, as one pass numbers them
         for name in raw.names[prev[-2] : cur[-2]]:
-            name_map[src].append(_intern(name_ids, out.names, name))
+            name_map[src].append(intern(name_ids, out.names, name))
         for tid in raw.tids[prev[-1] : cur[-1]]:
-            tid_map[src].append(_intern(tid_ids, out.tids, tid))
+            tid_map[src].append(intern(tid_ids, out.tids, tid))
         spans.append((src, prev, cur))
     # -1 (no name) indexes the extra last entry
     names_np = [np.array([*m, -1], dtype=np.int64) for m in name_map]
     tids_np = [np.array([*m, -1], dtype=np.int64) for m in tid_map]
     for src, prev, cur in spans:
         raw = sources[src]
-        _copy(out, raw, _GPU, prev[1], cur[1], names_np[src], None)
-        _copy(out, raw, _CPU, prev[2], cur[2], names_np[src], tids_np[src])
-        for key in _RUNTIME:
-            getattr(out, key).extend(getattr(raw, key)[prev[3] : cur[3]])
+        _copy(out, raw, GPU_COLUMNS, prev[1], cur[1], names_np[src], None)
+        _copy(out, raw, CPU_COLUMNS, prev[2], cur[2], names_np[src], tids_np[src])
+        _copy(out, raw, RUNTIME_COLUMNS, prev[3], cur[3], None, None)
         for i, key in enumerate(LIST_FIELDS, start=4):
             rows = getattr(raw, key)[prev[i] : cur[i]]
             if key == "comm_annotation_dtypes":  # (ts, name, label name id)
@@ -194,21 +185,13 @@ def merge(shares: list[tuple[RawTrace, list[tuple[int, ...]]]]) -> RawTrace:
     return out
 
 
-def _intern(ids: dict, values: list, value: Any) -> int:
-    i = ids.get(value)
-    if i is None:
-        i = ids[value] = len(values)
-        values.append(value)
-    return i
-
-
-def _copy(out: RawTrace, raw: RawTrace, columns: tuple[tuple[str, bool], ...], a: int, b: int,
-          names: Any, tids: Any) -> None:  # fmt: skip
+def _copy(out: RawTrace, raw: RawTrace, columns: tuple[str, ...], a: int, b: int, names: Any,
+          tids: Any) -> None:  # fmt: skip
     import numpy as np
 
-    for key, is_name in columns:
+    for key in columns:
         col = getattr(raw, key)
-        if key == "c_tid" or is_name:
+        if key == "c_tid" or key in _NAME_COLUMNS:
             local = np.frombuffer(col, dtype=f"i{col.itemsize}")[a:b]
             merged = (tids if key == "c_tid" else names)[local]
             getattr(out, key).frombytes(merged.astype(f"i{col.itemsize}").tobytes())

@@ -64,7 +64,7 @@ class Column:
             return arrow.strings(self.values)
         if self.type == "bool":
             return arrow.bools(np.asarray(self.values, dtype=bool), self.null)
-        return arrow.numbers(self.values, self.type, self.null)
+        return arrow.numbers(self.values, _NUMPY[self.type], self.null)
 
 
 @dataclass
@@ -86,14 +86,11 @@ class Table:
         part = {}
         for name, typ in schema:
             values = [r[name] for r in rows]
-            null = np.array([v is None for v in values], dtype=bool)
             if typ == "string":
                 part[name] = Column(typ, values)
-            else:
-                filled = [False if typ == "bool" else 0] * len(values)
-                for i, v in enumerate(values):
-                    if v is not None:
-                        filled[i] = bool(v) if typ == "bool" else v
+            else:  # NULL is a 0 (False) under the null mask
+                null = np.array([v is None for v in values], dtype=bool)
+                filled = [0 if v is None else v for v in values]
                 part[name] = Column(typ, np.array(filled, dtype=_NUMPY[typ]), null)
         return cls([part])
 

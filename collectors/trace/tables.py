@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from collectors.trace import taxonomy
-from collectors.trace.analyze import KINDS, RankResult, meta_value
+from collectors.trace.analyze import KINDS, RankResult
 from collectors.trace.npx import unique_sorted
 from collectors.trace.table import Column, Table
 from store.trace_vocab import COMM_SOURCES
@@ -50,9 +50,7 @@ def build(results: list[RankResult], ranks: list[tuple[int, str]]) -> Built:
     rank_rows, step_rows, cat_rows, stat_parts, kernel_parts = [], [], [], [], []
     outside_parts, source_parts = [], []
     for res, (rank, source) in zip(results, ranks, strict=True):
-        raw, t = res.raw, res.times
-        dist = raw.meta.get("distributedInfo") if isinstance(raw.meta, dict) else None
-        dist = dist if isinstance(dist, dict) else {}
+        raw, t, dist = res.raw, res.times, res.raw.dist
         rank_rows.append({
             "rank": rank, "file": str(raw.path), "size_bytes": raw.size_bytes,
             "partial": raw.partial, "rank_source": source,
@@ -81,8 +79,8 @@ def build(results: list[RankResult], ranks: list[tuple[int, str]]) -> Built:
                 "context_requests": s.context_requests,
                 "generation_requests": s.generation_requests,
             })  # fmt: skip
-        cat_rows.append(_step_categories(res, rank))
-        outside_parts.append(_outside_categories(res, rank))
+        cat_rows.append(_categories(res, rank, in_steps=True))
+        outside_parts.append(_categories(res, rank, in_steps=False))
         source_parts.append(_comm_sources(res, rank))
         stat_parts.append(_kernel_stats(res, rank))
         kernel_parts.append(_kernels(res, rank))
@@ -106,28 +104,18 @@ def _str(v: Any) -> str | None:
     return None if v is None else str(v)
 
 
-def _step_categories(res: RankResult, rank: int):
-    sel = res.step >= 0
-    key = res.step[sel] * len(CATS) + res.category[sel]
+def _categories(res: RankResult, rank: int, in_steps: bool):
+    """Calls and time per (step, category) of the events inside steps, or per category of
+    the GPU events launched outside every step (the page's "outside steps")."""
+    sel = res.step >= 0 if in_steps else res.step < 0
+    key = (res.step[sel] if in_steps else 0) * len(CATS) + res.category[sel]
     uniq, inverse, calls = np.unique(key, return_inverse=True, return_counts=True)
-    total = np.bincount(inverse, weights=res.dur[sel], minlength=len(uniq))
-    return {
-        "rank": Column("int32", np.full(len(uniq), rank)),
-        "step": Column("int32", uniq // len(CATS)),
-        "category": Column("string", CATS[uniq % len(CATS)].tolist()),
-        "calls": Column("int64", calls),
-        "total_us": Column("double", total),
-    }  # fmt: skip
-
-
-def _outside_categories(res: RankResult, rank: int):
-    """GPU events launched outside every step, per category (the page's "outside steps")."""
-    sel = res.step < 0
-    uniq, inverse, calls = np.unique(res.category[sel], return_inverse=True, return_counts=True)
     total = np.bincount(inverse.reshape(-1), weights=res.dur[sel], minlength=len(uniq))
+    step = {"step": Column("int32", uniq // len(CATS))} if in_steps else {}
     return {
         "rank": Column("int32", np.full(len(uniq), rank)),
-        "category": Column("string", CATS[uniq].tolist()),
+        **step,
+        "category": Column("string", CATS[uniq % len(CATS)].tolist()),
         "calls": Column("int64", calls),
         "total_us": Column("double", total),
     }  # fmt: skip
@@ -253,11 +241,10 @@ def _mean_wall(res: RankResult) -> float | None:
 
 
 def _run_info(results: list[RankResult], ranks) -> dict[str, Any]:
-    metas = [r.raw.meta for r in results]
-    devices = sorted({d for m in metas if (d := _device_name(m))})
+    devices = sorted({d for r in results if (d := _device_name(r.raw.meta))})
 
     def first(key: str, cast: Any = lambda v: v) -> Any:  # the first rank's that says
-        return next((v for m in metas if (v := cast(meta_value(m, "distributedInfo", key)))), None)
+        return next((v for r in results if (v := cast(r.raw.dist.get(key)))), None)
 
     return {
         "world_size": first("world_size", _int), "backend": first("backend"),

@@ -331,12 +331,6 @@ def input_dtype(args: dict) -> str | None:
     """The dtype label a CPU op's args carry: ``dtype`` (record_param_comms), else the first
     tensor of ``Input type`` (``['float']`` on a gloo all_reduce; "", "Scalar" and
     "TensorList" entries say nothing). Returned raw; ``collective_dtype`` normalises it."""
-    label = args.get("dtype")
-    if label.__class__ is str and _arg_dtype(label):
-        return label
     types = args.get("Input type")
-    if types.__class__ is list:
-        for t in types:
-            if t.__class__ is str and _arg_dtype(t):
-                return t
-    return None
+    candidates = [args.get("dtype"), *(types if types.__class__ is list else ())]
+    return next((t for t in candidates if t.__class__ is str and _arg_dtype(t)), None)

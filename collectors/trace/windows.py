@@ -41,8 +41,6 @@ def _place(out: np.ndarray, rows: np.ndarray, a: np.ndarray, b: np.ndarray,
            t: np.ndarray) -> None:  # fmt: skip
     """out[rows] = index of the window [a, b] (NaN: none) holding t, where still -1."""
     ok = np.flatnonzero(~np.isnan(a))
-    if not len(ok) or not len(rows):
-        return
     o = ok[np.argsort(a[ok], kind="stable")]
     got = locate(a[o], b[o], t)
     free = out[rows] < 0
