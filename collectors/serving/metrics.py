@@ -57,7 +57,7 @@ def scrape_rows(text: str, url: str, scraped_at: str, a: MetricsAdapter) -> dict
         cols["model_name"].append(model)
         cols["engine_index"].append(engine_index)
         cols["labels"].append(json.dumps(labels, sort_keys=True))
-        cols["le"].append(None if le is None else float(le.replace("+Inf", "inf")))
+        cols["le"].append(None if le is None else float(le))
         cols["value"].append(s.value if not math.isnan(s.value) else None)
     return cols
 

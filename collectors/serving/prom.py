@@ -7,11 +7,8 @@ label sets with escaped quotes, ``+Inf``/``NaN`` values, optional timestamps, an
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field
-
-from store.histogram import histogram_quantile  # noqa: F401  (re-exported)
 
 _SUFFIXES = {
     "counter": ("_total",),
@@ -37,16 +34,6 @@ class ExpositionError(ValueError):
 
 def _unescape(value: str) -> str:
     return value.replace("\\n", "\n").replace('\\"', '"').replace("\\\\", "\\")
-
-
-def _value(text: str) -> float:
-    token = text.strip().split()[0]
-    lowered = token.lower()
-    if lowered in ("+inf", "inf"):
-        return math.inf
-    if lowered == "-inf":
-        return -math.inf
-    return float(token)  # "NaN" parses too
 
 
 def _family_of(name: str, types: dict[str, str]) -> tuple[str, str]:
@@ -95,7 +82,7 @@ def parse(text: str, prefix: str | None = None) -> list[Sample]:
         if prefix and not name.startswith(prefix):
             continue
         try:
-            value = _value(rest)
+            value = float(rest.split()[0])  # float() reads "+Inf", "-Inf" and "NaN" too
         except (ValueError, IndexError):
             raise ExpositionError(f"line {lineno}: bad value in {raw[:80]!r}") from None
         family, kind = _family_of(name, types)

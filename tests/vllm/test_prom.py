@@ -8,6 +8,7 @@ import pytest
 
 from collectors.serving import prom
 from collectors.vllm.metrics import scrape_rows
+from store.histogram import histogram_quantile
 
 # As prometheus_client.generate_latest writes vLLM's metrics (vllm/v1/metrics/loggers.py),
 # with two engines (data-parallel) and an escaped quote in a label value.
@@ -70,7 +71,7 @@ def test_bad_exposition_is_rejected() -> None:
 
 def test_histogram_quantile_interpolates_like_prometheus() -> None:
     buckets = [(0.01, 10.0), (0.025, 30.0), (math.inf, 40.0)]
-    assert prom.histogram_quantile(0.25, buckets) == pytest.approx(0.01)
-    assert prom.histogram_quantile(0.5, buckets) == pytest.approx(0.0175)
-    assert prom.histogram_quantile(0.99, buckets) == 0.025  # falls in +Inf: last finite bound
-    assert prom.histogram_quantile(0.5, [(0.01, 0.0), (math.inf, 0.0)]) is None
+    assert histogram_quantile(0.25, buckets) == pytest.approx(0.01)
+    assert histogram_quantile(0.5, buckets) == pytest.approx(0.0175)
+    assert histogram_quantile(0.99, buckets) == 0.025  # falls in +Inf: last finite bound
+    assert histogram_quantile(0.5, [(0.01, 0.0), (math.inf, 0.0)]) is None
