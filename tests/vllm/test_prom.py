@@ -7,7 +7,8 @@ import math
 import pytest
 
 from collectors.serving import prom
-from collectors.vllm.metrics import scrape_rows
+from collectors.serving.metrics import scrape_rows
+from collectors.vllm.metrics import ADAPTER
 from store.histogram import histogram_quantile
 
 # As prometheus_client.generate_latest writes vLLM's metrics (vllm/v1/metrics/loggers.py),
@@ -54,7 +55,7 @@ def test_parse_keeps_types_labels_and_drops_created() -> None:
 
 
 def test_scrape_rows_split_labels_and_buckets() -> None:
-    cols = scrape_rows(TEXT, "http://h:8000", "2026-11-30T00:00:00+00:00")
+    cols = scrape_rows(TEXT, "http://h:8000", "2026-11-30T00:00:00+00:00", ADAPTER)
     les = [le for le, s in zip(cols["le"], cols["sample"], strict=True) if s.endswith("_bucket")]
     assert les == [0.01, 0.025, math.inf]
     assert set(cols["engine_index"]) == {"0", "1"}  # vLLM's engine label: the DP engine core
