@@ -41,6 +41,7 @@ _TOP = (
     "request_throughput", "output_throughput", "total_token_throughput",
     "max_output_tokens_per_s", "max_concurrent_requests",
 )  # fmt: skip
+_COUNTS = ("completed", "failed", "total_input_tokens", "total_output_tokens")  # integers
 _BIG = {"input_lens", "output_lens", "ttfts", "itls", "latencies", "start_times",
         "queue_times", "generated_texts", "errors"}  # fmt: skip
 _LAYOUT_KEYS = {"tp": ("tp", "tensor_parallel_size"), "pp": ("pp", "pipeline_parallel_size"),
@@ -149,16 +150,14 @@ def rename_keys(obj: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
 
 
 def _num(v: Any) -> float | None:
-    if isinstance(v, bool) or v is None:
+    if isinstance(v, bool) or not isinstance(v, (int, float, str)):
         return None
-    if isinstance(v, (int, float)):
-        return None if (isinstance(v, float) and math.isnan(v)) else float(v)
-    if isinstance(v, str):
-        try:
-            return float(v)
-        except ValueError:
-            return None
-    return None
+    if isinstance(v, float) and math.isnan(v):
+        return None
+    try:
+        return float(v)
+    except ValueError:
+        return None
 
 
 def _int(v: Any) -> int | None:
@@ -212,9 +211,7 @@ def to_row(obj: dict[str, Any], source: str, layout: Layout | None, version: str
         "duration_s": _num(obj.get("duration")),
     }  # fmt: skip
     for key in _TOP[1:]:
-        row[key] = _int(obj.get(key)) if key in ("completed", "failed") else _num(obj.get(key))
-    for key in ("total_input_tokens", "total_output_tokens"):
-        row[key] = _int(obj.get(key))
+        row[key] = _int(obj.get(key)) if key in _COUNTS else _num(obj.get(key))
     row.update({k: _num(obj.get(k)) for k in (f"{s}_{m}_ms" for m in METRICS for s in _STATS)})
     lay = layout or Layout()
     row.update(lay.row())
