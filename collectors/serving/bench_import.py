@@ -78,13 +78,16 @@ def run_verb(args: argparse.Namespace, ctx: Context, engine: Engine,
 
 
 def read_rows(files: list[Path], layout: Layout | None, version: str | None, engine: Engine,
-              source: str | None = None) -> list[dict]:  # fmt: skip
+              model: str | None, source: str | None = None) -> list[dict]:  # fmt: skip
+    """serving_bench rows of every result in ``files``; ``model`` for those that name none."""
     out = []
     for f in files:
         for r in results.load_results(f, engine.normalize):
             lay = layout or results.layout_from_metadata(r.obj)
             name = source or (f.name if r.part is None else f"{f.name}#{r.part + 1}")
-            out.append(results.to_row(r.obj, name, lay, version, engine.name, r.fmt))
+            row = results.to_row(r.obj, name, lay, version, engine.name, r.fmt)
+            row["model_id"] = row["model_id"] or model
+            out.append(row)
     return out
 
 
@@ -92,9 +95,7 @@ def import_files(ctx: Context, engine: Engine, files: list[Path], layout: Layout
                  version: str | None, model: str | None = None) -> int:  # fmt: skip
     """Commit the results in ``files`` as one content-addressed run; ``model`` names the
     model of results that do not (SGLang's older JSONL, logs without a ``Namespace`` line)."""
-    found = read_rows(files, layout, version, engine)
-    for r in found:
-        r["model_id"] = r["model_id"] or model
+    found = read_rows(files, layout, version, engine, model)
     # The model given is part of what was imported: same files + another model = another run.
     digest = hashlib.sha256((model or "").encode())
     for f in sorted(files, key=lambda p: p.name):
@@ -178,8 +179,6 @@ def run_sweep(ctx: Context, engine: Engine, tool: str, levels: list[int],
                 raise MeasurementError(f"`{tool}` failed at concurrency {c} (exit "
                                        f"{proc.returncode}): {tail[0][:200]}")  # fmt: skip
             files.append(out)
-        found = read_rows(files, layout, version, engine, source="sweep")
-    for r in found:
-        r["model_id"] = r["model_id"] or model
+        found = read_rows(files, layout, version, engine, model, source="sweep")
     return submit(ctx, engine, new_run_id(engine.verb), found,
                   f"ran {len(levels)} concurrency level(s)", version)  # fmt: skip
