@@ -87,12 +87,10 @@ class Parsed:
         return list(dict.fromkeys(r.dtype for r in self.rows))
 
     def halves(self) -> list[tuple[Row, bool, Half]]:
-        out = []
-        for row in self.rows:
-            for in_place, half in ((False, row.out_of_place), (True, row.in_place)):
-                if half is not None:
-                    out.append((row, in_place, half))
-        return out
+        """(row, in place?, half) of every measured half, out-of-place first."""
+        return [(row, in_place, half) for row in self.rows
+                for in_place, half in ((False, row.out_of_place), (True, row.in_place))
+                if half is not None]  # fmt: skip
 
     @property
     def avg_busbw_gbps(self) -> float | None:
