@@ -49,12 +49,10 @@ def _server_facts(base: str, model_arg: str | None, api_key: str | None) -> tupl
         models = client.get_json(f"{base}/v1/models", api_key=api_key).get("data") or []
     except client.ServerUnreachable as exc:
         raise MeasurementError(f"vLLM server down? {exc}") from None
-    except client.HttpStatus as exc:
-        if exc.status == 401:
+    except (client.HttpStatus, AttributeError) as exc:  # AttributeError: not a JSON object
+        if isinstance(exc, client.HttpStatus) and exc.status == 401:
             raise InputError(f"--api-key: {base} wants its API key (HTTP 401 on /v1/models); "
                              "pass --api-key or set VLLM_API_KEY") from None  # fmt: skip
-        raise MeasurementError(f"{base} does not answer like a vLLM server: {exc}") from None
-    except AttributeError as exc:
         raise MeasurementError(f"{base} does not answer like a vLLM server: {exc}") from None
     card = next((m for m in models if m.get("id") == model_arg), None) if model_arg else None
     if model_arg and card is None:
