@@ -49,17 +49,14 @@ def _gzip_complete(path: Path, chunk: int = 1 << 20) -> bool:
     d = zlib.decompressobj(wbits=31)
     with path.open("rb") as fh:
         while data := fh.read(chunk):
-            try:
-                d.decompress(data, 1 << 16)  # bounded output: a 5 GB trace stays cheap in memory
-                while d.unconsumed_tail or (d.eof and d.unused_data):
-                    if d.eof:  # another gzip member follows (concatenated streams)
-                        rest = d.unused_data
-                        d = zlib.decompressobj(wbits=31)
-                        d.decompress(rest, 1 << 16)
-                    else:
-                        d.decompress(d.unconsumed_tail, 1 << 16)
-            except zlib.error:
-                return False
+            while data:
+                try:
+                    d.decompress(data, 1 << 16)  # bounded output: little memory even for 5 GB
+                except zlib.error:
+                    return False
+                data = d.unconsumed_tail
+                if d.eof and d.unused_data:  # another gzip member follows (concatenated streams)
+                    data, d = d.unused_data, zlib.decompressobj(wbits=31)
     return d.eof
 
 
