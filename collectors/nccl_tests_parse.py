@@ -35,6 +35,8 @@ _RANK = re.compile(r"Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+
                    r"\s+\[[^\]]*\]\s*(.*)$")  # fmt: skip
 _TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}$|^\d{2}:\d{2}:\d{2}$")
 _WORD = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+# The era when the log says none: the table header has a root column since 2.13.
+_ERAS = {False: "<=2.12 (inferred)", True: "2.13-2.17.2 (inferred)"}
 
 
 class NotNcclTests(ValueError):
@@ -215,7 +217,7 @@ def _parse_text(text: str, name: str) -> Parsed:
     for row in out.rows:
         row.op = row.op or fallback
     if out.nccl_tests_version is None:
-        out.nccl_tests_version = _era(hdr)
+        out.nccl_tests_version = _ERAS.get(hdr.root)
     return out
 
 
@@ -224,14 +226,6 @@ def _op_from_filename(name: str) -> str | None:
     for key in sorted(PROGRAMS, key=len, reverse=True):
         if key in stem:
             return PROGRAMS[key]
-    return None
-
-
-def _era(hdr: _Header) -> str | None:
-    if hdr.root is False:
-        return "<=2.12 (inferred)"
-    if hdr.root:
-        return "2.13-2.17.2 (inferred)"
     return None
 
 
