@@ -147,13 +147,11 @@ class _Header:
 
 def _half(tokens: list[str], hdr: _Header) -> Half:
     time_v, alg, bus = (_num(t) for t in tokens[:3])
-    wrong: int | None = None
     raw = tokens[3]
-    if raw.upper() != "N/A":
-        is_count = hdr.wrong_is_count
-        if is_count is None:
-            is_count = re.fullmatch(r"\d+", raw) is not None
-        wrong = int(float(raw)) if is_count else None
+    is_count = hdr.wrong_is_count
+    if is_count is None:  # no header seen: a whole number is a count, not a max error
+        is_count = re.fullmatch(r"\d+", raw) is not None
+    wrong = int(float(raw)) if is_count and raw.upper() != "N/A" else None
     return Half(None if time_v is None else time_v * hdr.time_scale, alg, bus, wrong)
 
 
