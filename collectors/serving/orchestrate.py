@@ -40,7 +40,7 @@ class ProfileOutcome:
     results: list[load.RequestResult]
     duration_s: float
     files: list[Path]
-    waited: traces.WaitResult
+    waited_s: float  # from /stop_profile until the trace files were final
 
 
 def add_load_arguments(parser: argparse.ArgumentParser) -> None:
@@ -105,13 +105,13 @@ def run_profile(plan: ProfilePlan, log: logging.Logger) -> ProfileOutcome:
                 log.warning(f"stop_profile failed: {exc}")
     duration = time.perf_counter() - t0
     check_load(results, base, "load")
-    waited = traces.wait_for_traces(
+    files, waited_s = traces.wait_for_traces(
         plan.trace_dir, before, plan.expected, timeout_s=plan.flush_timeout_s,
         settle_s=plan.settle_s, log=log, start=stop_at,
         empty_grace_s=plan.empty_grace_s if stopped else None, empty_why=plan.empty_why,
     )  # fmt: skip
-    log.info(f"{len(waited.files)} trace file(s) final after {waited.waited_s:.1f} s; ingesting")
-    return ProfileOutcome(results, duration, waited.files, waited)
+    log.info(f"{len(files)} trace file(s) final after {waited_s:.1f} s; ingesting")
+    return ProfileOutcome(results, duration, files, waited_s)
 
 
 def commit_profile(ctx: Context, verb: str, engine: str, version: str | None,

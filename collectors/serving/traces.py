@@ -15,7 +15,6 @@ from __future__ import annotations
 import logging
 import time
 import zlib
-from dataclasses import dataclass
 from pathlib import Path
 
 from collectors.errors import MeasurementError
@@ -65,12 +64,6 @@ def snapshot(trace_dir: Path) -> set[str]:
     return {p.name for p in trace_dir.iterdir() if p.is_file() and is_trace_name(p.name)}
 
 
-@dataclass
-class WaitResult:
-    files: list[Path]
-    waited_s: float
-
-
 def wait_for_traces(
     trace_dir: Path,
     before: set[str],
@@ -83,8 +76,9 @@ def wait_for_traces(
     start: float | None = None,
     empty_grace_s: float | None = None,
     empty_why: str = "",
-) -> WaitResult:
-    """Return the new final trace files once complete; MeasurementError on timeout.
+) -> tuple[list[Path], float]:
+    """The new final trace files once complete, and the seconds waited since ``start``;
+    MeasurementError on timeout.
 
     Complete: ``expected`` final files (when the world size is known), else at least one
     final file and nothing new, growing or ``.tmp`` for ``settle_s`` seconds. With
@@ -110,7 +104,7 @@ def wait_for_traces(
             _complete_cached(trace_dir / n, sizes[n], checked) for n in final)
         enough = stable_for >= settle_s if expected is None else len(final) >= expected
         if final and not tmp and whole and enough:
-            return WaitResult([trace_dir / n for n in final], now - start)
+            return [trace_dir / n for n in final], now - start
         if empty_grace_s is not None and not current and now - start > empty_grace_s:
             raise MeasurementError(
                 f"{trace_dir}: no trace file appeared within {empty_grace_s:g} s of a "

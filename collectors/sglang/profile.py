@@ -103,7 +103,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     row = {
         "url": base, "model_id": model, "sglang_version": facts.version, **lay.row(),
         "server_args": args.server_args, "profile_id": prefix, "trace_dir": str(args.trace_dir),
-        "trace_files": len(out.files), "flush_wait_s": out.waited.waited_s,
+        "trace_files": len(out.files), "flush_wait_s": out.waited_s,
         "num_requests": args.num_requests, "concurrency": args.concurrency,
         "input_len": args.input_len, "output_len": args.output_len,
     }  # fmt: skip

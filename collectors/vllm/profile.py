@@ -144,7 +144,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         "all2all_backend": lay.all2all_backend, "kv_cache_dtype": lay.kv_cache_dtype,
         "quantization": lay.quantization, "server_args": args.server_args,
         "trace_dir": str(args.trace_dir), "trace_files": len(out.files),
-        "flush_wait_s": out.waited.waited_s, "num_requests": args.num_requests,
+        "flush_wait_s": out.waited_s, "num_requests": args.num_requests,
         "concurrency": args.concurrency, "input_len": args.input_len,
         "output_len": args.output_len,
     }  # fmt: skip
