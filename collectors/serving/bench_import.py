@@ -25,12 +25,11 @@ from store.bundle import Bundle, content_run_id, new_run_id
 
 @dataclass(frozen=True)
 class Engine:
-    """What differs per engine for bench import: its name, verb, version key, and how its
-    result files of every era name their keys."""
+    """What differs per engine for bench import: its name, verb, and how its result files of
+    every era name their keys."""
 
-    name: str  # vllm | sglang (serving_bench.engine)
+    name: str  # vllm | sglang (serving_bench.engine; the run's env entry for its version)
     verb: str  # vllm-bench | sglang-bench
-    env_key: str  # the run's env entry that holds the server's version
     normalize: Callable[[dict], dict] | None = None  # the engine's keys -> vLLM's
 
 
@@ -111,7 +110,7 @@ def submit(ctx: Context, engine: Engine, run_id: str, found: list[dict], what: s
            version: str | None) -> int:  # fmt: skip
     env = ctx.environment()
     if version:
-        env[engine.env_key] = version
+        env[engine.name] = version
     unknown = sum(1 for r in found if r["layout"] is None)
     no_model = sum(1 for r in found if not r["model_id"])
     problems = [f"{unknown} result(s) without a known layout; pass --server-args"] if unknown else []
