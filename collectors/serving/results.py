@@ -108,7 +108,7 @@ def load_results(path: Path, normalize: Callable[[dict[str, Any]], dict[str, Any
                 ) from None
             return [Result(printed.to_result(b), "printed", b.index if len(blocks) > 1 else None)
                     for b in blocks]  # fmt: skip
-    for r in found:
+    for i, r in enumerate(found):
         if isinstance(r.obj, dict) and normalize is not None:
             r.obj = normalize(r.obj)
         if not isinstance(r.obj, dict) or not is_result(r.obj):
@@ -117,9 +117,7 @@ def load_results(path: Path, normalize: Callable[[dict[str, Any]], dict[str, Any
                 "such as output_throughput or median_ttft_ms, as `vllm bench serve "
                 "--save-result` or sglang.bench_serving --output-file write)"
             )
-    if len(found) > 1:
-        for i, r in enumerate(found):
-            r.part = i
+        r.part = i if len(found) > 1 else None
     return found
 
 
