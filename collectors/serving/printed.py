@@ -123,11 +123,9 @@ def _key(label: str) -> str | None:
     low = " ".join(label.lower().split())
     if low in LABELS:
         return LABELS[low]
-    m = _STAT.match(low)
-    if m and m["metric"] in METRIC_NAMES:
+    if (m := _STAT.match(low)) and m["metric"] in METRIC_NAMES:
         return f"{m['stat']}_{METRIC_NAMES[m['metric']]}_ms"
-    p = _POSITION.match(low)
-    if p:
+    if p := _POSITION.match(low):
         return f"spec_decode_position_{p[1]}_acceptance_pct"
     if low.startswith("burstiness factor"):
         return "burstiness"
@@ -160,8 +158,7 @@ def parse(text: str) -> list[Block]:
             traffic = {}
         head = _HEADER.match(line)
         if not head:
-            pair = _TRAFFIC_LINE.search(line)
-            if pair:
+            if pair := _TRAFFIC_LINE.search(line):
                 _put(traffic, pair["label"], pair["value"])
             i += 1
             continue
