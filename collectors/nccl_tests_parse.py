@@ -221,10 +221,8 @@ def _parse_text(text: str, name: str) -> Parsed:
 
 def _op_from_filename(name: str) -> str | None:
     stem = PurePath(name).name.lower().replace("-", "_")
-    for key in sorted(PROGRAMS, key=len, reverse=True):
-        if key in stem:
-            return PROGRAMS[key]
-    return None
+    # the longest name first: "alltoallv" before "alltoall", "all_reduce" before "reduce"
+    return next((PROGRAMS[k] for k in sorted(PROGRAMS, key=len, reverse=True) if k in stem), None)
 
 
 def _comment(body: str, out: Parsed, hdr: _Header, ranks: dict[int, tuple[str, str]]) -> str | None:
@@ -285,8 +283,7 @@ def _parse_json(text: str, name: str) -> Parsed:
         key, _, value = str(item).partition("=")
         if key.startswith("NCCL_"):
             out.nccl_env[key] = value
-    for r in doc["results"]:
-        out.rows.append(_json_row(r, op))
+    out.rows = [_json_row(r, op) for r in doc["results"]]
     footer = (doc.get("average_bus_bandwidth") or {}).get("bandwidth")
     if isinstance(footer, (int, float)):
         out.footers.append(float(footer))
