@@ -71,21 +71,20 @@ def wait_for_traces(
     timeout_s: float,
     settle_s: float,
     log: logging.Logger,
+    start: float,
+    empty_grace_s: float | None,
+    empty_why: str,
     poll_s: float = 0.5,
     progress_every_s: float = 5.0,
-    start: float | None = None,
-    empty_grace_s: float | None = None,
-    empty_why: str = "",
 ) -> tuple[list[Path], float]:
-    """The new final trace files once complete, and the seconds waited since ``start``;
-    MeasurementError on timeout.
+    """The new final trace files once complete, and the seconds waited since ``start`` (a
+    ``time.monotonic()``: when /stop_profile was sent); MeasurementError on timeout.
 
     Complete: ``expected`` final files (when the world size is known), else at least one
     final file and nothing new, growing or ``.tmp`` for ``settle_s`` seconds. With
     ``empty_grace_s``, a folder where no file at all appeared by then fails at once
     (``empty_why`` says why that means no trace will come).
     """
-    start = time.monotonic() if start is None else start  # e.g. when /stop_profile was sent
     sizes: dict[str, int] = {}
     checked: dict[str, tuple[int, bool]] = {}  # name -> (size, complete) already decided
     stable_since: float | None = None
