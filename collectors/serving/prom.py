@@ -17,6 +17,8 @@ _SUFFIXES = {
 }
 _NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 _LABEL = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*,?')
+# A label set up to the "}" closing it: one inside a quoted value, or escaped, does not.
+_LABEL_SET = re.compile(r'\{((?:[^"}\\]|\\.|"(?:[^"\\]|\\.)*")*)\}')
 
 
 @dataclass(frozen=True)
@@ -66,10 +68,10 @@ def parse(text: str, prefix: str | None = None) -> list[Sample]:
         name, rest = match.group(0), line[match.end() :]
         labels: dict[str, str] = {}
         if rest.startswith("{"):
-            end = _label_end(rest)
-            if end < 0:
+            label_set = _LABEL_SET.match(rest)
+            if not label_set:
                 raise ExpositionError(f"line {lineno}: unterminated label set")
-            body, rest = rest[1:end], rest[end + 1 :]
+            body, rest = label_set[1], rest[label_set.end() :]
             pos = 0
             while pos < len(body):
                 m = _LABEL.match(body, pos)
@@ -88,18 +90,3 @@ def parse(text: str, prefix: str | None = None) -> list[Sample]:
         family, kind = _family_of(name, types)
         samples.append(Sample(family, kind, name, labels, value))
     return samples
-
-
-def _label_end(rest: str) -> int:
-    """Index of the ``}`` closing the label set, skipping quoted values."""
-    quoted = escaped = False
-    for i, ch in enumerate(rest):
-        if escaped:
-            escaped = False
-        elif ch == "\\":
-            escaped = True
-        elif ch == '"':
-            quoted = not quoted
-        elif ch == "}" and not quoted:
-            return i
-    return -1
