@@ -83,7 +83,6 @@ _TRAFFIC_LINE = re.compile(r"(?P<label>Traffic request rate|Maximum request conc
 class Block:
     """One printed result: its values keyed like the JSON results, and the args seen before."""
 
-    index: int
     line: int  # 1-based line of the header
     values: dict[str, Any] = field(default_factory=dict)
     args: dict[str, Any] = field(default_factory=dict)
@@ -163,7 +162,7 @@ def parse(text: str) -> list[Block]:
             i += 1
             continue
         prefix = head["prefix"]
-        block = Block(index=len(blocks), line=i + 1, values=dict(traffic), args=dict(args))
+        block = Block(line=i + 1, values=dict(traffic), args=dict(args))
         i += 1
         while i < len(lines):
             # CI runners stamp every line with a fixed-width time: strip the header's width.

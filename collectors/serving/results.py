@@ -106,8 +106,8 @@ def load_results(path: Path, normalize: Callable[[dict[str, Any]], dict[str, Any
                     f"{path}: not JSON ({exc}) and no printed 'Serving Benchmark Result' block "
                     "in it (a results file or a log of the benchmark's output is needed)"
                 ) from None
-            return [Result(printed.to_result(b), "printed", b.index if len(blocks) > 1 else None)
-                    for b in blocks]  # fmt: skip
+            return [Result(printed.to_result(b), "printed", i if len(blocks) > 1 else None)
+                    for i, b in enumerate(blocks)]  # fmt: skip
     for i, r in enumerate(found):
         if isinstance(r.obj, dict) and normalize is not None:
             r.obj = normalize(r.obj)
