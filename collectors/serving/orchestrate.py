@@ -68,8 +68,8 @@ def add_trace_file_arguments(parser: argparse.ArgumentParser) -> argparse._Argum
 
 
 def check_load_args(args: argparse.Namespace) -> str:
-    """The profile verbs' common checks (``--url`` and the load's sizes); the server's base
-    URL."""
+    """The profile verbs' common checks (``--url``, the load's sizes, ``--trace-dir``); the
+    server's base URL."""
     try:
         base = client.normalize_base(args.url)
     except ValueError as exc:
@@ -77,6 +77,8 @@ def check_load_args(args: argparse.Namespace) -> str:
     for name in ("num_requests", "concurrency", "input_len", "output_len"):
         if getattr(args, name) < 1:
             raise InputError(f"--{name.replace('_', '-')}: must be at least 1")
+    if not args.trace_dir.is_dir():
+        raise InputError(f"--trace-dir {args.trace_dir}: no such folder on this machine")
     return base
 
 

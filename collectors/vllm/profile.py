@@ -36,13 +36,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the `vllm serve` command line, e.g. \"-tp 8 --enable-expert-parallel\"")  # fmt: skip
 
 
-def _check_args(args: argparse.Namespace) -> str:
-    base = orchestrate.check_load_args(args)
-    if not args.trace_dir.is_dir():
-        raise InputError(f"--trace-dir {args.trace_dir}: no such folder on this machine")
-    return base
-
-
 def _server_facts(base: str, model_arg: str | None, api_key: str | None) -> tuple[str | None, dict]:
     try:
         version = client.get_json(f"{base}/version").get("version")
@@ -108,7 +101,7 @@ def _post(base: str, path: str, timeout: float, version: str | None, trace_dir: 
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
-    base = _check_args(args)
+    base = orchestrate.check_load_args(args)
     log = ctx.log
     api_key, args.api_key = args.api_key, None  # a secret: never recorded with the run's args
     args.server_args = layout_mod.redact(args.server_args)  # stored with the run
