@@ -198,8 +198,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         except (ValueError, TypeError) as exc:
             raise InputError(f"{path}: runs.parquet has unreadable values ({exc})") from None
         record = _record(row, manifest["run_id"], path)
-        problem = check_against_schema(tables)
-        if problem:
+        if problem := check_against_schema(tables):
             raise InputError(f"{path}: {problem}")
         rows = {name: t.num_rows for name, t in tables.items()}
         bundle = Bundle(record, tables)

@@ -35,6 +35,8 @@ _RANK = re.compile(r"Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+
                    r"\s+\[[^\]]*\]\s*(.*)$")  # fmt: skip
 _TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}$|^\d{2}:\d{2}:\d{2}$")
 _WORD = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+# The era when the log says none: the table header has a root column since 2.13.
+_ERAS = {False: "<=2.12 (inferred)", True: "2.13-2.17.2 (inferred)"}
 
 
 class NotNcclTests(ValueError):
@@ -87,12 +89,10 @@ class Parsed:
         return list(dict.fromkeys(r.dtype for r in self.rows))
 
     def halves(self) -> list[tuple[Row, bool, Half]]:
-        out = []
-        for row in self.rows:
-            for in_place, half in ((False, row.out_of_place), (True, row.in_place)):
-                if half is not None:
-                    out.append((row, in_place, half))
-        return out
+        """(row, in place?, half) of every measured half, out-of-place first."""
+        return [(row, in_place, half) for row in self.rows
+                for in_place, half in ((False, row.out_of_place), (True, row.in_place))
+                if half is not None]  # fmt: skip
 
     @property
     def avg_busbw_gbps(self) -> float | None:
@@ -147,13 +147,11 @@ class _Header:
 
 def _half(tokens: list[str], hdr: _Header) -> Half:
     time_v, alg, bus = (_num(t) for t in tokens[:3])
-    wrong: int | None = None
     raw = tokens[3]
-    if raw.upper() != "N/A":
-        is_count = hdr.wrong_is_count
-        if is_count is None:
-            is_count = re.fullmatch(r"\d+", raw) is not None
-        wrong = int(float(raw)) if is_count else None
+    is_count = hdr.wrong_is_count
+    if is_count is None:  # no header seen: a whole number is a count, not a max error
+        is_count = re.fullmatch(r"\d+", raw) is not None
+    wrong = int(float(raw)) if is_count and raw.upper() != "N/A" else None
     return Half(None if time_v is None else time_v * hdr.time_scale, alg, bus, wrong)
 
 
@@ -217,24 +215,14 @@ def _parse_text(text: str, name: str) -> Parsed:
     for row in out.rows:
         row.op = row.op or fallback
     if out.nccl_tests_version is None:
-        out.nccl_tests_version = _era(hdr)
+        out.nccl_tests_version = _ERAS.get(hdr.root)
     return out
 
 
 def _op_from_filename(name: str) -> str | None:
     stem = PurePath(name).name.lower().replace("-", "_")
-    for key in sorted(PROGRAMS, key=len, reverse=True):
-        if key in stem:
-            return PROGRAMS[key]
-    return None
-
-
-def _era(hdr: _Header) -> str | None:
-    if hdr.root is False:
-        return "<=2.12 (inferred)"
-    if hdr.root:
-        return "2.13-2.17.2 (inferred)"
-    return None
+    # the longest name first: "alltoallv" before "alltoall", "all_reduce" before "reduce"
+    return next((PROGRAMS[k] for k in sorted(PROGRAMS, key=len, reverse=True) if k in stem), None)
 
 
 def _comment(body: str, out: Parsed, hdr: _Header, ranks: dict[int, tuple[str, str]]) -> str | None:
@@ -295,8 +283,7 @@ def _parse_json(text: str, name: str) -> Parsed:
         key, _, value = str(item).partition("=")
         if key.startswith("NCCL_"):
             out.nccl_env[key] = value
-    for r in doc["results"]:
-        out.rows.append(_json_row(r, op))
+    out.rows = [_json_row(r, op) for r in doc["results"]]
     footer = (doc.get("average_bus_bandwidth") or {}).get("bandwidth")
     if isinstance(footer, (int, float)):
         out.footers.append(float(footer))

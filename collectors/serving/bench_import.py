@@ -25,12 +25,11 @@ from store.bundle import Bundle, content_run_id, new_run_id
 
 @dataclass(frozen=True)
 class Engine:
-    """What differs per engine for bench import: its name, verb, version key, and how its
-    result files of every era name their keys."""
+    """What differs per engine for bench import: its name, verb, and how its result files of
+    every era name their keys."""
 
-    name: str  # vllm | sglang (serving_bench.engine)
+    name: str  # vllm | sglang (serving_bench.engine; the run's env entry for its version)
     verb: str  # vllm-bench | sglang-bench
-    env_key: str  # the run's env entry that holds the server's version
     normalize: Callable[[dict], dict] | None = None  # the engine's keys -> vLLM's
 
 
@@ -78,13 +77,16 @@ def run_verb(args: argparse.Namespace, ctx: Context, engine: Engine,
 
 
 def read_rows(files: list[Path], layout: Layout | None, version: str | None, engine: Engine,
-              source: str | None = None) -> list[dict]:  # fmt: skip
+              model: str | None, source: str | None = None) -> list[dict]:  # fmt: skip
+    """serving_bench rows of every result in ``files``; ``model`` for those that name none."""
     out = []
     for f in files:
         for r in results.load_results(f, engine.normalize):
             lay = layout or results.layout_from_metadata(r.obj)
             name = source or (f.name if r.part is None else f"{f.name}#{r.part + 1}")
-            out.append(results.to_row(r.obj, name, lay, version, engine.name, r.fmt))
+            row = results.to_row(r.obj, name, lay, version, engine.name, r.fmt)
+            row["model_id"] = row["model_id"] or model
+            out.append(row)
     return out
 
 
@@ -92,9 +94,7 @@ def import_files(ctx: Context, engine: Engine, files: list[Path], layout: Layout
                  version: str | None, model: str | None = None) -> int:  # fmt: skip
     """Commit the results in ``files`` as one content-addressed run; ``model`` names the
     model of results that do not (SGLang's older JSONL, logs without a ``Namespace`` line)."""
-    found = read_rows(files, layout, version, engine)
-    for r in found:
-        r["model_id"] = r["model_id"] or model
+    found = read_rows(files, layout, version, engine, model)
     # The model given is part of what was imported: same files + another model = another run.
     digest = hashlib.sha256((model or "").encode())
     for f in sorted(files, key=lambda p: p.name):
@@ -110,7 +110,7 @@ def submit(ctx: Context, engine: Engine, run_id: str, found: list[dict], what: s
            version: str | None) -> int:  # fmt: skip
     env = ctx.environment()
     if version:
-        env[engine.env_key] = version
+        env[engine.name] = version
     unknown = sum(1 for r in found if r["layout"] is None)
     no_model = sum(1 for r in found if not r["model_id"])
     problems = [f"{unknown} result(s) without a known layout; pass --server-args"] if unknown else []
@@ -178,8 +178,6 @@ def run_sweep(ctx: Context, engine: Engine, tool: str, levels: list[int],
                 raise MeasurementError(f"`{tool}` failed at concurrency {c} (exit "
                                        f"{proc.returncode}): {tail[0][:200]}")  # fmt: skip
             files.append(out)
-        found = read_rows(files, layout, version, engine, source="sweep")
-    for r in found:
-        r["model_id"] = r["model_id"] or model
+        found = read_rows(files, layout, version, engine, model, source="sweep")
     return submit(ctx, engine, new_run_id(engine.verb), found,
                   f"ran {len(levels)} concurrency level(s)", version)  # fmt: skip

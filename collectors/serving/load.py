@@ -99,11 +99,8 @@ def _one(spec: LoadSpec, index: int, t0: float) -> RequestResult:
             text = resp.read(300).decode(errors="replace")
             result.error = f"HTTP {resp.status}: {text.strip()[:200]}"
             return result
-        while True:
-            line = resp.readline()
-            if not line:
-                break
-            line = line.strip()
+        for raw in resp:  # the SSE stream, line by line
+            line = raw.strip()
             if not line.startswith(b"data:"):
                 continue
             payload = line[5:].strip()
@@ -122,8 +119,7 @@ def _one(spec: LoadSpec, index: int, t0: float) -> RequestResult:
                 else:
                     result.itls_s.append(now - last)
                 last = now
-            usage = chunk.get("usage")
-            if usage:
+            if usage := chunk.get("usage"):
                 result.prompt_tokens = usage.get("prompt_tokens")
                 result.output_tokens = usage.get("completion_tokens")
         if not done:

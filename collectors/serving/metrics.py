@@ -19,6 +19,9 @@ from collectors.errors import InputError, MeasurementError
 from collectors.serving import client, prom
 from store.bundle import Bundle, new_run_id, utc_now_iso
 
+_COLUMNS = ("engine", "scraped_at", "url", "metric", "kind", "sample", "model_name",
+            "engine_index", "labels", "le", "value")  # fmt: skip
+
 
 @dataclass(frozen=True)
 class MetricsAdapter:
@@ -40,26 +43,19 @@ def add_arguments(parser: argparse.ArgumentParser, example: str) -> None:
 
 def scrape_rows(text: str, url: str, scraped_at: str, a: MetricsAdapter) -> dict[str, list]:
     """The serving_metrics_samples columns for one scrape's exposition text."""
-    cols: dict[str, list] = {k: [] for k in (
-        "engine", "scraped_at", "url", "metric", "kind", "sample", "model_name",
-        "engine_index", "labels", "le", "value")}  # fmt: skip
+    rows = []
     for s in prom.parse(text, prefix=a.prefix):
         labels = dict(s.labels)
         model = labels.pop("model_name", None)
         engine_index = labels.pop(a.index_label, None) if a.index_label else None
         le = labels.pop("le", None) if s.name.endswith("_bucket") else None
-        cols["engine"].append(a.engine)
-        cols["scraped_at"].append(scraped_at)
-        cols["url"].append(url)
-        cols["metric"].append(s.family)
-        cols["kind"].append(s.kind)
-        cols["sample"].append(s.name)
-        cols["model_name"].append(model)
-        cols["engine_index"].append(engine_index)
-        cols["labels"].append(json.dumps(labels, sort_keys=True))
-        cols["le"].append(None if le is None else float(le.replace("+Inf", "inf")))
-        cols["value"].append(s.value if not math.isnan(s.value) else None)
-    return cols
+        rows.append({
+            "engine": a.engine, "scraped_at": scraped_at, "url": url, "metric": s.family,
+            "kind": s.kind, "sample": s.name, "model_name": model, "engine_index": engine_index,
+            "labels": json.dumps(labels, sort_keys=True), "le": None if le is None else float(le),
+            "value": s.value if not math.isnan(s.value) else None,
+        })  # fmt: skip
+    return {k: [r[k] for r in rows] for k in _COLUMNS}
 
 
 def scrape(args: argparse.Namespace, ctx: Context, a: MetricsAdapter) -> int:

@@ -40,7 +40,7 @@ class ProfileOutcome:
     results: list[load.RequestResult]
     duration_s: float
     files: list[Path]
-    waited: traces.WaitResult
+    waited_s: float  # from /stop_profile until the trace files were final
 
 
 def add_load_arguments(parser: argparse.ArgumentParser) -> None:
@@ -68,8 +68,8 @@ def add_trace_file_arguments(parser: argparse.ArgumentParser) -> argparse._Argum
 
 
 def check_load_args(args: argparse.Namespace) -> str:
-    """The profile verbs' common checks (``--url`` and the load's sizes); the server's base
-    URL."""
+    """The profile verbs' common checks (``--url``, the load's sizes, ``--trace-dir``); the
+    server's base URL."""
     try:
         base = client.normalize_base(args.url)
     except ValueError as exc:
@@ -77,6 +77,8 @@ def check_load_args(args: argparse.Namespace) -> str:
     for name in ("num_requests", "concurrency", "input_len", "output_len"):
         if getattr(args, name) < 1:
             raise InputError(f"--{name.replace('_', '-')}: must be at least 1")
+    if not args.trace_dir.is_dir():
+        raise InputError(f"--trace-dir {args.trace_dir}: no such folder on this machine")
     return base
 
 
@@ -105,13 +107,13 @@ def run_profile(plan: ProfilePlan, log: logging.Logger) -> ProfileOutcome:
                 log.warning(f"stop_profile failed: {exc}")
     duration = time.perf_counter() - t0
     check_load(results, base, "load")
-    waited = traces.wait_for_traces(
+    files, waited_s = traces.wait_for_traces(
         plan.trace_dir, before, plan.expected, timeout_s=plan.flush_timeout_s,
         settle_s=plan.settle_s, log=log, start=stop_at,
         empty_grace_s=plan.empty_grace_s if stopped else None, empty_why=plan.empty_why,
     )  # fmt: skip
-    log.info(f"{len(waited.files)} trace file(s) final after {waited.waited_s:.1f} s; ingesting")
-    return ProfileOutcome(results, duration, waited.files, waited)
+    log.info(f"{len(files)} trace file(s) final after {waited_s:.1f} s; ingesting")
+    return ProfileOutcome(results, duration, files, waited_s)
 
 
 def commit_profile(ctx: Context, verb: str, engine: str, version: str | None,
@@ -139,8 +141,8 @@ def commit_profile(ctx: Context, verb: str, engine: str, version: str | None,
     record = ctx.run_record(new_run_id(verb), env=env,
                             status="partial" if ingest.partial else "ok", message=ingest.message)  # fmt: skip
     stats = load.summarize(out.results, out.duration_s)
-    for w in getattr(ingest, "warnings", []) or []:
-        ctx.log.warning(str(w))
+    for w in ingest.warnings:
+        ctx.log.warning(w)
     ctx.log.info(f"load: {stats['completed']} ok, median TTFT {fmt_ms(stats['median_ttft_ms'])} "
                  f"ms, median TPOT {fmt_ms(stats['median_tpot_ms'])} ms (profiler on)")  # fmt: skip
     full = {**summary, "trace_files": [str(f) for f in out.files], "load": stats,

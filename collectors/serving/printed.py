@@ -83,7 +83,6 @@ _TRAFFIC_LINE = re.compile(r"(?P<label>Traffic request rate|Maximum request conc
 class Block:
     """One printed result: its values keyed like the JSON results, and the args seen before."""
 
-    index: int
     line: int  # 1-based line of the header
     values: dict[str, Any] = field(default_factory=dict)
     args: dict[str, Any] = field(default_factory=dict)
@@ -123,11 +122,9 @@ def _key(label: str) -> str | None:
     low = " ".join(label.lower().split())
     if low in LABELS:
         return LABELS[low]
-    m = _STAT.match(low)
-    if m and m["metric"] in METRIC_NAMES:
+    if (m := _STAT.match(low)) and m["metric"] in METRIC_NAMES:
         return f"{m['stat']}_{METRIC_NAMES[m['metric']]}_ms"
-    p = _POSITION.match(low)
-    if p:
+    if p := _POSITION.match(low):
         return f"spec_decode_position_{p[1]}_acceptance_pct"
     if low.startswith("burstiness factor"):
         return "burstiness"
@@ -160,13 +157,12 @@ def parse(text: str) -> list[Block]:
             traffic = {}
         head = _HEADER.match(line)
         if not head:
-            pair = _TRAFFIC_LINE.search(line)
-            if pair:
+            if pair := _TRAFFIC_LINE.search(line):
                 _put(traffic, pair["label"], pair["value"])
             i += 1
             continue
         prefix = head["prefix"]
-        block = Block(index=len(blocks), line=i + 1, values=dict(traffic), args=dict(args))
+        block = Block(line=i + 1, values=dict(traffic), args=dict(args))
         i += 1
         while i < len(lines):
             # CI runners stamp every line with a fixed-width time: strip the header's width.

@@ -7,11 +7,8 @@ label sets with escaped quotes, ``+Inf``/``NaN`` values, optional timestamps, an
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field
-
-from store.histogram import histogram_quantile  # noqa: F401  (re-exported)
 
 _SUFFIXES = {
     "counter": ("_total",),
@@ -20,6 +17,8 @@ _SUFFIXES = {
 }
 _NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 _LABEL = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*,?')
+# A label set up to the "}" closing it: one inside a quoted value, or escaped, does not.
+_LABEL_SET = re.compile(r'\{((?:[^"}\\]|\\.|"(?:[^"\\]|\\.)*")*)\}')
 
 
 @dataclass(frozen=True)
@@ -37,16 +36,6 @@ class ExpositionError(ValueError):
 
 def _unescape(value: str) -> str:
     return value.replace("\\n", "\n").replace('\\"', '"').replace("\\\\", "\\")
-
-
-def _value(text: str) -> float:
-    token = text.strip().split()[0]
-    lowered = token.lower()
-    if lowered in ("+inf", "inf"):
-        return math.inf
-    if lowered == "-inf":
-        return -math.inf
-    return float(token)  # "NaN" parses too
 
 
 def _family_of(name: str, types: dict[str, str]) -> tuple[str, str]:
@@ -79,10 +68,10 @@ def parse(text: str, prefix: str | None = None) -> list[Sample]:
         name, rest = match.group(0), line[match.end() :]
         labels: dict[str, str] = {}
         if rest.startswith("{"):
-            end = _label_end(rest)
-            if end < 0:
+            label_set = _LABEL_SET.match(rest)
+            if not label_set:
                 raise ExpositionError(f"line {lineno}: unterminated label set")
-            body, rest = rest[1:end], rest[end + 1 :]
+            body, rest = label_set[1], rest[label_set.end() :]
             pos = 0
             while pos < len(body):
                 m = _LABEL.match(body, pos)
@@ -95,24 +84,9 @@ def parse(text: str, prefix: str | None = None) -> list[Sample]:
         if prefix and not name.startswith(prefix):
             continue
         try:
-            value = _value(rest)
+            value = float(rest.split()[0])  # float() reads "+Inf", "-Inf" and "NaN" too
         except (ValueError, IndexError):
             raise ExpositionError(f"line {lineno}: bad value in {raw[:80]!r}") from None
         family, kind = _family_of(name, types)
         samples.append(Sample(family, kind, name, labels, value))
     return samples
-
-
-def _label_end(rest: str) -> int:
-    """Index of the ``}`` closing the label set, skipping quoted values."""
-    quoted = escaped = False
-    for i, ch in enumerate(rest):
-        if escaped:
-            escaped = False
-        elif ch == "\\":
-            escaped = True
-        elif ch == '"':
-            quoted = not quoted
-        elif ch == "}" and not quoted:
-            return i
-    return -1

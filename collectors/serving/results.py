@@ -41,6 +41,7 @@ _TOP = (
     "request_throughput", "output_throughput", "total_token_throughput",
     "max_output_tokens_per_s", "max_concurrent_requests",
 )  # fmt: skip
+_COUNTS = ("completed", "failed", "total_input_tokens", "total_output_tokens")  # integers
 _BIG = {"input_lens", "output_lens", "ttfts", "itls", "latencies", "start_times",
         "queue_times", "generated_texts", "errors"}  # fmt: skip
 _LAYOUT_KEYS = {"tp": ("tp", "tensor_parallel_size"), "pp": ("pp", "pipeline_parallel_size"),
@@ -105,9 +106,9 @@ def load_results(path: Path, normalize: Callable[[dict[str, Any]], dict[str, Any
                     f"{path}: not JSON ({exc}) and no printed 'Serving Benchmark Result' block "
                     "in it (a results file or a log of the benchmark's output is needed)"
                 ) from None
-            return [Result(printed.to_result(b), "printed", b.index if len(blocks) > 1 else None)
-                    for b in blocks]  # fmt: skip
-    for r in found:
+            return [Result(printed.to_result(b), "printed", i if len(blocks) > 1 else None)
+                    for i, b in enumerate(blocks)]  # fmt: skip
+    for i, r in enumerate(found):
         if isinstance(r.obj, dict) and normalize is not None:
             r.obj = normalize(r.obj)
         if not isinstance(r.obj, dict) or not is_result(r.obj):
@@ -116,9 +117,7 @@ def load_results(path: Path, normalize: Callable[[dict[str, Any]], dict[str, Any
                 "such as output_throughput or median_ttft_ms, as `vllm bench serve "
                 "--save-result` or sglang.bench_serving --output-file write)"
             )
-    if len(found) > 1:
-        for i, r in enumerate(found):
-            r.part = i
+        r.part = i if len(found) > 1 else None
     return found
 
 
@@ -149,16 +148,14 @@ def rename_keys(obj: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
 
 
 def _num(v: Any) -> float | None:
-    if isinstance(v, bool) or v is None:
+    if isinstance(v, bool) or not isinstance(v, (int, float, str)):
         return None
-    if isinstance(v, (int, float)):
-        return None if (isinstance(v, float) and math.isnan(v)) else float(v)
-    if isinstance(v, str):
-        try:
-            return float(v)
-        except ValueError:
-            return None
-    return None
+    if isinstance(v, float) and math.isnan(v):
+        return None
+    try:
+        return float(v)
+    except ValueError:
+        return None
 
 
 def _int(v: Any) -> int | None:
@@ -212,9 +209,7 @@ def to_row(obj: dict[str, Any], source: str, layout: Layout | None, version: str
         "duration_s": _num(obj.get("duration")),
     }  # fmt: skip
     for key in _TOP[1:]:
-        row[key] = _int(obj.get(key)) if key in ("completed", "failed") else _num(obj.get(key))
-    for key in ("total_input_tokens", "total_output_tokens"):
-        row[key] = _int(obj.get(key))
+        row[key] = _int(obj.get(key)) if key in _COUNTS else _num(obj.get(key))
     row.update({k: _num(obj.get(k)) for k in (f"{s}_{m}_ms" for m in METRICS for s in _STATS)})
     lay = layout or Layout()
     row.update(lay.row())

@@ -15,7 +15,6 @@ from __future__ import annotations
 import logging
 import time
 import zlib
-from dataclasses import dataclass
 from pathlib import Path
 
 from collectors.errors import MeasurementError
@@ -49,29 +48,20 @@ def _gzip_complete(path: Path, chunk: int = 1 << 20) -> bool:
     d = zlib.decompressobj(wbits=31)
     with path.open("rb") as fh:
         while data := fh.read(chunk):
-            try:
-                d.decompress(data, 1 << 16)  # bounded output: a 5 GB trace stays cheap in memory
-                while d.unconsumed_tail or (d.eof and d.unused_data):
-                    if d.eof:  # another gzip member follows (concatenated streams)
-                        rest = d.unused_data
-                        d = zlib.decompressobj(wbits=31)
-                        d.decompress(rest, 1 << 16)
-                    else:
-                        d.decompress(d.unconsumed_tail, 1 << 16)
-            except zlib.error:
-                return False
+            while data:
+                try:
+                    d.decompress(data, 1 << 16)  # bounded output: little memory even for 5 GB
+                except zlib.error:
+                    return False
+                data = d.unconsumed_tail
+                if d.eof and d.unused_data:  # another gzip member follows (concatenated streams)
+                    data, d = d.unused_data, zlib.decompressobj(wbits=31)
     return d.eof
 
 
 def snapshot(trace_dir: Path) -> set[str]:
     """Names already in the folder (before /start_profile): never part of this run."""
     return {p.name for p in trace_dir.iterdir() if p.is_file() and is_trace_name(p.name)}
-
-
-@dataclass
-class WaitResult:
-    files: list[Path]
-    waited_s: float
 
 
 def wait_for_traces(
@@ -81,20 +71,20 @@ def wait_for_traces(
     timeout_s: float,
     settle_s: float,
     log: logging.Logger,
+    start: float,
+    empty_grace_s: float | None,
+    empty_why: str,
     poll_s: float = 0.5,
     progress_every_s: float = 5.0,
-    start: float | None = None,
-    empty_grace_s: float | None = None,
-    empty_why: str = "",
-) -> WaitResult:
-    """Return the new final trace files once complete; MeasurementError on timeout.
+) -> tuple[list[Path], float]:
+    """The new final trace files once complete, and the seconds waited since ``start`` (a
+    ``time.monotonic()``: when /stop_profile was sent); MeasurementError on timeout.
 
     Complete: ``expected`` final files (when the world size is known), else at least one
     final file and nothing new, growing or ``.tmp`` for ``settle_s`` seconds. With
     ``empty_grace_s``, a folder where no file at all appeared by then fails at once
     (``empty_why`` says why that means no trace will come).
     """
-    start = time.monotonic() if start is None else start  # e.g. when /stop_profile was sent
     sizes: dict[str, int] = {}
     checked: dict[str, tuple[int, bool]] = {}  # name -> (size, complete) already decided
     stable_since: float | None = None
@@ -113,7 +103,7 @@ def wait_for_traces(
             _complete_cached(trace_dir / n, sizes[n], checked) for n in final)
         enough = stable_for >= settle_s if expected is None else len(final) >= expected
         if final and not tmp and whole and enough:
-            return WaitResult([trace_dir / n for n in final], now - start)
+            return [trace_dir / n for n in final], now - start
         if empty_grace_s is not None and not current and now - start > empty_grace_s:
             raise MeasurementError(
                 f"{trace_dir}: no trace file appeared within {empty_grace_s:g} s of a "

@@ -24,7 +24,7 @@ from collectors.serving.layout import Layout
 from collectors.sglang import layout as sgl_layout
 from collectors.sglang import result_keys, server
 
-ENGINE = bench_import.Engine("sglang", "sglang-bench", "sglang", result_keys.normalize)
+ENGINE = bench_import.Engine("sglang", "sglang-bench", result_keys.normalize)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -29,9 +29,8 @@ _SIZES = {
 def _build(tp: int, dp: int, pp: int, ep: int, dp_attention: bool, a2a: str | None,
            source: str) -> Layout:  # fmt: skip
     moe_ep = ep > 1 or (a2a not in (None, "", "none"))
-    if dp_attention and dp > 1:
-        return Layout(tp=max(tp // dp, 1), pp=pp, dp=dp, ep=moe_ep, all2all_backend=a2a,
-                      source=source)  # fmt: skip
+    if dp_attention and dp > 1:  # the dp attention replicas split the TP group
+        tp = max(tp // dp, 1)
     return Layout(tp=tp, pp=pp, dp=dp, ep=moe_ep, all2all_backend=a2a, source=source)
 
 

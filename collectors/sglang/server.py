@@ -7,7 +7,7 @@ Endpoints from python/sglang/srt/entrypoints/http_server.py: ``GET /get_server_i
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from collectors.errors import MeasurementError
@@ -21,7 +21,6 @@ class ServerFacts:
     version: str | None = None
     model: str | None = None
     layout: Layout | None = None
-    info: dict[str, Any] = field(default_factory=dict)
 
 
 def server_info(base: str, timeout: float = 10.0) -> dict[str, Any]:
@@ -54,5 +53,4 @@ def facts(base: str, timeout: float = 10.0) -> ServerFacts:
     except client.HttpStatus as exc:
         raise MeasurementError(f"{exc}; is {base} an SGLang server?") from None
     version = info.get("version")
-    return ServerFacts(str(version) if version else None, model,
-                       sgl_layout.from_server_info(info), info)  # fmt: skip
+    return ServerFacts(str(version) if version else None, model, sgl_layout.from_server_info(info))

@@ -20,7 +20,7 @@ from collectors.errors import InputError, MeasurementError
 from collectors.serving import bench_import, client
 from collectors.vllm import layout as layout_mod
 
-ENGINE = bench_import.Engine("vllm", "vllm-bench", "vllm")
+ENGINE = bench_import.Engine("vllm", "vllm-bench")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

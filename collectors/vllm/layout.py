@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 from typing import Any
 
 from collectors.serving.layout import Layout, int_flag, redact, split_flags  # noqa: F401  (shared; re-exported)
@@ -66,24 +65,17 @@ def profiler_kind(server_args: str | None, info: Any = None) -> str | None:
         cfg = info["vllm_config"].get("profiler_config")
         if isinstance(cfg, dict) and cfg.get("profiler"):
             return str(cfg["profiler"])
-    if not server_args:
-        return None
     try:
-        tokens = shlex.split(server_args)
+        values = split_flags(server_args or "")[0]
     except ValueError:
         return None
-    for i, tok in enumerate(tokens):
-        key, _, val = tok.partition("=")
-        if key == "--profiler-config.profiler":
-            return val or (tokens[i + 1] if i + 1 < len(tokens) else None)
-        if key == "--profiler-config":
-            raw = val or (tokens[i + 1] if i + 1 < len(tokens) else "")
-            try:
-                cfg = json.loads(raw)
-            except ValueError:
-                return None
-            return str(cfg.get("profiler")) if isinstance(cfg, dict) and cfg.get("profiler") else None
-    return None
+    if "--profiler-config.profiler" in values:
+        return values["--profiler-config.profiler"]
+    try:
+        cfg = json.loads(values.get("--profiler-config", ""))
+    except ValueError:
+        return None
+    return str(cfg.get("profiler")) if isinstance(cfg, dict) and cfg.get("profiler") else None
 
 
 def from_server_args(text: str) -> Layout:

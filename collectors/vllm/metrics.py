@@ -16,8 +16,6 @@ from collectors.context import Context
 from collectors.serving import client
 from collectors.serving import metrics as serving_metrics
 
-PREFIX = "vllm:"
-
 
 def _server_version(base: str, timeout: float) -> str | None:
     try:
@@ -28,14 +26,10 @@ def _server_version(base: str, timeout: float) -> str | None:
 
 
 ADAPTER = serving_metrics.MetricsAdapter(
-    engine="vllm", verb="vllm-metrics", prefix=PREFIX, running="vllm:num_requests_running",
+    engine="vllm", verb="vllm-metrics", prefix="vllm:", running="vllm:num_requests_running",
     waiting="vllm:num_requests_waiting", version=_server_version, index_label="engine",
     empty_hint="not a vLLM server, or one started with --disable-log-stats",
 )  # fmt: skip
-
-
-def scrape_rows(text: str, url: str, scraped_at: str) -> dict[str, list]:
-    return serving_metrics.scrape_rows(text, url, scraped_at, ADAPTER)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -36,25 +36,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the `vllm serve` command line, e.g. \"-tp 8 --enable-expert-parallel\"")  # fmt: skip
 
 
-def _check_args(args: argparse.Namespace) -> str:
-    base = orchestrate.check_load_args(args)
-    if not args.trace_dir.is_dir():
-        raise InputError(f"--trace-dir {args.trace_dir}: no such folder on this machine")
-    return base
-
-
 def _server_facts(base: str, model_arg: str | None, api_key: str | None) -> tuple[str | None, dict]:
     try:
         version = client.get_json(f"{base}/version").get("version")
         models = client.get_json(f"{base}/v1/models", api_key=api_key).get("data") or []
     except client.ServerUnreachable as exc:
         raise MeasurementError(f"vLLM server down? {exc}") from None
-    except client.HttpStatus as exc:
-        if exc.status == 401:
+    except (client.HttpStatus, AttributeError) as exc:  # AttributeError: not a JSON object
+        if isinstance(exc, client.HttpStatus) and exc.status == 401:
             raise InputError(f"--api-key: {base} wants its API key (HTTP 401 on /v1/models); "
                              "pass --api-key or set VLLM_API_KEY") from None  # fmt: skip
-        raise MeasurementError(f"{base} does not answer like a vLLM server: {exc}") from None
-    except AttributeError as exc:
         raise MeasurementError(f"{base} does not answer like a vLLM server: {exc}") from None
     card = next((m for m in models if m.get("id") == model_arg), None) if model_arg else None
     if model_arg and card is None:
@@ -110,7 +101,7 @@ def _post(base: str, path: str, timeout: float, version: str | None, trace_dir: 
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
-    base = _check_args(args)
+    base = orchestrate.check_load_args(args)
     log = ctx.log
     api_key, args.api_key = args.api_key, None  # a secret: never recorded with the run's args
     args.server_args = layout_mod.redact(args.server_args)  # stored with the run
@@ -146,7 +137,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         "all2all_backend": lay.all2all_backend, "kv_cache_dtype": lay.kv_cache_dtype,
         "quantization": lay.quantization, "server_args": args.server_args,
         "trace_dir": str(args.trace_dir), "trace_files": len(out.files),
-        "flush_wait_s": out.waited.waited_s, "num_requests": args.num_requests,
+        "flush_wait_s": out.waited_s, "num_requests": args.num_requests,
         "concurrency": args.concurrency, "input_len": args.input_len,
         "output_len": args.output_len,
     }  # fmt: skip

@@ -7,7 +7,9 @@ import math
 import pytest
 
 from collectors.serving import prom
-from collectors.vllm.metrics import scrape_rows
+from collectors.serving.metrics import scrape_rows
+from collectors.vllm.metrics import ADAPTER
+from store.histogram import histogram_quantile
 
 # As prometheus_client.generate_latest writes vLLM's metrics (vllm/v1/metrics/loggers.py),
 # with two engines (data-parallel) and an escaped quote in a label value.
@@ -53,7 +55,7 @@ def test_parse_keeps_types_labels_and_drops_created() -> None:
 
 
 def test_scrape_rows_split_labels_and_buckets() -> None:
-    cols = scrape_rows(TEXT, "http://h:8000", "2026-11-30T00:00:00+00:00")
+    cols = scrape_rows(TEXT, "http://h:8000", "2026-11-30T00:00:00+00:00", ADAPTER)
     les = [le for le, s in zip(cols["le"], cols["sample"], strict=True) if s.endswith("_bucket")]
     assert les == [0.01, 0.025, math.inf]
     assert set(cols["engine_index"]) == {"0", "1"}  # vLLM's engine label: the DP engine core
@@ -70,7 +72,7 @@ def test_bad_exposition_is_rejected() -> None:
 
 def test_histogram_quantile_interpolates_like_prometheus() -> None:
     buckets = [(0.01, 10.0), (0.025, 30.0), (math.inf, 40.0)]
-    assert prom.histogram_quantile(0.25, buckets) == pytest.approx(0.01)
-    assert prom.histogram_quantile(0.5, buckets) == pytest.approx(0.0175)
-    assert prom.histogram_quantile(0.99, buckets) == 0.025  # falls in +Inf: last finite bound
-    assert prom.histogram_quantile(0.5, [(0.01, 0.0), (math.inf, 0.0)]) is None
+    assert histogram_quantile(0.25, buckets) == pytest.approx(0.01)
+    assert histogram_quantile(0.5, buckets) == pytest.approx(0.0175)
+    assert histogram_quantile(0.99, buckets) == 0.025  # falls in +Inf: last finite bound
+    assert histogram_quantile(0.5, [(0.01, 0.0), (math.inf, 0.0)]) is None
