@@ -37,9 +37,6 @@ class Found:
     config_json: str
     quant_config_json: str | None
 
-    def row(self) -> dict[str, str | None]:
-        return asdict(self)
-
 
 def hub_cache(env: dict[str, str] | None = None) -> Path:
     """The HF hub cache directory, as huggingface_hub resolves it."""
@@ -113,4 +110,4 @@ def model_config_tables(model_id: str | None, model_root: str | None = None,
     if not model_id and not model_root:
         return {}
     found, _ = find(model_id or str(model_root), model_root, env)
-    return {TABLE: [found.row()]} if found else {}
+    return {TABLE: [asdict(found)]} if found else {}
