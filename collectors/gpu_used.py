@@ -28,10 +28,7 @@ def bare_uuid(text: str | None) -> str | None:
     """``GPU-1f2e...``, ``MIG-...`` and torch's bare form compare equal after this."""
     if not text:
         return None
-    t = str(text).strip().lower()
-    for prefix in ("gpu-", "mig-"):
-        t = t.removeprefix(prefix)
-    return t
+    return str(text).strip().lower().removeprefix("gpu-").removeprefix("mig-")
 
 
 def positions_by_uuid(gpus: Sequence[Any], uuids: Sequence[str | None]) -> list[int] | None:
