@@ -64,9 +64,8 @@ def launch(base: WorkerSpec, log=None) -> list[Path]:
             time.sleep(POLL_S)
     finally:
         hung = [r for r, p in enumerate(procs) if p.is_alive()]
-        for p in procs:
-            if p.is_alive():
-                p.kill()
+        for r in hung:
+            procs[r].kill()
         for p in procs:
             p.join(5)
     died, hung_msgs, failed = [], [], []
