@@ -36,7 +36,7 @@ def gpu_model(names: list[str]) -> str | None:
 
 
 def describe(topo: nvml.Topology, klass: str) -> str:
-    """One line for the log: '8x NVIDIA H100 80GB HBM3, nvlink (NV18 on 28 of 28 pairs)'."""
+    """One line for the log: '8x NVIDIA H100 80GB HBM3, nvlink (NVLink on 28 of 28 pairs)'."""
     n = len(topo.gpus)
     model = gpu_model([g.name for g in topo.gpus]) or "GPU"
     pairs = [(a, b) for a in range(n) for b in range(a + 1, n)]
