@@ -131,7 +131,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
             shape=asdict(shape), batch=args.batch, context=args.context, warmup=args.warmup,
             steps=args.steps, timeout_s=args.timeout, startup_timeout_s=args.startup_timeout,
         )  # fmt: skip
-        traces = launch(spec, ctx.log)
+        traces = launch(spec)
         if args.keep_traces:
             keep = Path(args.keep_traces) / run_id
             keep.mkdir(parents=True, exist_ok=True)

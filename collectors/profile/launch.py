@@ -36,7 +36,7 @@ def _status(out: Path, rank: int) -> str | None:
     return None
 
 
-def launch(base: WorkerSpec, log=None) -> list[Path]:
+def launch(base: WorkerSpec) -> list[Path]:
     """Run ``base.world_size`` ranks; return their trace files (rank order) or raise."""
     import torch.multiprocessing as mp
 
