@@ -148,7 +148,9 @@ def _verb_named(argv: list[str]) -> str | None:
     return word if word in {v.name for v in VERBS} else None
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, lock: bool = True) -> int:
+    """Run one verb; ``lock=False`` runs a measuring verb without the measurement lock (a
+    torchrun rank whose local rank 0 holds it for this host: collectors/comm/__main__.py)."""
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(only=_verb_named(argv))
     args = parser.parse_args(argv)
@@ -166,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
         if verb.writes and not args.dry_run:
             check_usable(ctx.loc)
         module = importlib.import_module(verb.module)
-        if not verb.measures:
+        if not verb.measures or not lock:
             return module.run(args, ctx)
         from collectors.lock import LockHeld, measurement_lock
 

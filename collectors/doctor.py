@@ -13,6 +13,7 @@ import argparse
 import json
 import os
 import tempfile
+from contextlib import suppress
 from dataclasses import asdict, dataclass
 
 from collectors.context import Context
@@ -114,13 +115,10 @@ def check_lock_dir() -> Check:
                      "STEPSCOPE_LOCK_DIR to a writable folder")  # fmt: skip
     holder = directory / "measure.lock"
     note = ""
-    if holder.is_file():
-        try:
-            info = json.loads(holder.read_text() or "{}")
-            if info.get("pid") and os.path.exists(f"/proc/{info['pid']}"):
-                note = f"; held now by {info.get('verb')} (pid {info['pid']})"
-        except (OSError, ValueError):
-            pass
+    with suppress(OSError, ValueError):  # no holder yet, or one being written
+        info = json.loads(holder.read_text() or "{}")
+        if info.get("pid") and os.path.exists(f"/proc/{info['pid']}"):
+            note = f"; held now by {info.get('verb')} (pid {info['pid']})"
     return Check("lock-dir", PASS, f"{directory}: writable{note}")
 
 

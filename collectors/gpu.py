@@ -36,7 +36,7 @@ def gpu_model(names: list[str]) -> str | None:
 
 
 def describe(topo: nvml.Topology, klass: str) -> str:
-    """One line for the log: '8x NVIDIA H100 80GB HBM3, nvlink (NV18 on 28 of 28 pairs)'."""
+    """One line for the log: '8x NVIDIA H100 80GB HBM3, nvlink (NVLink on 28 of 28 pairs)'."""
     n = len(topo.gpus)
     model = gpu_model([g.name for g in topo.gpus]) or "GPU"
     pairs = [(a, b) for a in range(n) for b in range(a + 1, n)]
@@ -122,23 +122,18 @@ def run(args: argparse.Namespace, ctx: Any) -> int:
         topo = nvml.topology_inventory()
     except nvml.NvmlUnavailable as exc:
         text = str(exc)
-        message = text if text.startswith("no NVIDIA") else f"no NVIDIA GPU found: {text}"
-        ctx.log.warning(f"{message}; recording interconnect 'none'")
-        tables = {
-            "gpu_host": {
-                "nvml_available": [False], "driver_version": [None],
-                "cuda_driver_version": [None], "gpu_count": [0], "gpu_model": [None],
-                "interconnect_class": ["none"], "message": [message],
-            }
-        }  # fmt: skip
-        record = ctx.run_record(run_id, message=message)
-        summary = {"gpu_count": 0, "gpu_model": None, "interconnect": "none", "driver": None}
-        return ctx.submit(Bundle(record, tables), summary)
-    tables, klass = tables_for(topo)
-    note = tables["gpu_host"]["message"][0]
-    ctx.log.info(describe(topo, klass))
-    if note:
-        ctx.log.warning(note)
+        note = text if text.startswith("no NVIDIA") else f"no NVIDIA GPU found: {text}"
+        ctx.log.warning(f"{note}; recording interconnect 'none'")
+        # An empty inventory: its host row alone (interconnect "none"), saying why.
+        topo = nvml.Topology(None, None, gpus=[], topology=[], p2p={})
+        tables, klass = tables_for(topo)
+        tables["gpu_host"].update(nvml_available=[False], message=[note])
+    else:
+        tables, klass = tables_for(topo)
+        note = tables["gpu_host"]["message"][0]
+        ctx.log.info(describe(topo, klass))
+        if note:
+            ctx.log.warning(note)
     record = ctx.run_record(run_id, message=note)
     summary = {
         "gpu_count": len(topo.gpus),

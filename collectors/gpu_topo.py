@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import groupby
 from typing import Any, Literal
 
 InterconnectClass = Literal["pcie-only", "nvlink", "mixed", "none"]
@@ -100,15 +101,9 @@ def cpu_ranges(masks: Sequence[int]) -> str:
     cpus = [
         w * 64 + bit for w, mask in enumerate(masks) for bit in range(64) if int(mask) >> bit & 1
     ]
-    ranges: list[str] = []
-    start = prev = None
-    for cpu in cpus:
-        if prev is not None and cpu == prev + 1:
-            prev = cpu
-            continue
-        if start is not None:
-            ranges.append(f"{start}-{prev}" if prev != start else f"{start}")
-        start = prev = cpu
-    if start is not None:
-        ranges.append(f"{start}-{prev}" if prev != start else f"{start}")
+    ranges = []
+    # CPUs of one consecutive run share ``cpu - position`` (the itertools.groupby recipe)
+    for _, group in groupby(enumerate(cpus), key=lambda pos_cpu: pos_cpu[1] - pos_cpu[0]):
+        run = [cpu for _, cpu in group]
+        ranges.append(f"{run[0]}-{run[-1]}" if len(run) > 1 else f"{run[0]}")
     return ",".join(ranges)

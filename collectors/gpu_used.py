@@ -28,10 +28,7 @@ def bare_uuid(text: str | None) -> str | None:
     """``GPU-1f2e...``, ``MIG-...`` and torch's bare form compare equal after this."""
     if not text:
         return None
-    t = str(text).strip().lower()
-    for prefix in ("gpu-", "mig-"):
-        t = t.removeprefix(prefix)
-    return t
+    return str(text).strip().lower().removeprefix("gpu-").removeprefix("mig-")
 
 
 def positions_by_uuid(gpus: Sequence[Any], uuids: Sequence[str | None]) -> list[int] | None:
@@ -80,7 +77,6 @@ def visible_positions(value: str | None, gpus: Sequence[Any]) -> list[int] | Non
 
 @dataclass(frozen=True)
 class UsedGpus:
-    positions: list[int]  # into topo.gpus
     interconnect: str
     mig: bool  # a used GPU has MIG enabled
 
@@ -90,7 +86,7 @@ def used_interconnect(topo: nvml.Topology, positions: list[int]) -> UsedGpus:
     sub = [[topo.topology[a][b] for b in positions] for a in positions]
     active = [topo.gpus[p].nvlink_active for p in positions]
     mig = any(topo.gpus[p].mig_enabled for p in positions)
-    return UsedGpus(positions, interconnect_class(sub, active), mig)
+    return UsedGpus(interconnect_class(sub, active), mig)
 
 
 class PcieSampler:

@@ -16,11 +16,9 @@ from pathlib import Path
 
 from store import settings
 
-ENV_LOCK_DIR = settings.LOCK_DIR.name
-
 
 def lock_dir() -> Path:
-    return Path(os.environ.get(ENV_LOCK_DIR) or "/tmp/stepscope-locks")
+    return Path(os.environ.get(settings.LOCK_DIR.name) or "/tmp/stepscope-locks")
 
 
 class LockHeld(Exception):

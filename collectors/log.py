@@ -20,13 +20,9 @@ class _JsonFormatter(logging.Formatter):
         return json.dumps(entry, default=str)
 
 
-def default_format() -> str:
-    return "text" if sys.stderr.isatty() else "json"
-
-
 def setup(fmt: str | None, verb: str, verbose: bool = False) -> logging.Logger:
     """Configure the ``stepscope`` logger tree on stderr; stdout is kept for ``--json``."""
-    fmt = fmt or default_format()
+    fmt = fmt or ("text" if sys.stderr.isatty() else "json")
     handler = logging.StreamHandler(sys.stderr)
     if fmt == "json":
         handler.setFormatter(_JsonFormatter())

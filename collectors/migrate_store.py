@@ -87,7 +87,14 @@ def copy_store(source: StoreLocation, target: StoreLocation, timeout_s: float, d
     _prepare_source(source, timeout_s)
     con = _open_target(target, timeout_s)
     try:
-        return _copy_into(con, source, target, timeout_s, dry_run)
+        migrate.upgrade(con)
+        # the source file may be busy with a collector's commit for a moment
+        attach = f"ATTACH {string_literal(str(source.file))} AS {SRC} (READ_ONLY)"
+        retry(lambda: con.execute(attach),
+              transient=lambda exc: isinstance(exc, duckdb.Error) and "lock" in str(exc).lower(),
+              timeout_s=timeout_s, first_delay_s=0.2,
+              give_up=lambda exc: StoreBusy(f"source store {source.describe()} is busy: {exc}"))
+        return _copy(con, target, timeout_s)
     except duckdb.Error as exc:
         from store.lake import outage
 
@@ -98,18 +105,6 @@ def copy_store(source: StoreLocation, target: StoreLocation, timeout_s: float, d
                         "answers") from exc  # fmt: skip
     finally:
         con.close()
-
-
-def _copy_into(con: duckdb.DuckDBPyConnection, source: StoreLocation, target: StoreLocation,
-               timeout_s: float, dry_run: bool) -> tuple[list[TableCopy], int]:  # fmt: skip
-    """Upgrade the opened target, attach the source to it, copy."""
-    migrate.upgrade(con)
-    # the source file may be busy with a collector's commit for a moment
-    retry(lambda: con.execute(f"ATTACH {string_literal(str(source.file))} AS {SRC} (READ_ONLY)"),
-          transient=lambda exc: isinstance(exc, duckdb.Error) and "lock" in str(exc).lower(),
-          timeout_s=timeout_s, first_delay_s=0.2,
-          give_up=lambda exc: StoreBusy(f"source store {source.describe()} is busy: {exc}"))
-    return _copy(con, target, timeout_s, dry_run)
 
 
 def _dry_run(source: StoreLocation, target: StoreLocation, timeout_s: float
@@ -143,8 +138,8 @@ def _dry_run(source: StoreLocation, target: StoreLocation, timeout_s: float
         con.close()
 
 
-def _copy(con: duckdb.DuckDBPyConnection, target: StoreLocation, timeout_s: float,
-          dry_run: bool) -> tuple[list[TableCopy], int]:  # fmt: skip
+def _copy(con: duckdb.DuckDBPyConnection, target: StoreLocation, timeout_s: float
+          ) -> tuple[list[TableCopy], int]:  # fmt: skip
     from store.lake import is_conflict
 
     tables = _source_tables(con)
@@ -166,7 +161,7 @@ def _copy(con: duckdb.DuckDBPyConnection, target: StoreLocation, timeout_s: floa
                     f"WHERE s.run_id IN (SELECT run_id FROM {SRC}.main.runs r WHERE NOT EXISTS "
                     "(SELECT 1 FROM runs t WHERE t.run_id = r.run_id))"
                 ).fetchone()[0]
-            con.execute("ROLLBACK" if dry_run else "COMMIT")
+            con.execute("COMMIT")
         except duckdb.Error:
             with contextlib.suppress(duckdb.Error):  # a failed COMMIT already ended it
                 con.execute("ROLLBACK")

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+from contextlib import suppress
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -36,9 +37,6 @@ class Found:
     source_path: str
     config_json: str
     quant_config_json: str | None
-
-    def row(self) -> dict[str, str | None]:
-        return asdict(self)
 
 
 def hub_cache(env: dict[str, str] | None = None) -> Path:
@@ -60,13 +58,9 @@ def candidates(model_id: str, model_root: str | None = None,
             out.append(Path(local).expanduser() / "config.json")
     if model_id and "/" in model_id.strip("/") and not model_id.startswith(("/", ".")):
         repo = hub_cache(env) / ("models--" + model_id.strip("/").replace("/", "--"))
-        ref = repo / "refs" / "main"
-        try:
-            rev = ref.read_text(encoding="utf-8").strip() if ref.is_file() else ""
-        except OSError:
-            rev = ""
-        if rev:
-            out.append(repo / "snapshots" / rev / "config.json")
+        with suppress(OSError):  # no (readable) refs/main: the snapshots alone
+            if rev := (repo / "refs" / "main").read_text(encoding="utf-8").strip():
+                out.append(repo / "snapshots" / rev / "config.json")
         snaps = repo / "snapshots"
         if snaps.is_dir():
             found = sorted(snaps.glob("*/config.json"), key=_mtime, reverse=True)
@@ -113,4 +107,4 @@ def model_config_tables(model_id: str | None, model_root: str | None = None,
     if not model_id and not model_root:
         return {}
     found, _ = find(model_id or str(model_root), model_root, env)
-    return {TABLE: [found.row()]} if found else {}
+    return {TABLE: [asdict(found)]} if found else {}

@@ -20,10 +20,6 @@ NVLINK_GENERATION = {1: 1, 2: 2, 3: 2, 4: 3, 5: 3, 6: 4, 7: 5, 8: 6}
 CPU_SET_WORDS = 16  # 64-bit words for nvmlDeviceGetCpuAffinity: room for 1024 CPUs
 
 
-def _int(value: Any) -> int | None:
-    return None if value is None else int(value)
-
-
 def identity(read: Reader, index: int, handle: Any) -> dict[str, Any]:
     """What every GPU record starts with (GpuInfo's and GpuDetail's first fields)."""
     pci, memory = read("nvmlDeviceGetPciInfo", handle), read("nvmlDeviceGetMemoryInfo", handle)
@@ -38,6 +34,11 @@ def read_detail(read: Reader, index: int, handle: Any) -> GpuDetail:
     """One GPU as the ``gpu`` collector records it; every value through ``Reader``."""
     nvml = read.nvml
     ident = identity(read, index, handle)
+
+    def num(fn: str, *args: Any) -> int | None:
+        value = read(fn, handle, *args)
+        return None if value is None else int(value)
+
     power_mw = read("nvmlDeviceGetEnforcedPowerLimit", handle, quiet=True)
     if power_mw is None:
         power_mw = read("nvmlDeviceGetPowerManagementLimit", handle)
@@ -45,18 +46,14 @@ def read_detail(read: Reader, index: int, handle: Any) -> GpuDetail:
     mig_enabled, mig_uuids = read_mig(read, handle)
     return GpuDetail(
         **ident,
-        pcie_gen_current=_int(read("nvmlDeviceGetCurrPcieLinkGeneration", handle)),
-        pcie_gen_max=_int(read("nvmlDeviceGetMaxPcieLinkGeneration", handle)),
-        pcie_width_current=_int(read("nvmlDeviceGetCurrPcieLinkWidth", handle)),
-        pcie_width_max=_int(read("nvmlDeviceGetMaxPcieLinkWidth", handle)),
+        pcie_gen_current=num("nvmlDeviceGetCurrPcieLinkGeneration"),
+        pcie_gen_max=num("nvmlDeviceGetMaxPcieLinkGeneration"),
+        pcie_width_current=num("nvmlDeviceGetCurrPcieLinkWidth"),
+        pcie_width_max=num("nvmlDeviceGetMaxPcieLinkWidth"),
         power_limit_w=None if power_mw is None else int(power_mw) / 1000.0,
-        sm_clock_max_mhz=_int(
-            read("nvmlDeviceGetMaxClockInfo", handle, const(nvml, "NVML_CLOCK_SM", 1))
-        ),
-        mem_clock_max_mhz=_int(
-            read("nvmlDeviceGetMaxClockInfo", handle, const(nvml, "NVML_CLOCK_MEM", 2))
-        ),
-        mem_bus_width_bits=_int(read("nvmlDeviceGetMemoryBusWidth", handle)),
+        sm_clock_max_mhz=num("nvmlDeviceGetMaxClockInfo", const(nvml, "NVML_CLOCK_SM", 1)),
+        mem_clock_max_mhz=num("nvmlDeviceGetMaxClockInfo", const(nvml, "NVML_CLOCK_MEM", 2)),
+        mem_bus_width_bits=num("nvmlDeviceGetMemoryBusWidth"),
         numa_node=numa_node(ident["pci_bus_id"], read, handle),
         cpu_affinity=None if affinity is None else gpu_topo.cpu_ranges(list(affinity)),
         nvlinks=_read_nvlinks(read, handle),

@@ -21,7 +21,7 @@ class GpuInfo:
     uuid: str | None
     memory_bytes: int | None
     pci_bus_id: str
-    mig_enabled: bool | None = None
+    mig_enabled: bool | None = None  # None: not MIG-capable
 
 
 @dataclass
@@ -41,14 +41,9 @@ class NvLink:
 
 
 @dataclass
-class GpuDetail:
+class GpuDetail(GpuInfo):
     """One GPU as the ``gpu`` collector records it; None = the GPU/driver cannot say."""
 
-    index: int
-    name: str
-    uuid: str | None
-    memory_bytes: int | None
-    pci_bus_id: str
     pcie_gen_current: int | None = None
     pcie_gen_max: int | None = None
     pcie_width_current: int | None = None
@@ -60,7 +55,6 @@ class GpuDetail:
     numa_node: int | None = None  # the CPU NUMA node the GPU hangs off (sysfs)
     cpu_affinity: str | None = None  # "0-15,32-47" like nvidia-smi topo -m
     nvlinks: list[NvLink] = field(default_factory=list)
-    mig_enabled: bool | None = None  # None: not MIG-capable
     mig_uuids: list[str] = field(default_factory=list)  # "MIG-..." of each instance
 
     @property
@@ -110,11 +104,8 @@ class Reader:
         self.unsupported: Counter[str] = Counter()
 
     def __call__(self, name: str, *args: Any, quiet: bool = False) -> Any:
-        fn = getattr(self.nvml, name, None)
         try:
-            if fn is None:
-                raise AttributeError(name)
-            return fn(*args)
+            return getattr(self.nvml, name)(*args)
         except (self.error, AttributeError):
             if not quiet:
                 self.unsupported[name] += 1

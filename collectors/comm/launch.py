@@ -58,15 +58,17 @@ def _spawn_entry(rank: int, world: int, cfg: Config, init_method: str) -> None:
         os._exit(EXIT_FAILED)
 
 
+def _stage(status_dir: Path, rank: int, unknown: str) -> str:
+    """The rank's last stage (what worker._status wrote), or ``unknown`` before any."""
+    try:
+        return (status_dir / f"rank{rank}.status").read_text().strip()
+    except OSError:
+        return unknown
+
+
 def _stages(status_dir: Path, world: int) -> str:
-    parts = []
-    for rank in range(world):
-        try:
-            stage = (status_dir / f"rank{rank}.status").read_text().strip()
-        except OSError:
-            stage = "never started (process did not reach Python)"
-        parts.append(f"rank {rank}: {stage}")
-    return "; ".join(parts)
+    unknown = "never started (process did not reach Python)"
+    return "; ".join(f"rank {r}: {_stage(status_dir, r, unknown)}" for r in range(world))
 
 
 def run_spawned(cfg_args: dict[str, Any], world: int) -> dict[str, Any]:
@@ -127,10 +129,7 @@ def run_torchrun(cfg_args: dict[str, Any], tr: Torchrun, log: Any) -> dict[str, 
         cfg = Config(status_dir=tmp, **cfg_args)
 
         def expire() -> None:
-            try:
-                stage = (Path(tmp) / f"rank{tr.rank}.status").read_text().strip()
-            except OSError:
-                stage = "starting"
+            stage = _stage(Path(tmp), tr.rank, "starting")
             log.error(
                 f"comm: rank {tr.rank} did not finish within --timeout {cfg.timeout_s:g} s "
                 f"(a rank hung, died or never joined; this rank was at: {stage}); "

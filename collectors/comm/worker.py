@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -32,7 +32,6 @@ class Config:
     timeout_s: float
     status_dir: str  # each rank writes its progress here; rank 0 writes results.json
     hidden: int | None = None
-    meta: dict[str, Any] = field(default_factory=dict)
 
 
 def _status(cfg: Config, rank: int, text: str) -> None:

@@ -19,12 +19,8 @@ from collectors.context import Context
 from collectors.errors import InputError
 from collectors.profile.model_presets import DEFAULT_PRESET, PRESETS
 
-DEFAULTS = {"tp": 2, "batch": 8, "steps": 3, "warmup": 1, "layers": 4, "context": 256,
-            "scale": 1 / 16, "timeout": 120.0, "startup_timeout": 600.0}  # fmt: skip
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    d = DEFAULTS
     g = parser.add_argument_group("workload")
     g.add_argument(
         "--preset",
@@ -35,25 +31,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--scale",
         type=float,
-        default=d["scale"],
+        default=1 / 16,
         help="width factor in (0, 1] applied to hidden/expert/head sizes "
         "(default 1/16, so a CPU runs it in seconds)",
     )
-    g.add_argument("--layers", type=int, default=d["layers"], help="decoder layers (default 4)")
-    g.add_argument("--tp", type=int, default=d["tp"], help="tensor-parallel ranks (default 2)")
-    g.add_argument(
-        "--batch", type=int, default=d["batch"], help="tokens decoded per step (default 8)"
-    )
+    g.add_argument("--layers", type=int, default=4, help="decoder layers (default 4)")
+    g.add_argument("--tp", type=int, default=2, help="tensor-parallel ranks (default 2)")
+    g.add_argument("--batch", type=int, default=8, help="tokens decoded per step (default 8)")
     g.add_argument(
         "--context",
         type=int,
-        default=d["context"],
+        default=256,
         help="KV-cache length each token attends to (default 256)",
     )
-    g.add_argument("--steps", type=int, default=d["steps"], help="profiled steps (default 3)")
-    g.add_argument(
-        "--warmup", type=int, default=d["warmup"], help="unrecorded warm-up steps (default 1)"
-    )
+    g.add_argument("--steps", type=int, default=3, help="profiled steps (default 3)")
+    g.add_argument("--warmup", type=int, default=1, help="unrecorded warm-up steps (default 1)")
     g.add_argument(
         "--device",
         choices=("auto", "cpu", "cuda"),
@@ -63,7 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--timeout",
         type=float,
-        default=d["timeout"],
+        default=120.0,
         metavar="S",
         help="seconds the profiled steps may take once every rank has started, before a "
         "hung rank fails the run (default 120)",
@@ -71,7 +63,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--startup-timeout",
         type=float,
-        default=d["startup_timeout"],
+        default=600.0,
         metavar="S",
         help="seconds for start-up: process start, CUDA/NCCL/CUPTI init and building the "
         "weights (default 600)",
@@ -139,7 +131,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
             shape=asdict(shape), batch=args.batch, context=args.context, warmup=args.warmup,
             steps=args.steps, timeout_s=args.timeout, startup_timeout_s=args.startup_timeout,
         )  # fmt: skip
-        traces = launch(spec, ctx.log)
+        traces = launch(spec)
         if args.keep_traces:
             keep = Path(args.keep_traces) / run_id
             keep.mkdir(parents=True, exist_ok=True)
@@ -150,7 +142,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
 
         result = ingest_traces(traces, log=ctx.log)
     # Resolved values go into the run's recorded args next to the flags the user gave.
-    args.backend, args.device_used, args.model = backend, device, shape.as_dict()
+    args.backend, args.device_used, args.model = backend, device, asdict(shape)
     args.tokens_per_step = args.batch
     record = ctx.run_record(
         run_id,

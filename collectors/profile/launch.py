@@ -36,7 +36,7 @@ def _status(out: Path, rank: int) -> str | None:
     return None
 
 
-def launch(base: WorkerSpec, log=None) -> list[Path]:
+def launch(base: WorkerSpec) -> list[Path]:
     """Run ``base.world_size`` ranks; return their trace files (rank order) or raise."""
     import torch.multiprocessing as mp
 
@@ -64,9 +64,8 @@ def launch(base: WorkerSpec, log=None) -> list[Path]:
             time.sleep(POLL_S)
     finally:
         hung = [r for r, p in enumerate(procs) if p.is_alive()]
-        for p in procs:
-            if p.is_alive():
-                p.kill()
+        for r in hung:
+            procs[r].kill()
         for p in procs:
             p.join(5)
     died, hung_msgs, failed = [], [], []

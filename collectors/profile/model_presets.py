@@ -8,8 +8,7 @@ head ratios) and staying divisible by the tensor-parallel size.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, replace
-from typing import Any
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True)
@@ -31,9 +30,6 @@ class ModelShape:
     nope_dim: int
     v_dim: int
     vocab: int
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 PRESETS: dict[str, ModelShape] = {

@@ -25,7 +25,6 @@ from torch.library import custom_op
 
 from collectors.profile.model_presets import ModelShape
 
-OPS = "stepscope::"  # namespace of the custom ops; CPU-op name -> category in the taxonomy
 # op name -> the category it is meant to land in (tests check the taxonomy agrees)
 OP_CATEGORIES = {
     "stepscope::mla_attention": "attention", "stepscope::gqa_attention": "attention",
