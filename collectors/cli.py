@@ -27,7 +27,7 @@ from store.location import check_usable, redact
 @dataclass(frozen=True)
 class Verb:
     name: str
-    module: str  # defines add_arguments(parser) and run(args, ctx) -> int
+    module: str  # defines run(args, ctx) -> int, and add_arguments(parser) if it has options
     help: str
     measures: bool = False  # takes the host-wide measurement lock
     writes: bool = True  # commits to the store (so a store path that can never work fails first)
@@ -122,7 +122,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         p = sub.add_parser(verb.name, help=verb.help, description=verb.help, parents=parents)
         p.set_defaults(_verb=verb)
         if only is None or verb.name == only:
-            importlib.import_module(verb.module).add_arguments(p)
+            module = importlib.import_module(verb.module)
+            if hasattr(module, "add_arguments"):  # none in a verb without options of its own
+                module.add_arguments(p)
     return parser
 
 

@@ -10,10 +10,6 @@ from store.commit import flush
 from store.errors import StoreBusy
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.set_defaults()
-
-
 def run(args: argparse.Namespace, ctx: Context) -> int:
     spool = ctx.loc.spool_dir
     try:

@@ -14,11 +14,7 @@ from typing import Any
 from collectors import nvml
 from collectors.gpu_topo import InterconnectClass, interconnect_class
 
-__all__ = ["add_arguments", "host_interconnect", "interconnect_class", "run", "tables_for"]
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.set_defaults()
+__all__ = ["host_interconnect", "interconnect_class", "run", "tables_for"]
 
 
 def host_interconnect() -> InterconnectClass:

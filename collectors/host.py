@@ -8,10 +8,6 @@ from collectors.context import Context
 from store.bundle import Bundle, new_run_id
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.set_defaults()
-
-
 def run(args: argparse.Namespace, ctx: Context) -> int:
     env = ctx.environment()
     gpus = env.get("gpus") or []
