@@ -16,7 +16,6 @@ class _JsonFormatter(logging.Formatter):
             "logger": record.name,
             "msg": record.getMessage(),
         }
-        entry.update(getattr(record, "fields", {}))
         return json.dumps(entry, default=str)
 
 
