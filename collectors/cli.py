@@ -21,7 +21,7 @@ from collectors.errors import (
 from collectors.log import setup as setup_logging
 from store import settings
 from store.errors import StoreBusy, StoreError
-from store.location import check_usable, redact
+from store.location import check_usable, redact, resolve
 
 
 @dataclass(frozen=True)
@@ -166,7 +166,7 @@ def main(argv: list[str] | None = None, lock: bool = True) -> int:
     from collectors.context import Context  # after logging is set up
 
     try:
-        ctx = Context.from_args(verb.name, args, log)
+        ctx = Context(verb.name, args, log, resolve(args.store))
         if verb.writes and not args.dry_run:
             check_usable(ctx.loc)
         module = importlib.import_module(verb.module)

@@ -19,7 +19,7 @@ from store.bundle import (
     utc_now_iso,
 )
 from store.errors import StoreBusy, StoreError
-from store.location import StoreLocation, redact, resolve
+from store.location import StoreLocation, redact
 
 _INTERNAL_ARGS = {"_verb", "verbose", "log_format", "json", "dry_run", "commit_timeout"}
 # Arguments that name a store: recorded with any password or key in them hidden, since every
@@ -34,10 +34,6 @@ class Context:
     log: logging.Logger
     loc: StoreLocation
     started_at: str = field(default_factory=utc_now_iso)
-
-    @classmethod
-    def from_args(cls, verb: str, args: argparse.Namespace, log: logging.Logger) -> Context:
-        return cls(verb=verb, args=args, log=log, loc=resolve(args.store))
 
     @property
     def commit_timeout(self) -> float:
