@@ -84,7 +84,7 @@ def check_spool(ctx: Context, max_age_s: float) -> list[Check]:
     status = spool_status(ctx.loc.spool_dir)
     flush = ctx.flush_command()
     checks = []
-    if status.empty:
+    if not status.pending:
         checks.append(Check("spool", PASS, f"{status.spool_dir}: nothing pending"))
     else:
         age = status.oldest_age_s or 0.0

@@ -20,10 +20,6 @@ class SpoolStatus:
     corrupt: int  # entries moved aside to spool/corrupt/ (kept for a human)
     half_written: int  # temp folders of writers that died mid-spool
 
-    @property
-    def empty(self) -> bool:
-        return self.pending == 0
-
 
 def spool_status(spool_dir: Path) -> SpoolStatus:
     now = time.time()
