@@ -39,12 +39,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         f"{regress.MIN_RUNS}; a single outlier never does)")  # fmt: skip
 
 
-def parse_since(text: str, now: datetime | None = None) -> datetime:
+def parse_since(text: str) -> datetime:
     """``7d`` / ``36h`` / ``90m`` / ``2w`` back from now, or an ISO date or time (UTC when it
     names no zone)."""
-    now = now or datetime.now(UTC)
     if match := _RELATIVE.match(text.strip().lower()):
-        return now - timedelta(**{_UNITS[match[2]]: float(match[1])})
+        return datetime.now(UTC) - timedelta(**{_UNITS[match[2]]: float(match[1])})
     try:
         when = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     except ValueError:
