@@ -113,12 +113,11 @@ def _dry_run(source: StoreLocation, target: StoreLocation, timeout_s: float
     if source.kind != "duckdb" or not source.file.is_file():
         raise InputError(f"--store {source.describe()}: no embedded store there")
     target_runs: set[str] = set()
-    try:
-        with connection(target, read_only=True, timeout_s=timeout_s) as tcon:
-            if migrate.store_version(tcon) > 0:
-                target_runs = {r[0] for r in tcon.execute("SELECT run_id FROM runs").fetchall()}
-    except StoreMissing:
-        pass  # a new target: every run would be copied
+    # StoreMissing: a new target, to which every run would be copied
+    with contextlib.suppress(StoreMissing), \
+            connection(target, read_only=True, timeout_s=timeout_s) as tcon:  # fmt: skip
+        if migrate.store_version(tcon) > 0:
+            target_runs = {r[0] for r in tcon.execute("SELECT run_id FROM runs").fetchall()}
     con = duckdb.connect(":memory:")
     try:
         con.execute(f"ATTACH {string_literal(str(source.file))} AS {SRC} (READ_ONLY)")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any
@@ -241,12 +242,10 @@ def _comment(body: str, out: Parsed, hdr: _Header, ranks: dict[int, tuple[str, s
     elif m := _RANK.search(body):
         ranks[int(m[1])] = (m[2], m[3].strip())
     elif m := re.match(r"Avg bus bandwidth\s*:\s*(\S+)", body):
-        try:
+        with suppress(ValueError):
             value = float(m[1])
             if not math.isnan(value):
                 out.footers.append(value)
-        except ValueError:
-            pass
     else:
         words = body.split()
         if "size" in words and "count" in words and "type" in words:

@@ -7,6 +7,7 @@ is None and nothing here raises ``NVMLError``.
 from __future__ import annotations
 
 import os
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -72,10 +73,8 @@ def numa_node(bus_id: str, read: Reader, handle: Any) -> int | None:
     bdf = normalize_bus_id(bus_id)
     root = Path(os.environ.get(SYSFS_ENV) or "/sys")
     if bdf:
-        try:
+        with suppress(OSError, ValueError):
             return _numa((root / "bus/pci/devices" / bdf / "numa_node").read_text().strip())
-        except (OSError, ValueError):
-            pass
     return _numa(read("nvmlDeviceGetNumaNodeId", handle, quiet=True))
 
 
