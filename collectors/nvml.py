@@ -43,18 +43,14 @@ class NvmlUnavailable(Exception):
     """No usable NVML here (not installed, no driver, no NVIDIA GPU); message says which."""
 
 
-def load_module() -> ModuleType:
-    name = os.environ.get(ENV_MODULE) or "pynvml"
-    try:
-        return importlib.import_module(name)
-    except ImportError as exc:
-        raise NvmlUnavailable(f"NVML bindings not installed ({name}: {exc})") from None
-
-
 @contextmanager
 def session() -> Iterator[ModuleType]:
     """nvmlInit/nvmlShutdown around a block; NvmlUnavailable when there is no NVIDIA GPU."""
-    nvml = load_module()
+    name = os.environ.get(ENV_MODULE) or "pynvml"
+    try:
+        nvml = importlib.import_module(name)
+    except ImportError as exc:
+        raise NvmlUnavailable(f"NVML bindings not installed ({name}: {exc})") from None
     try:
         nvml.nvmlInit()
     except Exception as exc:  # pynvml raises NVMLError subclasses; message is what matters
