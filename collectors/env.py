@@ -11,6 +11,7 @@ import os
 import platform
 import socket
 import sys
+from contextlib import suppress
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -59,12 +60,10 @@ def _nccl_and_cuda() -> tuple[str | None, str | None]:
     nccl = cuda = None
     if torch is not None:
         cuda = getattr(torch.version, "cuda", None)
-        try:
+        with suppress(Exception):  # no usable CUDA/NCCL: the NCCL wheel's version, if any
             if torch.cuda.is_available():
                 v = torch.cuda.nccl.version()
                 nccl = ".".join(map(str, v)) if isinstance(v, tuple) else str(v)
-        except Exception:
-            nccl = None
     wheels = ("nvidia-nccl-cu13", "nvidia-nccl-cu12", "nvidia-nccl-cu11")
     return nccl or next((v for pkg in wheels if (v := package_version(pkg))), None), cuda
 
