@@ -10,7 +10,6 @@ the detection is analysis/regress.py, the findings analysis/trends.py. Nothing i
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from datetime import UTC, datetime, timedelta
@@ -86,10 +85,10 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         "improvements": [f.as_dict() for f in found if f.kind == "improvement"],
     }  # fmt: skip
     if args.json:
-        sys.stdout.write(json.dumps(summary, default=str) + "\n")
+        ctx.emit(summary)
     else:
         sys.stdout.write("".join(f.line() + "\n" for f in found))
-    sys.stdout.flush()
+        sys.stdout.flush()
     if not analysed:
         ctx.log.warning(f"no series{' for host ' + host if host else ''} yet; they fill from "
                         f"{FILLED_BY}")  # fmt: skip

@@ -187,6 +187,5 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         # One line each on stdout, whatever the log format: doctor's output is its result.
         print(f"{c.status}  {c.name:<{width}}  {c.detail}", flush=True)
     failed = [c.name for c in checks if c.status == FAIL]
-    if args.json:
-        ctx.emit({"ok": not failed, "checks": [asdict(c) for c in checks]})
+    ctx.emit({"ok": not failed, "checks": [asdict(c) for c in checks]})
     return EXIT_FAILED if failed else EXIT_OK
