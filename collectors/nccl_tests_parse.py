@@ -130,6 +130,11 @@ def _num(token: str) -> float | None:
     return float(token.rstrip("*"))  # old builds star an out-of-tolerance error
 
 
+def _count(value: float | None) -> int | None:
+    """A ``#wrong`` count; None when unchecked or not a number (a crashed check's nan/inf)."""
+    return int(value) if value is not None and math.isfinite(value) else None
+
+
 def _is_value(token: str) -> bool:
     try:
         _num(token)
@@ -152,7 +157,7 @@ def _half(tokens: list[str], hdr: _Header) -> Half:
     is_count = hdr.wrong_is_count
     if is_count is None:  # no header seen: a whole number is a count, not a max error
         is_count = re.fullmatch(r"\d+", raw) is not None
-    wrong = int(float(raw)) if is_count and raw.upper() != "N/A" else None
+    wrong = _count(_num(raw)) if is_count else None
     return Half(None if time_v is None else time_v * hdr.time_scale, alg, bus, wrong)
 
 
@@ -300,8 +305,7 @@ def _json_half(obj: Any) -> Half | None:
         return float(v) if isinstance(v, (int, float)) else None
 
     time_v = val("time") if "time" in obj else val("cpu_time")
-    wrong = val("nwrong")
-    return Half(time_v, val("alg_bw"), val("bus_bw"), None if wrong is None else int(wrong))
+    return Half(time_v, val("alg_bw"), val("bus_bw"), _count(val("nwrong")))
 
 
 def _json_row(r: dict[str, Any], op: str | None) -> Row:

@@ -56,6 +56,20 @@ def test_mid_era_root_wrong_na_in_place_and_size_zero() -> None:
     assert p.avg_busbw_gbps == pytest.approx((0.56 + 0.20) / 4)
 
 
+@pytest.mark.parametrize("bad", ["nan", "-nan", "inf"])
+def test_wrong_count_that_is_not_a_number_reads_as_unchecked(bad: str) -> None:
+    lines = s.MID_ERA.splitlines()
+    i = next(i for i, line in enumerate(lines) if line.split()[:1] == ["0"])
+    tokens = lines[i].split()
+    tokens[8] = bad  # the out-of-place #wrong of the size-0 row
+    text = "\n".join([*lines[:i], " ".join(tokens), *lines[i + 1:]])
+    p = _parse(text, "alltoall_perf.log")
+    assert p.rows[0].out_of_place.wrong is None and p.rows[0].in_place.wrong == 0
+    report = s.json_report(4).replace('"nwrong": 0.0', '"nwrong": NaN', 1)
+    assert report != s.json_report(4)
+    assert _parse(report, "out.json").rows[0].out_of_place.wrong is None
+
+
 @pytest.mark.parametrize("text", [s.V2_17_3, s.V2_18], ids=["2.17.3", "2.18.1"])
 def test_new_eras_version_lines(text: str) -> None:
     p = _parse(text, "whatever.log")  # the op comes from "# Collective test starting"
