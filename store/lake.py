@@ -213,12 +213,16 @@ def _init_race(exc: BaseException) -> bool:
 
 
 def reset(loc: StoreLocation | None = None) -> None:
-    """Drop cached instances (all, or one URL's): the next open reconnects from scratch."""
+    """Drop cached instances (all, or one URL's): the next open reconnects from scratch.
+
+    Dropped, not closed: closing a connection closes the cursors made from it, and another
+    thread (a dashboard session) may be reading through one. DuckDB keeps the database alive
+    while a cursor holds it and releases it, catalog connection included, when the last
+    one closes.
+    """
     with _lock:
         for key in [k for k in _instances if loc is None or k[0] == loc.url]:
-            con = _instances.pop(key)
-            with contextlib.suppress(duckdb.Error):
-                con.close()
+            del _instances[key]
 
 
 def open_lake(loc: StoreLocation, read_only: bool) -> duckdb.DuckDBPyConnection:

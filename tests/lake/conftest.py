@@ -117,7 +117,7 @@ def pg() -> Iterator[PgServer]:
     finally:
         from store import lake
 
-        lake.reset()  # close cached catalog connections before the server goes
+        lake.reset()  # drop cached instances (their catalog connections go with them) first
         subprocess.run(
             _as_server_user([str(PG_BIN / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w",
                              "stop"]),

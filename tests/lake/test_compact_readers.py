@@ -12,6 +12,7 @@ import pytest
 from benchmarks.scale.generate import build_lake
 from benchmarks.scale.pages import links
 from store import reader
+from store.location import StoreLocation
 from tests.helpers import run_cli
 from tests.lake.conftest import Lake
 
@@ -28,3 +29,20 @@ def test_pages_queries_after_a_compact_by_another_process(lake: Lake, tmp_path: 
     assert "flush inlined rows to Parquet: 0 item(s)" not in res.stderr  # it rewrote things
     reader.clear_cache()
     assert links(lake.url) == before
+
+
+def test_reset_leaves_a_reader_in_another_session_reading(lake: Lake, loc: StoreLocation) -> None:
+    """reset() runs when one session sees a compaction or an outage; a cursor another
+    session holds on the dropped instance still finishes its reads."""
+    from store import lake as lake_mod
+
+    build_lake(lake.url, runs=2, kernel_rows=4_096, rank_steps=4, memory_limit="1GB",
+               threads=2, hosts=2)  # fmt: skip
+    other_session = lake_mod.open_lake(loc, read_only=True)
+    runs = other_session.execute("SELECT count(*) FROM runs").fetchone()[0]
+    lake_mod.reset(loc)
+    assert other_session.execute("SELECT count(*) FROM runs").fetchone()[0] == runs
+    other_session.close()
+    fresh = lake_mod.open_lake(loc, read_only=True)  # the next open attaches afresh
+    assert fresh.execute("SELECT count(*) FROM runs").fetchone()[0] == runs
+    fresh.close()
