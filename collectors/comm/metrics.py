@@ -15,10 +15,9 @@ _FACTORS = {
 }
 
 
-def bus_factor(op: str, world: int) -> float | None:
-    """nccl-tests' correction factor for ``op`` over ``world`` ranks; None if it has none."""
-    f = _FACTORS.get(op)
-    return None if f is None or world < 1 else f(world)
+def bus_factor(op: str, world: int) -> float:
+    """nccl-tests' correction factor for ``op`` (one of sizes.OPS) over ``world`` ranks."""
+    return _FACTORS[op](world)
 
 
 def algbw_gbps(nbytes: int, time_us: float) -> float | None:
@@ -27,8 +26,8 @@ def algbw_gbps(nbytes: int, time_us: float) -> float | None:
 
 
 def busbw_gbps(op: str, nbytes: int, time_us: float, world: int) -> float | None:
-    alg, factor = algbw_gbps(nbytes, time_us), bus_factor(op, world)
-    return None if alg is None or factor is None else alg * factor
+    alg = algbw_gbps(nbytes, time_us)
+    return None if alg is None else alg * bus_factor(op, world)
 
 
 @dataclass(frozen=True)

@@ -63,9 +63,8 @@ class CpuTimer:
 class CudaTimer:
     """GPU time from CUDA events behind a pre-roll (see the module docstring)."""
 
-    def __init__(self, torch: Any, log: Callable[[str], None] | None = None) -> None:
+    def __init__(self, torch: Any) -> None:
         self.torch = torch
-        self.log = log or (lambda _msg: None)
         self.cycles_per_us = self._calibrate()
         self.preroll_extra = 1.0  # doubled each time a pre-roll ran out
         self.short_prerolls = 0
@@ -113,10 +112,8 @@ class CudaTimer:
             burst, held_b = self._run(call, iters, per_call=False)
             if held_a and held_b:
                 break
-            self.short_prerolls += 1
+            self.short_prerolls += 1  # the run's message counts them (comm.run)
             self.preroll_extra *= 2
-            self.log(f"pre-roll of {self.preroll_us(iters) / 2:.0f} us ran out before the "
-                     "host enqueued the burst; doubled it and repeated")  # fmt: skip
         assert per_call is not None and burst is not None
         return Burst(per_call, burst[0] / iters)
 

@@ -19,7 +19,7 @@ from collectors.context import Context
 from collectors.errors import EXIT_OK, InputError, MeasurementError
 from collectors.lock import LockHeld, measurement_lock
 from collectors.serving import client, results
-from collectors.serving.layout import Layout, redact
+from collectors.serving.layout import Layout, parse_server_args, redact
 from store.bundle import Bundle, content_run_id, new_run_id
 
 
@@ -58,12 +58,7 @@ def run_verb(args: argparse.Namespace, ctx: Context, engine: Engine,
     if bool(args.results) == bool(args.url):
         raise InputError(f"{engine.verb}: give either --results PATH... (import) or --url URL "
                          "(run)")  # fmt: skip
-    layout = None
-    if args.server_args:
-        try:
-            layout = parse_layout(args.server_args)
-        except ValueError as exc:
-            raise InputError(str(exc)) from None
+    layout = parse_server_args(parse_layout, args.server_args)
     args.server_args = redact(args.server_args)  # stored with the run
     if args.results:
         return import_files(ctx, engine, results.result_files(args.results), layout, version,

@@ -25,9 +25,7 @@ class HttpStatus(Exception):
 
 def normalize_base(url: str) -> str:
     """``http://host:8000`` (no trailing slash, no ``/v1``); raise ValueError if not HTTP."""
-    url = url.strip().rstrip("/")
-    if url.endswith("/v1"):
-        url = url[:-3]
+    url = url.strip().rstrip("/").removesuffix("/v1")
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise ValueError(f"{url!r} is not an http(s) URL like http://127.0.0.1:8000")

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
+
+from collectors.errors import InputError
 
 
 def split_flags(text: str) -> tuple[dict[str, str], set[str], list[str]]:
@@ -52,6 +55,17 @@ def int_flag(values: dict[str, str], spellings: tuple[str, ...]) -> int | None:
             except ValueError:
                 raise ValueError(f"--server-args: {flag} {values[flag]!r} is not a number") from None
     return size
+
+
+def parse_server_args(parse: Callable[[str], Layout], text: str | None) -> Layout | None:
+    """``--server-args`` through an engine's ``from_server_args``; None when not given, an
+    InputError when it cannot be parsed."""
+    if not text:
+        return None
+    try:
+        return parse(text)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
 
 
 @dataclass

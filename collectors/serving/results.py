@@ -142,8 +142,7 @@ def rename_keys(obj: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
     out = dict(obj)
     for theirs, ours in names.items():
         if theirs in out and theirs != ours:
-            value = out.pop(theirs)
-            out.setdefault(ours, value)
+            out.setdefault(ours, out.pop(theirs))
     return out
 
 

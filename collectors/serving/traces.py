@@ -23,8 +23,7 @@ TRACE_SUFFIXES = (".json", ".json.gz")
 
 
 def is_trace_name(name: str) -> bool:
-    base = name[:-4] if name.endswith(".tmp") else name
-    return base.endswith(TRACE_SUFFIXES)
+    return name.removesuffix(".tmp").endswith(TRACE_SUFFIXES)
 
 
 def complete(path: Path) -> bool:

@@ -22,7 +22,7 @@ from pathlib import Path
 from collectors.context import Context
 from collectors.errors import InputError, MeasurementError
 from collectors.serving import client, load, orchestrate
-from collectors.serving.layout import Layout, redact
+from collectors.serving.layout import Layout, parse_server_args, redact
 from collectors.sglang import layout as sgl_layout
 from collectors.sglang import server
 
@@ -77,10 +77,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     model = args.model or facts.model
     if not model:
         raise MeasurementError(f"{base}: /get_model_info and /v1/models name no model")
-    try:
-        layout = sgl_layout.from_server_args(args.server_args) if args.server_args else facts.layout
-    except ValueError as exc:
-        raise InputError(str(exc)) from None
+    layout = parse_server_args(sgl_layout.from_server_args, args.server_args) or facts.layout
     log.info(f"{base}: SGLang {facts.version}, model {model}, layout "
              f"{layout.name if layout else 'unknown (pass --server-args)'}")  # fmt: skip
     spec = load.LoadSpec(base, model, args.num_requests, args.concurrency, args.input_len,

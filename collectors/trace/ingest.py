@@ -144,7 +144,7 @@ def ingest_traces(paths: list[Path], log: logging.Logger | None = None) -> Trace
     order = sorted(range(len(results)), key=lambda i: ranks[i][0])
     results = [results[i] for i in order]
     ranks = [ranks[i] for i in order]
-    built = tables.build(results, ranks)
+    built, summary, run_info = tables.build(results, ranks)
     digest = hashlib.sha256(
         "\n".join(f"{rank}:{r.raw.digest}" for (rank, _), r in zip(ranks, results, strict=True))
         .encode()
@@ -152,5 +152,5 @@ def ingest_traces(paths: list[Path], log: logging.Logger | None = None) -> Trace
     partial_files = [r.raw.path.name for r in results if r.raw.partial]
     message = (f"partial: {', '.join(partial_files)} ended early (unterminated trace); "
                "complete events kept") if partial_files else None  # fmt: skip
-    return TraceIngest(tables=built.tables, summary=built.summary, partial=bool(partial_files),
-                       message=message, digest=digest, warnings=warnings, run_info=built.run_info)
+    return TraceIngest(tables=built, summary=summary, partial=bool(partial_files),
+                       message=message, digest=digest, warnings=warnings, run_info=run_info)

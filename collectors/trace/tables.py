@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -15,13 +14,6 @@ from store.trace_vocab import COMM_SOURCES
 
 CATS = np.array(taxonomy.CATEGORIES, dtype=object)
 SOURCES = np.array(COMM_SOURCES, dtype=object)
-
-
-@dataclass
-class Built:
-    tables: dict[str, Any]
-    summary: dict[str, Any]
-    run_info: dict[str, Any]
 
 
 def _device_name(meta: dict[str, Any]) -> str | None:
@@ -46,7 +38,9 @@ def _base_ns(meta: dict[str, Any]) -> int:
         return 0
 
 
-def build(results: list[RankResult], ranks: list[tuple[int, str]]) -> Built:
+def build(results: list[RankResult], ranks: list[tuple[int, str]]
+          ) -> tuple[dict[str, Table], dict[str, Any], dict[str, Any]]:  # fmt: skip
+    """(the trace_* tables, the --json summary, the run info) of one run's ranks."""
     rank_rows, step_rows, cat_rows, stat_parts, kernel_parts = [], [], [], [], []
     outside_parts, source_parts = [], []
     for res, (rank, source) in zip(results, ranks, strict=True):
@@ -93,7 +87,7 @@ def build(results: list[RankResult], ranks: list[tuple[int, str]]) -> Built:
         "trace_kernel_stats": Table(stat_parts),
         "trace_kernels": Table(kernel_parts),
     }
-    return Built(tables, _summary(results, ranks, tables), _run_info(results, ranks))
+    return tables, _summary(results, ranks, tables), _run_info(results, ranks)
 
 
 def _int(v: Any) -> int | None:

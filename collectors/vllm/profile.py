@@ -17,6 +17,7 @@ from pathlib import Path
 from collectors.context import Context
 from collectors.errors import InputError, MeasurementError
 from collectors.serving import client, load, orchestrate
+from collectors.serving.layout import parse_server_args
 from collectors.vllm import layout as layout_mod
 
 
@@ -65,15 +66,6 @@ def _server_info(base: str) -> dict | None:
     return info if isinstance(info, dict) else None
 
 
-def _layout(args: argparse.Namespace, info: dict | None) -> layout_mod.Layout | None:
-    if args.server_args:
-        try:
-            return layout_mod.from_server_args(args.server_args)
-        except ValueError as exc:
-            raise InputError(str(exc)) from None
-    return layout_mod.from_server_info(info)
-
-
 # vLLM's CUDA profiler (ProfilerConfig profiler="cuda": vllm/profiler/wrapper.py
 # CudaProfilerWrapper, cudaProfilerStart/Stop for nsys) mounts the same routes but writes
 # no torch trace into any folder. The torch one (TorchProfilerWrapper) exports inside
@@ -113,7 +105,8 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
             f"{base}: its profiler is the CUDA one (nsys), which writes no torch trace into "
             f"{args.trace_dir}; {layout_mod.profiler_hint(version, str(args.trace_dir))}"
         )
-    layout = _layout(args, info)
+    layout = (parse_server_args(layout_mod.from_server_args, args.server_args)
+              or layout_mod.from_server_info(info))  # fmt: skip
     log.info(f"{base}: vLLM {version}, model {model}, layout "
              f"{layout.name if layout else 'unknown (pass --server-args)'}")  # fmt: skip
     spec = load.LoadSpec(base, model, args.num_requests, args.concurrency, args.input_len,
