@@ -141,8 +141,6 @@ def commit_profile(ctx: Context, verb: str, engine: str, version: str | None,
     record = ctx.run_record(new_run_id(verb), env=env,
                             status="partial" if ingest.partial else "ok", message=ingest.message)  # fmt: skip
     stats = load.summarize(out.results, out.duration_s)
-    for w in ingest.warnings:
-        ctx.log.warning(w)
     ctx.log.info(f"load: {stats['completed']} ok, median TTFT {fmt_ms(stats['median_ttft_ms'])} "
                  f"ms, median TPOT {fmt_ms(stats['median_tpot_ms'])} ms (profiler on)")  # fmt: skip
     full = {**summary, "trace_files": [str(f) for f in out.files], "load": stats,

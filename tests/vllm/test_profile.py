@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import socket
 
 import pytest
@@ -150,3 +151,13 @@ def test_cuda_profiler_fails_fast(vllm_server, store_path):
     line = res.stderr.strip().splitlines()[-1]
     assert res.code == 1 and "no trace file appeared within 1 s of a successful" in line
     assert "CUDA (nsys) profiler" in line and not store_path.exists()
+
+
+def test_each_ingest_warning_is_logged_once(vllm_server, rank_traces, store_path, tmp_path):
+    empty = tmp_path / "empty.pt.trace.json.gz"
+    empty.write_bytes(gzip.compress(b'{"traceEvents": []}'))
+    server = vllm_server(traces=[*rank_traces, empty])
+    res = _profile(store_path, server)
+    assert res.code == 0, res.stderr
+    skipped = [line for line in res.stderr.splitlines() if "no events in traceEvents" in line]
+    assert len(skipped) == 1, res.stderr
