@@ -34,8 +34,14 @@ class ExpositionError(ValueError):
     """The text is not in the Prometheus exposition format."""
 
 
+# The format's three escapes (\\, \n, \") in one pass, as prometheus_client/parser.py
+# ``_replace_escaping`` does: replaced one after another, an escaped backslash followed by
+# "n" became a newline. Any other backslash stays as written.
+_ESCAPE = re.compile(r'\\([\\n"])')
+
+
 def _unescape(value: str) -> str:
-    return value.replace("\\n", "\n").replace('\\"', '"').replace("\\\\", "\\")
+    return _ESCAPE.sub(lambda m: "\n" if m[1] == "n" else m[1], value)
 
 
 def _family_of(name: str, types: dict[str, str]) -> tuple[str, str]:

@@ -54,6 +54,15 @@ def test_parse_keeps_types_labels_and_drops_created() -> None:
     assert next(s for s in everything if s.name == "process_start_time_seconds").value == 1.7e9
 
 
+@pytest.mark.parametrize(("written", "value"), [
+    (r'x\"y', 'x"y'), (r"a\nb", "a\nb"), (r"C:\\n", "C:\\n"), (r"x\\\"y", 'x\\"y'),
+    (r"tab\t", "tab\\t"), ("ünï", "ünï"),
+], ids=["quote", "newline", "backslash-then-n", "backslash-then-quote", "other", "utf-8"])
+def test_label_value_escapes(written: str, value: str) -> None:
+    (sample,) = prom.parse(f'm{{a="{written}"}} 1\n')
+    assert sample.labels["a"] == value
+
+
 def test_scrape_rows_split_labels_and_buckets() -> None:
     cols = scrape_rows(TEXT, "http://h:8000", "2026-11-30T00:00:00+00:00", ADAPTER)
     les = [le for le, s in zip(cols["le"], cols["sample"], strict=True) if s.endswith("_bucket")]
