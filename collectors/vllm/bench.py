@@ -17,8 +17,9 @@ from pathlib import Path
 
 from collectors.context import Context
 from collectors.errors import InputError, MeasurementError
-from collectors.serving import bench_import, client
+from collectors.serving import bench_import
 from collectors.vllm import layout as layout_mod
+from collectors.vllm.profile import server_models
 
 ENGINE = bench_import.Engine("vllm", "vllm-bench")
 
@@ -78,11 +79,8 @@ def _sweep(args: argparse.Namespace, ctx: Context, layout: layout_mod.Layout | N
             "(pip install vllm) or import saved results with --results FILE..."
         )
     api_key, args.api_key = args.api_key, None  # a secret: never recorded with the run's args
-    try:
-        version = args.vllm_version or client.get_json(f"{base}/version").get("version")
-        models = client.get_json(f"{base}/v1/models", api_key=api_key).get("data") or []
-    except (client.ServerUnreachable, client.HttpStatus) as exc:
-        raise MeasurementError(f"vLLM server down? {exc}") from None
+    served_version, models = server_models(base, api_key)
+    version = args.vllm_version or served_version
     card = next((m for m in models if m.get("id") == args.model), None) if args.model else None
     card = card or ({"id": args.model} if args.model else (models[0] if models else None))
     if not card:

@@ -37,7 +37,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the `vllm serve` command line, e.g. \"-tp 8 --enable-expert-parallel\"")  # fmt: skip
 
 
-def _server_facts(base: str, model_arg: str | None, api_key: str | None) -> tuple[str | None, dict]:
+def server_models(base: str, api_key: str | None) -> tuple[str | None, list[dict]]:
+    """The server's version and served models; one line when nothing or no vLLM answers."""
     try:
         version = client.get_json(f"{base}/version").get("version")
         models = client.get_json(f"{base}/v1/models", api_key=api_key).get("data") or []
@@ -48,6 +49,11 @@ def _server_facts(base: str, model_arg: str | None, api_key: str | None) -> tupl
             raise InputError(f"--api-key: {base} wants its API key (HTTP 401 on /v1/models); "
                              "pass --api-key or set VLLM_API_KEY") from None  # fmt: skip
         raise MeasurementError(f"{base} does not answer like a vLLM server: {exc}") from None
+    return (str(version) if version else None), models
+
+
+def _server_facts(base: str, model_arg: str | None, api_key: str | None) -> tuple[str | None, dict]:
+    version, models = server_models(base, api_key)
     card = next((m for m in models if m.get("id") == model_arg), None) if model_arg else None
     if model_arg and card is None:
         ids = ", ".join(m.get("id", "?") for m in models)
@@ -55,7 +61,7 @@ def _server_facts(base: str, model_arg: str | None, api_key: str | None) -> tupl
     card = card or (models[0] if models else None)
     if not card:
         raise MeasurementError(f"{base}/v1/models lists no model")
-    return (str(version) if version else None), card
+    return version, card
 
 
 def _server_info(base: str) -> dict | None:

@@ -99,3 +99,17 @@ def test_sweep_command_uses_real_bench_serve_flags(tmp_path) -> None:
                  "--metric-percentiles 50,90,99", "--metadata tp=4 pp=1 dp=2 ep=1",
                  "--seed 7", "--model /models/Kimi-K2.5 --served-model-name kimi"):  # fmt: skip
         assert part in joined
+
+
+def test_sweep_server_answers_are_one_line(vllm_server, tmp_path, store_path) -> None:
+    fake_vllm = tmp_path / "vllm"  # never reached: the server check comes first
+    fake_vllm.write_text("#!/bin/sh\nexit 0\n")
+    fake_vllm.chmod(0o755)
+    server = vllm_server(api_key="s3cret")
+    sweep = ("vllm-bench", "--url", server.url, "--concurrency", "1", "--vllm-bin", str(fake_vllm))
+    res = run_cli(store_path, *sweep)
+    assert res.code == 1 and "--api-key: " in res.stderr and "HTTP 401" in res.stderr
+    assert "server down?" not in res.stderr and "Traceback" not in res.stderr
+    res = run_cli(store_path, "vllm-bench", "--url", "http://127.0.0.1:1", "--concurrency", "1",
+                  "--vllm-bin", str(fake_vllm))  # fmt: skip
+    assert res.code == 1 and "vLLM server down?" in res.stderr, res.stderr
