@@ -110,10 +110,11 @@ def _gpu_categories(raw: RawTrace, name: np.ndarray, kind: np.ndarray, launch: n
         resolved = np.where(from_arg >= 0, from_arg, from_cpu)
         cat[need] = np.where(resolved >= 0, resolved, CAT_INDEX["other_comm"])
     copies = np.flatnonzero((kind == 0) & copy[name])
-    # direct_copy_kernel_cuda is a cast when an aten::to/_to_copy op launched it
+    # direct_copy_kernel_cuda is a cast when an aten::to/_to_copy op launched it (only those:
+    # a copy inside a collective's nccl: annotation is c10d moving its output, not a cast)
     wanted = {i: 1 for i, n in enumerate(names) if n in _CAST_OPS}
     if len(copies) and wanted:
-        s, e, lab = _cpu_intervals(raw, wanted, _nccl_annotations(raw))
+        s, e, lab = _cpu_intervals(raw, wanted)
         cast = metrics.containing(s, e, lab, launch[copies]) > 0
         cat[copies[cast]] = CAT_INDEX["cast_quant"]
     # kernels launched inside a MoE/attention CPU op take its category (a routed-expert GEMM

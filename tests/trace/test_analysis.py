@@ -279,3 +279,17 @@ def test_unique_sorted_on_many_random_values():
     rng = np.random.default_rng(7)
     arr = rng.integers(0, 500, size=10_000)
     assert np.array_equal(unique_sorted(arr), np.unique(arr))
+
+
+def test_direct_copy_is_a_cast_only_under_a_cast_op(tmp_path):
+    """An aten::to launch makes direct_copy_kernel_cuda a cast; a copy inside a collective's
+    ``nccl:`` annotation (c10d copying an all_gather's output out) stays a copy."""
+    copy = "void at::native::elementwise_kernel<128, 4, direct_copy_kernel_cuda({})>(int)"
+    b = TraceBuilder(rank=0)
+    b.cpu("user_annotation", "nccl:all_gather", 90.0, 40.0)
+    b.kernel(copy.format("in_collective"), 110.0, 210.0, 5.0)
+    b.cpu("cpu_op", "aten::to", 140.0, 20.0)
+    b.kernel(copy.format("in_cast"), 145.0, 230.0, 5.0)
+    stats = ingest_traces([b.write(tmp_path / "c.json")]).tables["trace_kernel_stats"]
+    got = {s["name"]: s["category"] for s in stats.to_arrow().to_pylist()}
+    assert got == {copy.format("in_collective"): "memory", copy.format("in_cast"): "cast_quant"}
