@@ -25,7 +25,7 @@ OPS = ("all_reduce", "all_to_all", "all_gather", "reduce_scatter")
 DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
 # Ops whose nccl-tests size is the whole array over all ranks (each rank owns size/n).
 SPLIT_OPS = frozenset({"all_to_all", "all_gather", "reduce_scatter"})
-_UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
 
 @dataclass(frozen=True)
