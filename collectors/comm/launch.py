@@ -48,7 +48,8 @@ def _spawn_entry(rank: int, world: int, cfg: Config, init_method: str) -> None:
     try:
         rank_main(rank, world, cfg, init_method)
     except BaseException as exc:  # noqa: BLE001 - report any failure of this rank, then exit
-        line = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc) else ''}"
+        first = str(exc).strip().partition("\n")[0]  # a blank message leaves just the type
+        line = f"{type(exc).__name__}: {first}"
         with contextlib.suppress(OSError):
             _status(cfg, rank, f"failed: {line}")
         if os.environ.get("STEPSCOPE_DEBUG"):
