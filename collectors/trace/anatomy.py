@@ -22,9 +22,9 @@ A collective's source (``store.trace_vocab.COMM_SOURCES``):
 - anything else is ``other``.
 
 CUDA graph replays have no MoE CPU op around the launch, so expert GEMMs with generic
-names (``bmm_*``, ``nvjet``) would count as dense GEMM: within a graph, GEMMs (and the
-elementwise/cast/copy kernels among them) sitting between two MoE kernels with nothing
-else between are MoE time.
+names (``bmm_*``, ``nvjet``) would count as dense GEMM: within a graph, a GEMM between two
+MoE kernels with only GEMMs and elementwise/cast/copy kernels between is MoE time (those
+other kernels keep their category).
 """
 
 from __future__ import annotations
@@ -57,7 +57,8 @@ def issue_order(launch: np.ndarray, start: np.ndarray) -> np.ndarray:
 
 
 def moe_in_graphs(category: np.ndarray, graph: np.ndarray, order: np.ndarray) -> int:
-    """Relabel filler kernels between two MoE kernels of a graph as MoE; returns how many."""
+    """Relabel the GEMMs between two MoE kernels of a graph, with only filler kernels
+    between, as MoE; returns how many."""
     sel = order[graph[order]]
     if len(sel) < 3:
         return 0
@@ -69,8 +70,8 @@ def moe_in_graphs(category: np.ndarray, graph: np.ndarray, order: np.ndarray) ->
     last_other = np.maximum.accumulate(np.where(~is_moe & ~filler, pos, -1))
     next_moe = np.minimum.accumulate(np.where(is_moe, pos, len(sel))[::-1])[::-1]
     next_other = np.minimum.accumulate(np.where(~is_moe & ~filler, pos, len(sel))[::-1])[::-1]
-    inside = filler & (last_moe >= 0) & (last_moe > last_other) & (next_moe < len(sel)) & (
-        next_moe < next_other) & (cat == _CAT["gemm"])  # fmt: skip
+    # last_other >= -1 and next_other <= len(sel): a MoE kernel exists on both sides
+    inside = (cat == _CAT["gemm"]) & (last_moe > last_other) & (next_moe < next_other)
     category[sel[inside]] = _CAT["moe"]
     return int(inside.sum())
 
