@@ -14,7 +14,7 @@ import numpy as np
 
 from collectors.trace import anatomy, metrics, taxonomy, windows
 from collectors.trace import steps as steps_mod
-from collectors.trace.columns import RawTrace
+from collectors.trace.columns import RawTrace, intern
 from collectors.trace.npx import unique_sorted
 from store import trace_vocab
 
@@ -276,10 +276,7 @@ def _dtypes(raw: RawTrace, name, category, arg_dtype) -> tuple[list[str | None],
     codes = []
     for n, d in uniq:
         value = taxonomy.collective_dtype(raw.names[n], raw.names[d] if d >= 0 else None)
-        if value not in index:
-            index[value] = len(values)
-            values.append(value)
-        codes.append(index[value])
+        codes.append(intern(index, values, value))
     out[comm] = np.array(codes, dtype=np.int64)[inverse.reshape(-1)]
     return values, out
 
