@@ -52,7 +52,12 @@ def test_every_env_variable_read_is_declared_once() -> None:
 
 @pytest.mark.parametrize("setting", SETTINGS, ids=lambda s: s.name)
 def test_every_setting_is_in_the_readme(setting) -> None:
-    assert f"`{setting.name}`" in README, f"README's Settings table lacks {setting.name}"
+    row = re.search(rf"^\| `{setting.name}` \| (.*?) \| (.*?) \|$", README, re.M)
+    assert row, f"README's Settings table lacks {setting.name}"
+    default, help_text = (cell.replace("`", "").strip() for cell in row.groups())
+    assert (default, help_text) == (setting.default, setting.help), (
+        f"README's row for {setting.name} differs from store/settings.py"
+    )
 
 
 @pytest.mark.parametrize("verb", VERBS, ids=lambda v: v.name)
