@@ -10,9 +10,10 @@ import pandas as pd
 
 from store.location import StoreLocation
 from store.reader import query_df
+from store.sql import string_list
 from store.trace_vocab import COMM
 
-_COMM_LIST = ", ".join(f"'{c}'" for c in COMM)  # constants, not user values
+_COMM_LIST = string_list(COMM)
 # Rows the checks in planner/trace_check.py can flag: collectives, quantize kernels, and
 # kernels whose names say they communicate (some engines' collectives are not NCCL).
 _RELEVANT = (

@@ -11,11 +11,12 @@ import pandas as pd
 
 from store.location import StoreLocation
 from store.reader import query_df
+from store.sql import string_list
 from store.trace_vocab import CATEGORIES, COMM
 
 __all__ = ["CATEGORIES"]  # the taxonomy's order, for pages/kernels.py (store/trace_vocab.py)
 
-_COMM_LIST = ", ".join(f"'{c}'" for c in COMM)  # constants, not user values
+_COMM_LIST = string_list(COMM)
 
 
 def trace_runs(loc: StoreLocation) -> pd.DataFrame:

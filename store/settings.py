@@ -43,7 +43,9 @@ S3_ENDPOINT = Setting(
     "S3-compatible endpoint for lake data: host[:port] or http(s)://host[:port] (docs/lake.md)",
 )
 S3_URL_STYLE = Setting(
-    "STEPSCOPE_S3_URL_STYLE", "path with a custom endpoint, else vhost", "path (MinIO, Ceph, moto) or vhost (AWS)"
+    "STEPSCOPE_S3_URL_STYLE",
+    "path with a custom endpoint, else vhost",
+    "path (MinIO, Ceph, moto) or vhost (AWS)",
 )
 S3_USE_SSL = Setting(
     "STEPSCOPE_S3_USE_SSL", "from the endpoint's scheme, else true", "TLS to the S3 endpoint"

@@ -8,6 +8,7 @@ GPU activity on its top-level CPU ops (kind ``cpu_op``).
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -70,7 +71,7 @@ def _launch_times(raw: RawTrace, corr: np.ndarray) -> tuple[np.ndarray, np.ndarr
 
 
 def _cpu_intervals(raw: RawTrace, wanted: dict[int, int],
-                   extra: list[tuple[float, float, int]] = ()) -> tuple[np.ndarray, ...]:  # fmt: skip
+                   extra: Sequence[tuple[float, float, int]] = ()) -> tuple[np.ndarray, ...]:  # fmt: skip
     """CPU ops whose name id is in ``wanted`` (labelled with its value), then the ``extra``
     (start, duration, label) intervals: (starts, ends, labels) sorted by start."""
     names = np.frombuffer(raw.c_name, dtype=np.int64)
