@@ -10,14 +10,12 @@ import pandas as pd
 
 from store.location import StoreLocation
 from store.reader import query_df
-from store.sql import string_list
-from store.trace_vocab import COMM
+from store.trace_vocab import COMM_SQL
 
-_COMM_LIST = string_list(COMM)
 # Rows the checks in planner/trace_check.py can flag: collectives, quantize kernels, and
 # kernels whose names say they communicate (some engines' collectives are not NCCL).
 _RELEVANT = (
-    f"(k.category IN ({_COMM_LIST}, 'cast_quant') OR regexp_matches(k.name, "
+    f"(k.category IN ({COMM_SQL}, 'cast_quant') OR regexp_matches(k.name, "
     "'(?i)nccl|rccl|allreduce|all_reduce|reduce_scatter|quickreduce|quick_reduce|deep_?ep|"
     "dispatch|combine|cross_device_reduce|moe_a2a|all2all|alltoall'))"
 )
@@ -80,11 +78,11 @@ def quantize_before_collectives(
         "AND (?::VARCHAR IS NULL OR run_id = ?) "
         "WINDOW w AS (PARTITION BY run_id, rank ORDER BY start_us, stream)), "
         "c AS (SELECT run_id, rank, category, count(*) AS comm_calls FROM k "
-        f"WHERE category IN ({_COMM_LIST}) GROUP BY ALL) "
+        f"WHERE category IN ({COMM_SQL}) GROUP BY ALL) "
         "SELECT k.run_id, k.rank, k.prev_name AS name, k.prev_category AS category, "
         "k.category AS comm_category, count(*) AS times, any_value(c.comm_calls) AS comm_calls "
         "FROM k JOIN c USING (run_id, rank, category) "
-        f"WHERE k.category IN ({_COMM_LIST}) AND k.prev_category = 'cast_quant' "
+        f"WHERE k.category IN ({COMM_SQL}) AND k.prev_category = 'cast_quant' "
         "GROUP BY ALL ORDER BY k.run_id, k.rank, times DESC",
         [host, host, run_id, run_id],
     )

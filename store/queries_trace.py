@@ -11,12 +11,9 @@ import pandas as pd
 
 from store.location import StoreLocation
 from store.reader import query_df
-from store.sql import string_list
-from store.trace_vocab import CATEGORIES, COMM
+from store.trace_vocab import CATEGORIES, COMM_SQL
 
 __all__ = ["CATEGORIES"]  # the taxonomy's order, for pages/kernels.py (store/trace_vocab.py)
-
-_COMM_LIST = string_list(COMM)
 
 
 def trace_runs(loc: StoreLocation) -> pd.DataFrame:
@@ -105,7 +102,7 @@ def category_summary(loc: StoreLocation, run_id: str) -> pd.DataFrame:
         "SELECT c.category, c.calls / s.rank_steps AS calls_per_step, "
         "c.total_us / nullif(c.calls, 0) AS avg_us, c.total_us / s.rank_steps AS us_per_step, "
         "100 * c.total_us / nullif(s.wall, 0) AS pct_of_step, s.wall / s.rank_steps AS step_us, "
-        f"c.category IN ({_COMM_LIST}) AS is_comm, d.dtypes "
+        f"c.category IN ({COMM_SQL}) AS is_comm, d.dtypes "
         "FROM c CROSS JOIN s LEFT JOIN d USING (category) WHERE s.rank_steps > 0 "
         "ORDER BY c.total_us DESC",
         [run_id, run_id, run_id],
@@ -133,7 +130,7 @@ def collective_dtypes(loc: StoreLocation, run_id: str) -> pd.DataFrame:
         "SELECT category, coalesce(nullif(dtype, ''), 'unknown') AS dtype, "
         "sum(calls) AS calls, sum(total_us) AS total_us, count(DISTINCT name) AS kernels, "
         "string_agg(DISTINCT name, ', ') AS names "
-        f"FROM trace_kernel_stats WHERE run_id = ? AND category IN ({_COMM_LIST}) "
+        f"FROM trace_kernel_stats WHERE run_id = ? AND category IN ({COMM_SQL}) "
         "GROUP BY ALL ORDER BY total_us DESC",
         [run_id],
     )

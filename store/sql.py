@@ -7,15 +7,8 @@ they need (paths, URLs, names checked elsewhere) as quoted literals instead.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 
 def string_literal(value: str) -> str:
     """``value`` as a SQL string literal: a quote is doubled, nothing else is special
     (DuckDB reads backslashes in '...' literally)."""
     return "'" + value.replace("'", "''") + "'"
-
-
-def string_list(values: Iterable[str]) -> str:
-    """``values`` as the inside of a SQL ``IN (...)``: string literals, comma-separated."""
-    return ", ".join(string_literal(v) for v in values)

@@ -13,6 +13,7 @@ CATEGORIES: tuple[str, ...] = (
     "other", "allreduce", "all_to_all", "allgather", "reduce_scatter", "other_comm",
 )  # fmt: skip
 COMM: tuple[str, ...] = ("allreduce", "all_to_all", "allgather", "reduce_scatter", "other_comm")
+COMM_SQL = ", ".join(f"'{c}'" for c in COMM)  # for SQL's IN (...): constants, not user values
 
 # Step anatomy: the module that issued a collective.
 COMM_SOURCES: tuple[str, ...] = ("attention", "moe", "mlp", "embedding", "logits", "other")
