@@ -27,7 +27,7 @@ from planner.serving_params import FITTED, ServingParams
 from planner.serving_step import (
     decode_terms,
     kv_store_per_seq,
-    prefill_token_ms,
+    prefill_cost,
     weights_per_gpu,
 )
 from planner.serving_ttft import ttft_ms
@@ -129,7 +129,9 @@ def predict(
     B = np.minimum(want, max(np.floor(cap), 1.0))  # running sequences per attention rank
 
     terms = decode_terms(m, hw, lay, w, B, p)
-    t_tok = prefill_token_ms(m, hw, lay, w, p)
+    cost = prefill_cost(m, hw, lay, w, p)
+    ranks = np.minimum(c, lay.dp)  # attention ranks with requests
+    t_tok = cost.per_token(ranks)  # a prompt token while every busy rank prefills too
     prefill_tok = B * (w.isl / w.osl) if w.isl > 1 else np.zeros_like(c)
     terms["prefill"] = prefill_tok * t_tok
     sc = step_comm(m, lay, w, B + prefill_tok, comm, p.allreduce_scale, p.a2a_scale)
@@ -144,7 +146,12 @@ def predict(
     budget = eng.token_budget(hw, w.isl, lay.dp)
     ratio = p.prompts_per_client.get(w.engine, p.prompts_per_client["vllm"])
     k = w.num_prompts / c if w.num_prompts else np.full_like(c, ratio)
-    ttft = ttft_ms(eng, B, want, w.isl, w.osl, budget, tpot, step_fixed, t_tok,
+    # A later prompt meets the other ranks mostly decoding: each is prefilling a share rho
+    # of the time (its prompts' prefill over their lifetimes), the mean overlap its own
+    # prompt's experts share the GPUs with.
+    rho = np.minimum(B * w.isl * cost.per_token(1) / np.maximum(w.osl * tpot, 1e-9), 0.9)
+    t_own = cost.per_token(1 + (ranks - 1) * rho)
+    ttft = ttft_ms(eng, B, want, w.isl, w.osl, budget, tpot, step_fixed, t_tok, t_own,
                    p.ttft_fixed_ms.get(w.engine, p.ttft_fixed_ms["vllm"]), k)  # fmt: skip
     served = np.minimum(c, B * lay.dp)
     out_tok_s = served * w.osl / (ttft + (w.osl - 1) * tpot) * 1e3

@@ -101,8 +101,8 @@ FITTED = ServingParams(
     expert_us=0.2260,
     mfu=0.5246,
     moe_mfu=0.1156,
-    ttft_fixed_ms={"vllm": 49.93, "sglang": 254.9, "trtllm": 56.02},
-    prompts_per_client={"vllm": 5.049, "sglang": 1, "trtllm": 3.979},
+    ttft_fixed_ms={"vllm": 49.93, "sglang": 254.9, "trtllm": 55.24},
+    prompts_per_client={"vllm": 5.049, "sglang": 1, "trtllm": 3.857},
 )
 
 # ---- measured error bands: `python -m planner.fit --bands` -----------------------------
@@ -113,9 +113,9 @@ BANDS: dict[str, dict[str, dict[str, float]]] = {
     "sglang/bf16": {"tpot": {"q10": -0.0708, "q90": 0.2754, "median_abs": 0.0708, "rows": 51}, "ttft": {"q10": -0.0566, "q90": 1.4225, "median_abs": 0.4341, "rows": 51}},
     "sglang/fp4": {"tpot": {"q10": -0.2756, "q90": 0.0485, "median_abs": 0.0977, "rows": 136}, "ttft": {"q10": -0.9046, "q90": 0.6776, "median_abs": 0.4582, "rows": 136}},
     "sglang/fp8": {"tpot": {"q10": -0.2625, "q90": 0.2968, "median_abs": 0.1633, "rows": 208}, "ttft": {"q10": -0.3732, "q90": 1.2122, "median_abs": 0.296, "rows": 208}},
-    "trtllm/*": {"tpot": {"q10": -0.1114, "q90": 0.3463, "median_abs": 0.1486, "rows": 373}, "ttft": {"q10": -0.579, "q90": 1.624, "median_abs": 0.4749, "rows": 373}},
-    "trtllm/fp4": {"tpot": {"q10": -0.1122, "q90": 0.3577, "median_abs": 0.1486, "rows": 251}, "ttft": {"q10": -0.5795, "q90": 1.7998, "median_abs": 0.5132, "rows": 251}},
-    "trtllm/fp8": {"tpot": {"q10": -0.0632, "q90": 0.3304, "median_abs": 0.147, "rows": 122}, "ttft": {"q10": -0.5782, "q90": 0.9481, "median_abs": 0.3911, "rows": 122}},
+    "trtllm/*": {"tpot": {"q10": -0.1114, "q90": 0.3463, "median_abs": 0.1486, "rows": 373}, "ttft": {"q10": -0.5772, "q90": 1.6225, "median_abs": 0.482, "rows": 373}},
+    "trtllm/fp4": {"tpot": {"q10": -0.1122, "q90": 0.3577, "median_abs": 0.1486, "rows": 251}, "ttft": {"q10": -0.5729, "q90": 1.7968, "median_abs": 0.5124, "rows": 251}},
+    "trtllm/fp8": {"tpot": {"q10": -0.0632, "q90": 0.3304, "median_abs": 0.147, "rows": 122}, "ttft": {"q10": -0.5772, "q90": 0.968, "median_abs": 0.4004, "rows": 122}},
     "vllm/*": {"tpot": {"q10": -0.1573, "q90": 0.1664, "median_abs": 0.101, "rows": 592}, "ttft": {"q10": -0.416, "q90": 0.6448, "median_abs": 0.2246, "rows": 592}},
     "vllm/fp4": {"tpot": {"q10": -0.1575, "q90": 0.1653, "median_abs": 0.1005, "rows": 320}, "ttft": {"q10": -0.4447, "q90": 0.679, "median_abs": 0.2764, "rows": 320}},
     "vllm/fp8": {"tpot": {"q10": -0.1499, "q90": 0.1753, "median_abs": 0.0992, "rows": 242}, "ttft": {"q10": -0.381, "q90": 0.4406, "median_abs": 0.1847, "rows": 242}},

@@ -18,6 +18,8 @@ Collectives are planner.serving_comm's; queueing and TTFT planner.serving_ttft's
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from planner.engines import shared_overlap_tokens
@@ -151,19 +153,43 @@ def decode_terms(m: ModelSpec, hw: HardwareSpec, lay: ServeLayout, w: Workload,
     return {t: v * p.compute_scale for t, v in terms.items()}
 
 
-def prefill_token_ms(m: ModelSpec, hw: HardwareSpec, lay: ServeLayout, w: Workload,
-                     p: ServingParams) -> float:  # fmt: skip
-    """Milliseconds of one GPU's compute per prompt token (GEMMs + causal attention in the
-    prefill form), compute-bound at the format's tensor peak x mfu."""
+@dataclass(frozen=True)
+class PrefillCost:
+    """Milliseconds of compute per prompt token, split by where it runs.
+
+    ``attention_ms``: attention, dense and shared MLP and LM head, on the token's own
+    attention rank (split over its TP group). ``expert_ms``: the routed experts, the token's
+    share on each GPU of the MoE group (moe_tp x moe_ep GPUs). Under attention DP the
+    ranks' tokens meet in the MoE (vLLM dispatches every DP rank's tokens to the expert
+    owners; REFERENCE section 2), so one rank's prompt spreads its expert work over the whole
+    group, and every GPU also runs the experts of the other ranks' prompts.
+    """
+
+    attention_ms: float
+    expert_ms: float
+
+    def per_token(self, ranks: np.ndarray | float) -> np.ndarray | float:
+        """A prompt token's time when ``ranks`` attention ranks prefill at once."""
+        return self.attention_ms + self.expert_ms * ranks
+
+
+def prefill_cost(m: ModelSpec, hw: HardwareSpec, lay: ServeLayout, w: Workload,
+                 p: ServingParams) -> PrefillCost:  # fmt: skip
+    """One prompt token's compute (GEMMs + causal attention in the prefill form),
+    compute-bound at the format's tensor peak x mfu."""
     rep, shard = m.attention_params()
     wts = m.native.weights
-    parts = [
-        (m.num_layers * (rep + shard / lay.tp), m.bpp("attention"), p.mfu),
-        (m.num_dense_layers * m.dense_params / lay.tp, m.bpp("dense_mlp"), p.mfu),
-        (m.num_moe_layers * m.shared_params / lay.tp, m.bpp("shared"), p.mfu),
-        (m.num_moe_layers * m.top_k * m.expert_params / lay.tp, m.bpp("experts"), p.moe_mfu),
-        (m.embed_params / lay.tp, m.bpp("lm_head"), p.mfu),
-    ]
-    ms = sum(2 * n / (peak(family(b, wts), hw, w.activations) * eff) for n, b, eff in parts if n)
+
+    def ms(n: float, bpp: float, eff: float) -> float:
+        return 2 * n / (peak(family(bpp, wts), hw, w.activations) * eff) * 1e3 if n else 0.0
+
+    attention = (ms(m.num_layers * (rep + shard / lay.tp), m.bpp("attention"), p.mfu)
+                 + ms(m.num_dense_layers * m.dense_params / lay.tp, m.bpp("dense_mlp"), p.mfu)
+                 + ms(m.num_moe_layers * m.shared_params / lay.tp, m.bpp("shared"), p.mfu)
+                 + ms(m.embed_params / lay.tp, m.bpp("lm_head"), p.mfu))  # fmt: skip
     attn = m.attention_flops_per_token(w.isl / 2.0, prefill=True) / lay.tp
-    return float(ms + attn / (hw.bf16_tflops * 1e12 * p.mfu)) * 1e3 * p.compute_scale
+    attention += attn / (hw.bf16_tflops * 1e12 * p.mfu) * 1e3
+    group = lay.moe_tensor * max(lay.moe_ep, 1)
+    experts = ms(m.num_moe_layers * m.top_k * m.expert_params / group, m.bpp("experts"),
+                 p.moe_mfu)  # fmt: skip
+    return PrefillCost(attention * p.compute_scale, experts * p.compute_scale)

@@ -37,7 +37,7 @@ def first_token_steps(B_max: int, isl: int, budget: int, chunked: bool) -> np.nd
 
 
 def first_wave_ms(B: np.ndarray, isl: int, budget: int, chunked: bool, step_fixed_ms: float,
-                  t_tok_ms: float) -> np.ndarray:  # fmt: skip
+                  t_tok_ms: np.ndarray) -> np.ndarray:  # fmt: skip
     """Mean time to first token of B prompts that arrive together (vectorised over B)."""
     b = np.maximum(np.asarray(B, dtype=float), 1.0)
     m = first_token_steps(int(b.max()), isl, budget, chunked)
@@ -55,8 +55,9 @@ def first_wave_ms(B: np.ndarray, isl: int, budget: int, chunked: bool, step_fixe
 
 def later_wave_ms(eng: Engine, B: np.ndarray, isl: int, osl: int, budget: int,
                   tpot_ms: np.ndarray, step_fixed_ms: float,
-                  t_tok_ms: float) -> np.ndarray:  # fmt: skip
-    """Mean time to first token of a prompt that arrives while B requests decode."""
+                  t_tok_ms: np.ndarray) -> np.ndarray:  # fmt: skip
+    """Mean time to first token of a prompt that arrives while B requests decode
+    (``t_tok_ms``: its own prompt token's time, planner.serving_step.PrefillCost)."""
     own_tokens_ms = isl * t_tok_ms
     if eng.mixed:
         room = np.maximum(budget - B, 1.0) if eng.chunked else np.full_like(B, float(budget))
@@ -70,11 +71,14 @@ def later_wave_ms(eng: Engine, B: np.ndarray, isl: int, osl: int, budget: int,
 
 
 def ttft_ms(eng: Engine, B: np.ndarray, want: np.ndarray, isl: int, osl: int, budget: int,
-            tpot_ms: np.ndarray, step_fixed_ms: float, t_tok_ms: float, fixed_ms: float,
+            tpot_ms: np.ndarray, step_fixed_ms: float, t_tok_ms: np.ndarray,
+            t_own_ms: np.ndarray, fixed_ms: float,
             prompts_per_client: np.ndarray) -> np.ndarray:  # fmt: skip
-    """Mean TTFT at each concurrency (per attention rank: B admitted of ``want`` clients)."""
+    """Mean TTFT at each concurrency (per attention rank: B admitted of ``want`` clients).
+    ``t_tok_ms``: a prompt token's time when every busy rank prefills (the first wave);
+    ``t_own_ms``: a later prompt's, among mostly decoding ranks."""
     k = np.maximum(prompts_per_client, 1.0)
     first = first_wave_ms(B, isl, budget, eng.chunked, step_fixed_ms, t_tok_ms)
-    later = later_wave_ms(eng, B, isl, osl, budget, tpot_ms, step_fixed_ms, t_tok_ms)
+    later = later_wave_ms(eng, B, isl, osl, budget, tpot_ms, step_fixed_ms, t_own_ms)
     admission = np.maximum(want / B - 1.0, 0.0) * osl * tpot_ms
     return fixed_ms + (first + (k - 1) * later) / k + admission

@@ -9,10 +9,13 @@ import sys
 
 import pytest
 
-from planner import hardware
+from planner import hardware, models
 from planner.engines import ENGINES
 from planner.errors import PlannerInputError
 from planner.predict import build_parser, run
+from planner.serving_params import FITTED
+from planner.serving_step import prefill_cost
+from planner.serving_types import ServeLayout, Workload
 from tests.helpers import FIXTURES, ROOT
 
 CONFIGS = FIXTURES / "serving" / "configs"
@@ -83,6 +86,29 @@ def test_attention_dp_with_expert_parallel() -> None:
     assert d["points"][0]["breakdown_ms"]["all_to_all"] > 0  # AllGather + ReduceScatter per MoE layer
     assert d["points"][0]["breakdown_ms"]["allreduce"] == 0  # TP=1: no AllReduce
     assert {c["op"] for c in d["collectives"]} == {"all_gather", "reduce_scatter"}
+
+
+def test_a_lone_prompt_spreads_its_experts_over_the_ep_group() -> None:
+    m, hw = models.preset("kimi-k2.5"), hardware.preset("h20-141g-8x")
+    w = Workload(isl=1024, osl=1024)
+    dp = prefill_cost(m, hw, ServeLayout(tp=1, dp=8, moe_ep=8), w, FITTED)
+    tp = prefill_cost(m, hw, ServeLayout(tp=8), w, FITTED)
+    assert dp.expert_ms == pytest.approx(tp.expert_ms)  # 8 GPUs run its experts either way
+    assert dp.attention_ms > 4 * tp.attention_ms  # its attention runs on one GPU, not eight
+
+
+def test_attention_dp_below_dp_clients_prefills_only_the_busy_ranks() -> None:
+    d = answer("--model", "kimi-k2.5", "--host", "h20-141g-8x", "--tp", "1", "--dp", "8",
+               "--ep", "--isl", "1024", "--osl", "1024", "--concurrency", "1,8")  # fmt: skip
+    one, eight = d["points"]
+    assert one["running_per_rank"] == eight["running_per_rank"] == 1
+    # One client's prompt tokens load the experts on every GPU an eighth as much as eight
+    # clients' do; the busy rank's attention share is the same.
+    cost = prefill_cost(models.preset("kimi-k2.5"), hardware.preset("h20-141g-8x"),
+                        ServeLayout(tp=1, dp=8, moe_ep=8), Workload(1024, 1024), FITTED)  # fmt: skip
+    assert one["breakdown_ms"]["prefill"] == pytest.approx(cost.per_token(1), abs=1e-3)
+    assert eight["breakdown_ms"]["prefill"] == pytest.approx(cost.per_token(8), abs=1e-3)
+    assert one["ttft_ms"] < eight["ttft_ms"] and one["tpot_ms"] < eight["tpot_ms"]
 
 
 def test_every_host_preset_answers() -> None:
