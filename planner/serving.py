@@ -7,7 +7,9 @@ policy costs, calibrated mode and the published-figures comparison.
 A decode step on the busiest GPU = its compute ops (planner.serving_step) + its collectives
 (planner.serving_comm, on this host's measured, published, derived or spec-sheet curves)
 + prefill interference: in steady state about B x I / O prompt tokens join each decode step,
-compute-bound at the format's tensor peak. TTFT follows the client's waves, the engine's
+compute-bound at the format's tensor peak (their routed experts spread over the MoE group, so
+under attention DP every busy rank's prompts load every GPU; SGLang adds the weights of the
+separate prompt passes its decode batch waits for). TTFT follows the client's waves, the engine's
 token budget and KV admission (planner.serving_ttft).
 """
 
@@ -132,18 +134,25 @@ def predict(
     cost = prefill_cost(m, hw, lay, w, p)
     ranks = np.minimum(c, lay.dp)  # attention ranks with requests
     t_tok = cost.per_token(ranks)  # a prompt token while every busy rank prefills too
-    prefill_tok = B * (w.isl / w.osl) if w.isl > 1 else np.zeros_like(c)
-    terms["prefill"] = prefill_tok * t_tok
-    sc = step_comm(m, lay, w, B + prefill_tok, comm, p.allreduce_scale, p.a2a_scale)
-    terms["allreduce"], terms["all_to_all"] = sc.allreduce_ms, sc.all_to_all_ms
-    tpot = np.sum([terms[t] for t in TERMS], axis=0)
-
     ones = np.ones(1)
     fixed_terms = decode_terms(m, hw, lay, w, ones, p)
     fixed_comm = step_comm(m, lay, w, ones, comm, p.allreduce_scale, p.a2a_scale)
     step_fixed = float(sum(v[0] for v in fixed_terms.values()) + fixed_comm.allreduce_ms[0]
                        + fixed_comm.all_to_all_ms[0])  # fmt: skip
     budget = eng.token_budget(hw, w.isl, lay.dp)
+
+    prefill_tok = B * (w.isl / w.osl) if w.isl > 1 else np.zeros_like(c)
+    terms["prefill"] = prefill_tok * t_tok
+    if not eng.mixed and w.isl > 1:
+        # SGLang runs prompts as a forward pass of their own, first whenever one can start
+        # (scheduler.py ``get_next_batch_to_run``: "Run prefill first if possible"), one
+        # pass between two decode steps: the decode batch also waits for that pass's weights.
+        passes = np.minimum(B * np.ceil(w.isl / budget) / w.osl, 1.0)
+        terms["prefill"] = terms["prefill"] + passes * step_fixed
+    sc = step_comm(m, lay, w, B + prefill_tok, comm, p.allreduce_scale, p.a2a_scale)
+    terms["allreduce"], terms["all_to_all"] = sc.allreduce_ms, sc.all_to_all_ms
+    tpot = np.sum([terms[t] for t in TERMS], axis=0)
+
     ratio = p.prompts_per_client.get(w.engine, p.prompts_per_client["vllm"])
     k = w.num_prompts / c if w.num_prompts else np.full_like(c, ratio)
     # A later prompt meets the other ranks mostly decoding: each is prefilling a share rho

@@ -109,10 +109,10 @@ FITTED = ServingParams(
 # Leave-one-model-out residuals (predicted / measured - 1) per engine / weight format: the
 # band every page and the CLI draw (planner.bands). Same fixture and fit as FITTED.
 BANDS: dict[str, dict[str, dict[str, float]]] = {
-    "sglang/*": {"tpot": {"q10": -0.2539, "q90": 0.2222, "median_abs": 0.1317, "rows": 395}, "ttft": {"q10": -0.5953, "q90": 1.1511, "median_abs": 0.3577, "rows": 395}},
-    "sglang/bf16": {"tpot": {"q10": -0.0708, "q90": 0.2754, "median_abs": 0.0708, "rows": 51}, "ttft": {"q10": -0.0566, "q90": 1.4225, "median_abs": 0.4341, "rows": 51}},
-    "sglang/fp4": {"tpot": {"q10": -0.2756, "q90": 0.0485, "median_abs": 0.0977, "rows": 136}, "ttft": {"q10": -0.9046, "q90": 0.6776, "median_abs": 0.4582, "rows": 136}},
-    "sglang/fp8": {"tpot": {"q10": -0.2625, "q90": 0.2968, "median_abs": 0.1633, "rows": 208}, "ttft": {"q10": -0.3732, "q90": 1.2122, "median_abs": 0.296, "rows": 208}},
+    "sglang/*": {"tpot": {"q10": -0.2427, "q90": 0.2304, "median_abs": 0.1285, "rows": 395}, "ttft": {"q10": -0.5953, "q90": 1.1511, "median_abs": 0.3577, "rows": 395}},
+    "sglang/bf16": {"tpot": {"q10": -0.0657, "q90": 0.2937, "median_abs": 0.0682, "rows": 51}, "ttft": {"q10": -0.0566, "q90": 1.4225, "median_abs": 0.4341, "rows": 51}},
+    "sglang/fp4": {"tpot": {"q10": -0.2713, "q90": 0.059, "median_abs": 0.0907, "rows": 136}, "ttft": {"q10": -0.9046, "q90": 0.6776, "median_abs": 0.4582, "rows": 136}},
+    "sglang/fp8": {"tpot": {"q10": -0.2454, "q90": 0.3041, "median_abs": 0.1657, "rows": 208}, "ttft": {"q10": -0.3732, "q90": 1.2122, "median_abs": 0.296, "rows": 208}},
     "trtllm/*": {"tpot": {"q10": -0.1114, "q90": 0.3463, "median_abs": 0.1486, "rows": 373}, "ttft": {"q10": -0.5772, "q90": 1.6225, "median_abs": 0.482, "rows": 373}},
     "trtllm/fp4": {"tpot": {"q10": -0.1122, "q90": 0.3577, "median_abs": 0.1486, "rows": 251}, "ttft": {"q10": -0.5729, "q90": 1.7968, "median_abs": 0.5124, "rows": 251}},
     "trtllm/fp8": {"tpot": {"q10": -0.0632, "q90": 0.3304, "median_abs": 0.147, "rows": 122}, "ttft": {"q10": -0.5772, "q90": 0.968, "median_abs": 0.4004, "rows": 122}},
