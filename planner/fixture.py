@@ -48,13 +48,19 @@ CONFIGS = {
 }
 SYSTEMS = {"b200_sxm": "b200-sxm-8x", "b300_sxm": "b300-sxm-8x", "gb200": "gb200-nvl72-4x",
            "gb300": "gb300-nvl72-4x"}  # fmt: skip
-# Where the row's format has a real published checkpoint, use its config as shipped.
+# Where the row's format has a real published checkpoint, use its config as shipped (its
+# hf_quant_config.json too: ModelOpt's kv_cache_quant_algo FP8 is the KV cache every engine
+# runs by default - TRT-LLM's KvCacheConfig.dtype "auto", vLLM's --kv-cache-dtype auto since
+# vllm-project/vllm#29980, SGLang's ModelOpt loader).
 NVFP4_CONFIGS = {
     "moonshotai/Kimi-K2.5": "nvidia--Kimi-K2.5-NVFP4",
     "deepseek-ai/DeepSeek-R1": "nvidia--DeepSeek-V3.1-NVFP4",
     "deepseek-ai/DeepSeek-V3": "nvidia--DeepSeek-V3.1-NVFP4",
     "nvidia/DeepSeek-R1-NVFP4": "nvidia--DeepSeek-V3.1-NVFP4",
     "zhipuai/GLM-5": "nvidia--GLM-5-NVFP4",
+}
+FP8_CONFIGS = {
+    "meta-llama/Llama-3.1-70B": "nvidia--Llama-3.1-70B-Instruct-FP8",
 }
 _BYTES = {"fp8": 1.0 + 4.0 / (128 * 128), "nvfp4": 0.5625, "int4_wo": 0.5 + 2.0 / 32}
 
@@ -139,7 +145,8 @@ def model_for(row: Row) -> ModelSpec:
     """The row's model: its config's shapes in the row's weight format."""
     key = (row.model_path, row.quant)
     if key not in _MODEL_CACHE:
-        real = NVFP4_CONFIGS.get(row.model_path) if row.quant == "nvfp4" else None
+        shipped = {"nvfp4": NVFP4_CONFIGS, "fp8": FP8_CONFIGS}.get(row.quant, {})
+        real = shipped.get(row.model_path)
         base = models.load(ROOT / "configs" / f"{real or CONFIGS[row.model_path]}_config.json")
         _MODEL_CACHE[key] = base if real else in_format(base, row.quant)
     return _MODEL_CACHE[key]

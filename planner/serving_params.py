@@ -97,27 +97,27 @@ DESCRIBE: dict[str, tuple[str, str]] = {
 # ---- fitted values: `python -m planner.fit` -------------------------------------------
 FITTED = ServingParams(
     bw_eff=0.9200,  # at its bound: no GPU streams more than ~92% of spec (fit.BOUNDS)
-    kernel_us=7.0103,
-    expert_us=0.2260,
-    mfu=0.5246,
-    moe_mfu=0.1156,
-    ttft_fixed_ms={"vllm": 49.93, "sglang": 254.9, "trtllm": 55.24},
-    prompts_per_client={"vllm": 5.049, "sglang": 1, "trtllm": 3.857},
+    kernel_us=7.1170,
+    expert_us=0.2052,
+    mfu=0.4703,
+    moe_mfu=0.1177,
+    ttft_fixed_ms={"vllm": 49.51, "sglang": 254.7, "trtllm": 56.06},
+    prompts_per_client={"vllm": 5.167, "sglang": 1, "trtllm": 4.445},
 )
 
 # ---- measured error bands: `python -m planner.fit --bands` -----------------------------
 # Leave-one-model-out residuals (predicted / measured - 1) per engine / weight format: the
 # band every page and the CLI draw (planner.bands). Same fixture and fit as FITTED.
 BANDS: dict[str, dict[str, dict[str, float]]] = {
-    "sglang/*": {"tpot": {"q10": -0.2427, "q90": 0.2304, "median_abs": 0.1285, "rows": 395}, "ttft": {"q10": -0.5953, "q90": 1.1511, "median_abs": 0.3577, "rows": 395}},
-    "sglang/bf16": {"tpot": {"q10": -0.0657, "q90": 0.2937, "median_abs": 0.0682, "rows": 51}, "ttft": {"q10": -0.0566, "q90": 1.4225, "median_abs": 0.4341, "rows": 51}},
-    "sglang/fp4": {"tpot": {"q10": -0.2713, "q90": 0.059, "median_abs": 0.0907, "rows": 136}, "ttft": {"q10": -0.9046, "q90": 0.6776, "median_abs": 0.4582, "rows": 136}},
-    "sglang/fp8": {"tpot": {"q10": -0.2454, "q90": 0.3041, "median_abs": 0.1657, "rows": 208}, "ttft": {"q10": -0.3732, "q90": 1.2122, "median_abs": 0.296, "rows": 208}},
-    "trtllm/*": {"tpot": {"q10": -0.1114, "q90": 0.3463, "median_abs": 0.1486, "rows": 373}, "ttft": {"q10": -0.5772, "q90": 1.6225, "median_abs": 0.482, "rows": 373}},
-    "trtllm/fp4": {"tpot": {"q10": -0.1122, "q90": 0.3577, "median_abs": 0.1486, "rows": 251}, "ttft": {"q10": -0.5729, "q90": 1.7968, "median_abs": 0.5124, "rows": 251}},
-    "trtllm/fp8": {"tpot": {"q10": -0.0632, "q90": 0.3304, "median_abs": 0.147, "rows": 122}, "ttft": {"q10": -0.5772, "q90": 0.968, "median_abs": 0.4004, "rows": 122}},
-    "vllm/*": {"tpot": {"q10": -0.1573, "q90": 0.1664, "median_abs": 0.101, "rows": 592}, "ttft": {"q10": -0.416, "q90": 0.6448, "median_abs": 0.2246, "rows": 592}},
-    "vllm/fp4": {"tpot": {"q10": -0.1575, "q90": 0.1653, "median_abs": 0.1005, "rows": 320}, "ttft": {"q10": -0.4447, "q90": 0.679, "median_abs": 0.2764, "rows": 320}},
-    "vllm/fp8": {"tpot": {"q10": -0.1499, "q90": 0.1753, "median_abs": 0.0992, "rows": 242}, "ttft": {"q10": -0.381, "q90": 0.4406, "median_abs": 0.1847, "rows": 242}},
-    "vllm/int4": {"tpot": {"q10": -0.1933, "q90": -0.0649, "median_abs": 0.1142, "rows": 30}, "ttft": {"q10": -0.2993, "q90": -0.0644, "median_abs": 0.1861, "rows": 30}},
+    "sglang/*": {"tpot": {"q10": -0.2417, "q90": 0.2322, "median_abs": 0.1298, "rows": 395}, "ttft": {"q10": -0.58, "q90": 1.1901, "median_abs": 0.3564, "rows": 395}},
+    "sglang/bf16": {"tpot": {"q10": -0.066, "q90": 0.2774, "median_abs": 0.066, "rows": 51}, "ttft": {"q10": -0.0591, "q90": 1.4256, "median_abs": 0.4304, "rows": 51}},
+    "sglang/fp4": {"tpot": {"q10": -0.27, "q90": 0.0612, "median_abs": 0.0897, "rows": 136}, "ttft": {"q10": -0.9029, "q90": 0.7043, "median_abs": 0.4858, "rows": 136}},
+    "sglang/fp8": {"tpot": {"q10": -0.2443, "q90": 0.3062, "median_abs": 0.1639, "rows": 208}, "ttft": {"q10": -0.3714, "q90": 1.2243, "median_abs": 0.302, "rows": 208}},
+    "trtllm/*": {"tpot": {"q10": -0.1205, "q90": 0.3544, "median_abs": 0.1406, "rows": 373}, "ttft": {"q10": -0.5883, "q90": 1.5492, "median_abs": 0.4864, "rows": 373}},
+    "trtllm/fp4": {"tpot": {"q10": -0.1151, "q90": 0.3689, "median_abs": 0.1501, "rows": 251}, "ttft": {"q10": -0.5879, "q90": 1.7764, "median_abs": 0.5127, "rows": 251}},
+    "trtllm/fp8": {"tpot": {"q10": -0.146, "q90": 0.3023, "median_abs": 0.1269, "rows": 122}, "ttft": {"q10": -0.5881, "q90": 0.9308, "median_abs": 0.3816, "rows": 122}},
+    "vllm/*": {"tpot": {"q10": -0.161, "q90": 0.1647, "median_abs": 0.0993, "rows": 592}, "ttft": {"q10": -0.4303, "q90": 0.5699, "median_abs": 0.2262, "rows": 592}},
+    "vllm/fp4": {"tpot": {"q10": -0.1555, "q90": 0.1741, "median_abs": 0.1021, "rows": 320}, "ttft": {"q10": -0.4592, "q90": 0.6665, "median_abs": 0.2853, "rows": 320}},
+    "vllm/fp8": {"tpot": {"q10": -0.1536, "q90": 0.1564, "median_abs": 0.0933, "rows": 242}, "ttft": {"q10": -0.4054, "q90": 0.4059, "median_abs": 0.1805, "rows": 242}},
+    "vllm/int4": {"tpot": {"q10": -0.1757, "q90": -0.0618, "median_abs": 0.1052, "rows": 30}, "ttft": {"q10": -0.2981, "q90": -0.061, "median_abs": 0.1913, "rows": 30}},
 }  # fmt: skip

@@ -60,3 +60,12 @@ def test_fitted_model_is_unbiased_per_engine(rows) -> None:
     for engine in ("vllm", "sglang", "trtllm"):
         e = np.array([x[1] for x in errs if x[0].engine == engine])
         assert e.size > 100 and abs(float(np.median(e))) < 0.15, engine
+
+
+def test_rows_with_a_shipped_checkpoint_run_it_as_shipped(rows) -> None:
+    # The FP8 Llama rows are ModelOpt's nvidia/Llama-3.1-70B-Instruct-FP8: its FP8 KV cache
+    # (kv_cache_quant_algo) is what every engine runs by default, and what their KV admits.
+    llama = next(r for r in rows[0] if "Llama-3.1-70B" in r.model_path and r.quant == "fp8")
+    assert fixture.model_for(llama).native.kv_cache == "fp8_e4m3"
+    deepseek = next(r for r in rows[0] if "DeepSeek-V3" in r.model_path and r.quant == "fp8_block")
+    assert fixture.model_for(deepseek).native.kv_cache == "bf16"  # DeepSeek's own FP8 ships none
