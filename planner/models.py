@@ -17,6 +17,7 @@ import numpy as np
 from planner.errors import PlannerInputError
 from planner.native import NativeError, from_hf_config
 from planner.policy import Precision
+from planner.quant_ignore import unquantized
 
 # Bytes per stored parameter, scales included (int4 group 32 with a bf16 scale: 0.5 + 2/32).
 DTYPE_BYTES: dict[str, float] = {
@@ -187,7 +188,8 @@ def _int(cfg: dict[str, Any], *keys: str, default: int | None = None, where: str
     return default
 
 
-def _component_bytes(cfg: dict[str, Any], native: Precision) -> dict[str, float]:
+def _component_bytes(cfg: dict[str, Any], native: Precision,
+                     dense_layers: int) -> dict[str, float]:  # fmt: skip
     """Which modules the checkpoint quantized, and their bytes per parameter."""
     # Modules left unquantized ship in the model dtype (native.communication), which for
     # ModelOpt NVFP4 differs from the (FP4) activation dtype.
@@ -197,7 +199,6 @@ def _component_bytes(cfg: dict[str, Any], native: Precision) -> dict[str, float]
     q = cfg.get("quantization_config") or {}
     ignore = [str(x) for x in (q.get("ignore") or q.get("modules_to_not_convert")
                                or q.get("exclude_modules") or [])]  # fmt: skip
-    text = " ".join(ignore)
     quant = dtype_bytes(native.weights)
     group = 0
     for group_cfg in (q.get("config_groups") or {}).values():
@@ -214,12 +215,8 @@ def _component_bytes(cfg: dict[str, Any], native: Precision) -> dict[str, float]
         quant = 1.0 + 4.0 / (int(bs[0]) * int(bs[-1]))  # one fp32 scale per block
     out = dict.fromkeys(COMPONENTS, quant)
     out["lm_head"] = act  # embeddings / lm_head ship in the model dtype
-    if "self_attn" in text or "attn" in text:
-        out["attention"] = act
-    if "shared_expert" in text:
-        out["shared"] = act
-    if "mlp." in text or "mlp\\." in text:
-        out["dense_mlp"] = act
+    for component in unquantized(ignore, dense_layers):
+        out[component] = act
     return out
 
 
@@ -317,7 +314,7 @@ def from_config(config: dict[str, Any], name: str = "", source: str = "") -> Mod
         attention_sinks=str(cfg.get("model_type", "")).startswith("gpt_oss"),
         max_context=_int(cfg, "max_position_embeddings", default=0, where=where),
     )
-    comp = _component_bytes(cfg, native)
+    comp = _component_bytes(cfg, native, dense_layers if experts else 0)
     return _with_bytes(spec, comp)
 
 
