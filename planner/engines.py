@@ -17,7 +17,9 @@ gets its share (the memory reserve below is sized before the division);
 TensorRT-LLM (NVIDIA/TensorRT-LLM, tensorrt_llm/llmapi/llm_args.py): ``max_num_tokens``
 8192, ``enable_chunked_prefill = False`` (a prompt is one context chunk), in-flight batching
 mixes context and generation requests in one iteration; ``disable_overlap_scheduler =
-False`` (overlap on).
+False`` (overlap on); ``SchedulerConfig.capacity_scheduler_policy = GUARANTEED_NO_EVICT``:
+a request starts only when the KV cache has room for all its tokens, prompt and output
+(vLLM and SGLang admit on the blocks in use and preempt or retract when they run out).
 
 Shared experts beside the routed experts: every engine runs a small batch's shared expert on
 a second CUDA stream while the routed experts run. vLLM: ``SharedExperts`` on ``aux_stream()``
@@ -53,6 +55,7 @@ class Engine:
     mixed: bool  # decode tokens and prompt chunks share one step
     chunked: bool  # prompts longer than the budget are split over steps
     overlap: bool  # CPU scheduling overlapped with the GPU step
+    reserve_whole: bool = False  # admits a request only with KV room for all I + O tokens
 
     def token_budget(self, hw: HardwareSpec, isl: int, attention_dp: int = 1) -> int:
         """Prompt + decode tokens one step may carry per attention rank, of
@@ -88,7 +91,7 @@ class Engine:
 ENGINES: dict[str, Engine] = {
     "vllm": Engine("vllm", mixed=True, chunked=True, overlap=True),
     "sglang": Engine("sglang", mixed=False, chunked=True, overlap=True),
-    "trtllm": Engine("trtllm", mixed=True, chunked=False, overlap=True),
+    "trtllm": Engine("trtllm", mixed=True, chunked=False, overlap=True, reserve_whole=True),
 }
 
 

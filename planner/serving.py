@@ -108,7 +108,8 @@ def kv_capacity(m: ModelSpec, hw: HardwareSpec, lay: ServeLayout, w: Workload,
             f"{held / GIB:.0f} GiB of weights per GPU, "
             f"{hw.memory_bytes * p.memory_utilization / GIB:.0f} GiB usable")  # fmt: skip
     kv_b = dtype_bytes(w.kv_dtype or m.native.kv_cache)
-    cap = budget / max(kv_store_per_seq(m, w.isl + w.osl / 2.0, kv_b, lay.tp), 1.0)
+    held_tokens = w.isl + (w.osl if ENGINES[w.engine].reserve_whole else w.osl / 2.0)
+    cap = budget / max(kv_store_per_seq(m, held_tokens, kv_b, lay.tp), 1.0)
     if cap < 1:
         raise PlannerInputError(
             f"{m.name} as {lay.describe()} on {hw.gpu_model}: the KV cache left after "

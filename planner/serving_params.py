@@ -101,8 +101,8 @@ FITTED = ServingParams(
     expert_us=0.2052,
     mfu=0.4703,
     moe_mfu=0.1177,
-    ttft_fixed_ms={"vllm": 49.51, "sglang": 254.7, "trtllm": 56.06},
-    prompts_per_client={"vllm": 5.167, "sglang": 1, "trtllm": 4.445},
+    ttft_fixed_ms={"vllm": 49.51, "sglang": 254.7, "trtllm": 56.04},
+    prompts_per_client={"vllm": 5.167, "sglang": 1, "trtllm": 4.465},
 )
 
 # ---- measured error bands: `python -m planner.fit --bands` -----------------------------
@@ -113,9 +113,9 @@ BANDS: dict[str, dict[str, dict[str, float]]] = {
     "sglang/bf16": {"tpot": {"q10": -0.066, "q90": 0.2774, "median_abs": 0.066, "rows": 51}, "ttft": {"q10": -0.0591, "q90": 1.4256, "median_abs": 0.4304, "rows": 51}},
     "sglang/fp4": {"tpot": {"q10": -0.27, "q90": 0.0612, "median_abs": 0.0897, "rows": 136}, "ttft": {"q10": -0.9029, "q90": 0.7043, "median_abs": 0.4858, "rows": 136}},
     "sglang/fp8": {"tpot": {"q10": -0.2443, "q90": 0.3062, "median_abs": 0.1639, "rows": 208}, "ttft": {"q10": -0.3714, "q90": 1.2243, "median_abs": 0.302, "rows": 208}},
-    "trtllm/*": {"tpot": {"q10": -0.1205, "q90": 0.3544, "median_abs": 0.1406, "rows": 373}, "ttft": {"q10": -0.5883, "q90": 1.5492, "median_abs": 0.4864, "rows": 373}},
-    "trtllm/fp4": {"tpot": {"q10": -0.1151, "q90": 0.3689, "median_abs": 0.1501, "rows": 251}, "ttft": {"q10": -0.5879, "q90": 1.7764, "median_abs": 0.5127, "rows": 251}},
-    "trtllm/fp8": {"tpot": {"q10": -0.146, "q90": 0.3023, "median_abs": 0.1269, "rows": 122}, "ttft": {"q10": -0.5881, "q90": 0.9308, "median_abs": 0.3816, "rows": 122}},
+    "trtllm/*": {"tpot": {"q10": -0.1215, "q90": 0.3544, "median_abs": 0.1407, "rows": 373}, "ttft": {"q10": -0.5816, "q90": 1.5736, "median_abs": 0.4808, "rows": 373}},
+    "trtllm/fp4": {"tpot": {"q10": -0.1154, "q90": 0.3689, "median_abs": 0.1508, "rows": 251}, "ttft": {"q10": -0.5746, "q90": 1.7984, "median_abs": 0.5135, "rows": 251}},
+    "trtllm/fp8": {"tpot": {"q10": -0.146, "q90": 0.3023, "median_abs": 0.1247, "rows": 122}, "ttft": {"q10": -0.5852, "q90": 0.9124, "median_abs": 0.3713, "rows": 122}},
     "vllm/*": {"tpot": {"q10": -0.161, "q90": 0.1647, "median_abs": 0.0993, "rows": 592}, "ttft": {"q10": -0.4303, "q90": 0.5699, "median_abs": 0.2262, "rows": 592}},
     "vllm/fp4": {"tpot": {"q10": -0.1555, "q90": 0.1741, "median_abs": 0.1021, "rows": 320}, "ttft": {"q10": -0.4592, "q90": 0.6665, "median_abs": 0.2853, "rows": 320}},
     "vllm/fp8": {"tpot": {"q10": -0.1536, "q90": 0.1564, "median_abs": 0.0933, "rows": 242}, "ttft": {"q10": -0.4054, "q90": 0.4059, "median_abs": 0.1805, "rows": 242}},

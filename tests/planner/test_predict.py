@@ -250,3 +250,15 @@ def test_sglang_dp_attention_splits_its_chunk_over_the_ranks() -> None:
     assert sglang.token_budget(b200, 1024) == 16384
     assert sglang.token_budget(b200, 1024, attention_dp=8) == 2048
     assert ENGINES["vllm"].token_budget(b200, 1024, attention_dp=8) == 8192  # one per DP engine
+
+
+def test_trtllm_admits_only_what_fits_to_the_last_output_token() -> None:
+    def seqs(engine: str, osl: str) -> float:
+        return answer("--model", "deepseek-v3", "--host", "b200-sxm-8x", "--tp", "8", "--isl",
+                      "1024", "--osl", osl, "--engine", engine, "--concurrency", "1",
+                      "--json")["kv_capacity_seqs_per_rank"]  # fmt: skip
+
+    # TRT-LLM's GUARANTEED_NO_EVICT reserves a request's whole I + O tokens; vLLM holds what
+    # it has written, I + O / 2 on average over a request's life.
+    assert seqs("trtllm", "8192") / seqs("trtllm", "1024") == pytest.approx(2048 / 9216, rel=0.01)
+    assert seqs("vllm", "8192") / seqs("vllm", "1024") == pytest.approx(1536 / 5120, rel=0.01)
