@@ -32,7 +32,7 @@ from planner.serving_step import (
     prefill_cost,
     weights_per_gpu,
 )
-from planner.serving_ttft import ttft_ms
+from planner.serving_ttft import prefill_share, ttft_ms
 from planner.serving_types import ServeLayout, Workload
 
 __all__ = ["ENGINES", "TERMS", "Prediction", "ServeLayout", "Workload", "check", "predict"]
@@ -159,7 +159,7 @@ def predict(
     # A later prompt meets the other ranks mostly decoding: each is prefilling a share rho
     # of the time (its prompts' prefill over their lifetimes), the mean overlap its own
     # prompt's experts share the GPUs with.
-    rho = np.minimum(B * w.isl * cost.per_token(1) / np.maximum(w.osl * tpot, 1e-9), 0.9)
+    rho = prefill_share(B, w.isl * cost.per_token(1), w.osl, tpot)
     t_own = cost.per_token(1 + (ranks - 1) * rho)
     ttft = ttft_ms(eng, B, want, w.isl, w.osl, budget, tpot, step_fixed, t_tok, t_own,
                    p.ttft_fixed_ms.get(w.engine, p.ttft_fixed_ms["vllm"]), k)  # fmt: skip

@@ -53,6 +53,13 @@ def first_wave_ms(B: np.ndarray, isl: int, budget: int, chunked: bool, step_fixe
     return (sum_m * step_fixed_ms + tokens * t_tok_ms) / b
 
 
+def prefill_share(B: np.ndarray, prompt_ms: np.ndarray, osl: int,
+                  tpot_ms: np.ndarray) -> np.ndarray:  # fmt: skip
+    """Share of the time a rank spends prefilling: B prompts of ``prompt_ms`` each per
+    request lifetime of ``osl`` steps (capped at 0.9, where the M/D/1 queue still holds)."""
+    return np.minimum(B * prompt_ms / np.maximum(osl * tpot_ms, 1e-9), 0.9)
+
+
 def later_wave_ms(eng: Engine, B: np.ndarray, isl: int, osl: int, budget: int,
                   tpot_ms: np.ndarray, step_fixed_ms: float,
                   t_tok_ms: np.ndarray) -> np.ndarray:  # fmt: skip
@@ -65,7 +72,7 @@ def later_wave_ms(eng: Engine, B: np.ndarray, isl: int, osl: int, budget: int,
         own = steps * tpot_ms + own_tokens_ms  # its chunks ride on decode steps
     else:  # a prefill batch of its own (SGLang without --enable-mixed-chunk)
         own = np.ceil(isl / budget) * step_fixed_ms + own_tokens_ms
-    rho = np.minimum(B * own_tokens_ms / np.maximum(osl * tpot_ms, 1e-9), 0.9)
+    rho = prefill_share(B, own_tokens_ms, osl, tpot_ms)
     queue = rho / (2 * (1 - rho)) * own_tokens_ms
     return tpot_ms / 2 + own + queue
 
