@@ -10,7 +10,8 @@ A decode step on the busiest GPU = its compute ops (planner.serving_step) + its 
 compute-bound at the format's tensor peak (their routed experts spread over the MoE group, so
 under attention DP every busy rank's prompts load every GPU; SGLang adds the weights of the
 separate prompt passes its decode batch waits for). TTFT follows the client's waves, the engine's
-token budget and KV admission (planner.serving_ttft).
+token budget and KV admission (planner.serving_ttft); there a prompt token costs its compute and
+its activations' collectives (planner.serving_comm.prefill_comm).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from planner.engines import ENGINES
 from planner.errors import PlannerInputError
 from planner.hardware import GIB, HardwareSpec
 from planner.models import ModelSpec, dtype_bytes
-from planner.serving_comm import A2A_BACKENDS, step_comm
+from planner.serving_comm import A2A_BACKENDS, prefill_comm, step_comm
 from planner.serving_params import FITTED, ServingParams
 from planner.serving_step import (
     decode_terms,
@@ -134,16 +135,21 @@ def predict(
     terms = decode_terms(m, hw, lay, w, B, p)
     cost = prefill_cost(m, hw, lay, w, p)
     ranks = np.minimum(c, lay.dp)  # attention ranks with requests
-    t_tok = cost.per_token(ranks)  # a prompt token while every busy rank prefills too
+    budget = eng.token_budget(hw, w.isl, lay.dp)
+    own_comm, rank_comm = prefill_comm(m, lay, w, min(budget, w.isl), comm,
+                                       p.allreduce_scale, p.a2a_scale)  # fmt: skip
+    # TTFT's prompt token: compute and its collectives (TPOT costs the steady-state prompt
+    # tokens' collectives in step_comm below, so its interference takes compute only).
+    ttft_cost = cost.plus(own_comm, rank_comm)
+    t_tok = ttft_cost.per_token(ranks)  # a prompt token while every busy rank prefills too
     ones = np.ones(1)
     fixed_terms = decode_terms(m, hw, lay, w, ones, p)
     fixed_comm = step_comm(m, lay, w, ones, comm, p.allreduce_scale, p.a2a_scale)
     step_fixed = float(sum(v[0] for v in fixed_terms.values()) + fixed_comm.allreduce_ms[0]
                        + fixed_comm.all_to_all_ms[0])  # fmt: skip
-    budget = eng.token_budget(hw, w.isl, lay.dp)
 
     prefill_tok = B * (w.isl / w.osl) if w.isl > 1 else np.zeros_like(c)
-    terms["prefill"] = prefill_tok * t_tok
+    terms["prefill"] = prefill_tok * cost.per_token(ranks)
     if not eng.mixed and w.isl > 1:
         # SGLang runs prompts as a forward pass of their own, first whenever one can start
         # (scheduler.py ``get_next_batch_to_run``: "Run prefill first if possible"), one
@@ -159,8 +165,8 @@ def predict(
     # A later prompt meets the other ranks mostly decoding: each is prefilling a share rho
     # of the time (its prompts' prefill over their lifetimes), the mean overlap its own
     # prompt's experts share the GPUs with.
-    rho = prefill_share(B, w.isl * cost.per_token(1), w.osl, tpot)
-    t_own = cost.per_token(1 + (ranks - 1) * rho)
+    rho = prefill_share(B, w.isl * ttft_cost.per_token(1), w.osl, tpot)
+    t_own = ttft_cost.per_token(1 + (ranks - 1) * rho)
     ttft = ttft_ms(eng, B, want, w.isl, w.osl, budget, tpot, step_fixed, t_tok, t_own,
                    p.ttft_fixed_ms.get(w.engine, p.ttft_fixed_ms["vllm"]), k)  # fmt: skip
     served = np.minimum(c, B * lay.dp)

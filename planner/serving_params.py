@@ -97,27 +97,27 @@ DESCRIBE: dict[str, tuple[str, str]] = {
 # ---- fitted values: `python -m planner.fit` -------------------------------------------
 FITTED = ServingParams(
     bw_eff=0.9200,  # at its bound: no GPU streams more than ~92% of spec (fit.BOUNDS)
-    kernel_us=7.1170,
-    expert_us=0.2052,
-    mfu=0.4703,
-    moe_mfu=0.1177,
-    ttft_fixed_ms={"vllm": 49.51, "sglang": 254.7, "trtllm": 56.04},
-    prompts_per_client={"vllm": 5.167, "sglang": 1, "trtllm": 4.465},
+    kernel_us=7.2925,
+    expert_us=0.1997,
+    mfu=0.6718,
+    moe_mfu=0.1740,
+    ttft_fixed_ms={"vllm": 16.68, "sglang": 232.8, "trtllm": 26.91},
+    prompts_per_client={"vllm": 4.281, "sglang": 1, "trtllm": 5.365},
 )
 
 # ---- measured error bands: `python -m planner.fit --bands` -----------------------------
 # Leave-one-model-out residuals (predicted / measured - 1) per engine / weight format: the
 # band every page and the CLI draw (planner.bands). Same fixture and fit as FITTED.
 BANDS: dict[str, dict[str, dict[str, float]]] = {
-    "sglang/*": {"tpot": {"q10": -0.2417, "q90": 0.2322, "median_abs": 0.1298, "rows": 395}, "ttft": {"q10": -0.58, "q90": 1.1901, "median_abs": 0.3564, "rows": 395}},
-    "sglang/bf16": {"tpot": {"q10": -0.066, "q90": 0.2774, "median_abs": 0.066, "rows": 51}, "ttft": {"q10": -0.0591, "q90": 1.4256, "median_abs": 0.4304, "rows": 51}},
-    "sglang/fp4": {"tpot": {"q10": -0.27, "q90": 0.0612, "median_abs": 0.0897, "rows": 136}, "ttft": {"q10": -0.9029, "q90": 0.7043, "median_abs": 0.4858, "rows": 136}},
-    "sglang/fp8": {"tpot": {"q10": -0.2443, "q90": 0.3062, "median_abs": 0.1639, "rows": 208}, "ttft": {"q10": -0.3714, "q90": 1.2243, "median_abs": 0.302, "rows": 208}},
-    "trtllm/*": {"tpot": {"q10": -0.1215, "q90": 0.3544, "median_abs": 0.1407, "rows": 373}, "ttft": {"q10": -0.5816, "q90": 1.5736, "median_abs": 0.4808, "rows": 373}},
-    "trtllm/fp4": {"tpot": {"q10": -0.1154, "q90": 0.3689, "median_abs": 0.1508, "rows": 251}, "ttft": {"q10": -0.5746, "q90": 1.7984, "median_abs": 0.5135, "rows": 251}},
-    "trtllm/fp8": {"tpot": {"q10": -0.146, "q90": 0.3023, "median_abs": 0.1247, "rows": 122}, "ttft": {"q10": -0.5852, "q90": 0.9124, "median_abs": 0.3713, "rows": 122}},
-    "vllm/*": {"tpot": {"q10": -0.161, "q90": 0.1647, "median_abs": 0.0993, "rows": 592}, "ttft": {"q10": -0.4303, "q90": 0.5699, "median_abs": 0.2262, "rows": 592}},
-    "vllm/fp4": {"tpot": {"q10": -0.1555, "q90": 0.1741, "median_abs": 0.1021, "rows": 320}, "ttft": {"q10": -0.4592, "q90": 0.6665, "median_abs": 0.2853, "rows": 320}},
-    "vllm/fp8": {"tpot": {"q10": -0.1536, "q90": 0.1564, "median_abs": 0.0933, "rows": 242}, "ttft": {"q10": -0.4054, "q90": 0.4059, "median_abs": 0.1805, "rows": 242}},
-    "vllm/int4": {"tpot": {"q10": -0.1757, "q90": -0.0618, "median_abs": 0.1052, "rows": 30}, "ttft": {"q10": -0.2981, "q90": -0.061, "median_abs": 0.1913, "rows": 30}},
+    "sglang/*": {"tpot": {"q10": -0.2525, "q90": 0.221, "median_abs": 0.139, "rows": 395}, "ttft": {"q10": -0.6271, "q90": 1.1178, "median_abs": 0.3735, "rows": 395}},
+    "sglang/bf16": {"tpot": {"q10": -0.0588, "q90": 0.2469, "median_abs": 0.0588, "rows": 51}, "ttft": {"q10": -0.1031, "q90": 1.1962, "median_abs": 0.3634, "rows": 51}},
+    "sglang/fp4": {"tpot": {"q10": -0.2654, "q90": 0.0663, "median_abs": 0.1036, "rows": 136}, "ttft": {"q10": -0.9013, "q90": 0.7021, "median_abs": 0.5087, "rows": 136}},
+    "sglang/fp8": {"tpot": {"q10": -0.2643, "q90": 0.3123, "median_abs": 0.1598, "rows": 208}, "ttft": {"q10": -0.4044, "q90": 1.185, "median_abs": 0.2802, "rows": 208}},
+    "trtllm/*": {"tpot": {"q10": -0.1145, "q90": 0.3457, "median_abs": 0.126, "rows": 373}, "ttft": {"q10": -0.4985, "q90": 1.1573, "median_abs": 0.4282, "rows": 373}},
+    "trtllm/fp4": {"tpot": {"q10": -0.1145, "q90": 0.3498, "median_abs": 0.1346, "rows": 251}, "ttft": {"q10": -0.5191, "q90": 1.0109, "median_abs": 0.4409, "rows": 251}},
+    "trtllm/fp8": {"tpot": {"q10": -0.1072, "q90": 0.3121, "median_abs": 0.1145, "rows": 122}, "ttft": {"q10": -0.4334, "q90": 1.4381, "median_abs": 0.4049, "rows": 122}},
+    "vllm/*": {"tpot": {"q10": -0.1802, "q90": 0.1477, "median_abs": 0.0948, "rows": 592}, "ttft": {"q10": -0.3662, "q90": 0.6132, "median_abs": 0.2211, "rows": 592}},
+    "vllm/fp4": {"tpot": {"q10": -0.1804, "q90": 0.1584, "median_abs": 0.1038, "rows": 320}, "ttft": {"q10": -0.3809, "q90": 0.5091, "median_abs": 0.2207, "rows": 320}},
+    "vllm/fp8": {"tpot": {"q10": -0.1664, "q90": 0.1161, "median_abs": 0.0807, "rows": 242}, "ttft": {"q10": -0.3519, "q90": 1.381, "median_abs": 0.2278, "rows": 242}},
+    "vllm/int4": {"tpot": {"q10": -0.2338, "q90": -0.0434, "median_abs": 0.1162, "rows": 30}, "ttft": {"q10": -0.3336, "q90": 0.3579, "median_abs": 0.1851, "rows": 30}},
 }  # fmt: skip

@@ -172,6 +172,10 @@ class PrefillCost:
         """A prompt token's time when ``ranks`` attention ranks prefill at once."""
         return self.attention_ms + self.expert_ms * ranks
 
+    def plus(self, own_ms: float, per_rank_ms: float) -> PrefillCost:
+        """This cost with more milliseconds per token: on its own rank, and per busy rank."""
+        return PrefillCost(self.attention_ms + own_ms, self.expert_ms + per_rank_ms)
+
 
 def prefill_cost(m: ModelSpec, hw: HardwareSpec, lay: ServeLayout, w: Workload,
                  p: ServingParams) -> PrefillCost:  # fmt: skip

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
-from planner import hardware, models
+from planner import hardware, models, serving
 from planner.engines import ENGINES
 from planner.errors import PlannerInputError
 from planner.predict import build_parser, run
@@ -262,3 +264,20 @@ def test_trtllm_admits_only_what_fits_to_the_last_output_token() -> None:
     # it has written, I + O / 2 on average over a request's life.
     assert seqs("trtllm", "8192") / seqs("trtllm", "1024") == pytest.approx(2048 / 9216, rel=0.01)
     assert seqs("vllm", "8192") / seqs("vllm", "1024") == pytest.approx(1536 / 5120, rel=0.01)
+
+
+def test_a_prompt_crosses_the_tp_allreduces_in_ttft() -> None:
+    """Prompt activations go through every layer's AllReduce, a chunk at a time. Each GPU of
+    a ring AllReduce sends 2 (n - 1) / n of the buffer over its link, so a TP=8 prompt of
+    8,192 tokens over PCIe takes at least that many bytes / link bandwidth longer than over
+    a link a hundred times faster. The TPOT's prompt interference stays compute only: its
+    collectives are in the step's AllReduce term."""
+    m, pcie = models.preset("kimi-k2.5"), hardware.preset("rtx-pro-6000-pcie-8x")
+    fast = dataclasses.replace(pcie, link_gbps=pcie.link_gbps * 100)
+    lay, w, one = ServeLayout(tp=8), Workload(isl=8192, osl=1024), np.ones(1)
+    slow_p, fast_p = (serving.predict(m, hw, lay, w, one) for hw in (pcie, fast))
+    calls = 2 * m.num_layers + 1
+    ring = 2 * 7 / 8 * w.isl * m.hidden * 2 * calls  # bytes each GPU sends for the prompt
+    bound_ms = ring / (pcie.link_gbps * 1e9) * 1e3 * (1 - 1 / 100)
+    assert slow_p.ttft_ms[0] - fast_p.ttft_ms[0] > bound_ms > 300
+    assert slow_p.breakdown_ms["prefill"][0] == pytest.approx(fast_p.breakdown_ms["prefill"][0])
