@@ -91,7 +91,8 @@ def prefill_comm(m: ModelSpec, lay: ServeLayout, w: Workload, chunk: float, comm
     Returns (on the token's own rank: its TP group's AllReduces, or its dispatch and combine;
     per busy attention rank: the AllGather + ReduceScatter that carries every rank's tokens).
     Prompt activations cross the same collectives as decode tokens, a chunk's worth at a time:
-    2 x 61 AllReduces of 8,192 x 7,168 x 2 bytes are about 0.65 s per prompt over PCIe at TP8.
+    Kimi-K2.5 at TP8 over PCIe: 2 x 61 + 1 AllReduces of 8,192 x 7,168 x 2 bytes, about 0.65 s
+    per 8,192-token prompt.
     """
     one = step_comm(m, lay, w, np.ones(1), comm, allreduce_scale, a2a_scale)
     big = step_comm(m, lay, w, np.array([1.0 + chunk]), comm, allreduce_scale, a2a_scale)
