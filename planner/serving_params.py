@@ -97,27 +97,27 @@ DESCRIBE: dict[str, tuple[str, str]] = {
 # ---- fitted values: `python -m planner.fit` -------------------------------------------
 FITTED = ServingParams(
     bw_eff=0.9200,  # at its bound: no GPU streams more than ~92% of spec (fit.BOUNDS)
-    kernel_us=7.2925,
-    expert_us=0.1997,
-    mfu=0.6718,
-    moe_mfu=0.1740,
-    ttft_fixed_ms={"vllm": 16.68, "sglang": 232.8, "trtllm": 26.91},
-    prompts_per_client={"vllm": 4.281, "sglang": 1, "trtllm": 5.365},
+    kernel_us=7.1669,
+    expert_us=0.2030,
+    mfu=0.5344,
+    moe_mfu=0.1208,
+    ttft_fixed_ms={"vllm": 42.41, "sglang": 199.95, "trtllm": 38.66},
+    prompts_per_client={"vllm": 5.715, "sglang": 1, "trtllm": 5.839},
 )
 
 # ---- measured error bands: `python -m planner.fit --bands` -----------------------------
 # Leave-one-model-out residuals (predicted / measured - 1) per engine / weight format: the
 # band every page and the CLI draw (planner.bands). Same fixture and fit as FITTED.
 BANDS: dict[str, dict[str, dict[str, float]]] = {
-    "sglang/*": {"tpot": {"q10": -0.2525, "q90": 0.221, "median_abs": 0.139, "rows": 395}, "ttft": {"q10": -0.6271, "q90": 1.1178, "median_abs": 0.3735, "rows": 395}},
-    "sglang/bf16": {"tpot": {"q10": -0.0588, "q90": 0.2469, "median_abs": 0.0588, "rows": 51}, "ttft": {"q10": -0.1031, "q90": 1.1962, "median_abs": 0.3634, "rows": 51}},
-    "sglang/fp4": {"tpot": {"q10": -0.2654, "q90": 0.0663, "median_abs": 0.1036, "rows": 136}, "ttft": {"q10": -0.9013, "q90": 0.7021, "median_abs": 0.5087, "rows": 136}},
-    "sglang/fp8": {"tpot": {"q10": -0.2643, "q90": 0.3123, "median_abs": 0.1598, "rows": 208}, "ttft": {"q10": -0.4044, "q90": 1.185, "median_abs": 0.2802, "rows": 208}},
-    "trtllm/*": {"tpot": {"q10": -0.1145, "q90": 0.3457, "median_abs": 0.126, "rows": 373}, "ttft": {"q10": -0.4985, "q90": 1.1573, "median_abs": 0.4282, "rows": 373}},
-    "trtllm/fp4": {"tpot": {"q10": -0.1145, "q90": 0.3498, "median_abs": 0.1346, "rows": 251}, "ttft": {"q10": -0.5191, "q90": 1.0109, "median_abs": 0.4409, "rows": 251}},
-    "trtllm/fp8": {"tpot": {"q10": -0.1072, "q90": 0.3121, "median_abs": 0.1145, "rows": 122}, "ttft": {"q10": -0.4334, "q90": 1.4381, "median_abs": 0.4049, "rows": 122}},
-    "vllm/*": {"tpot": {"q10": -0.1802, "q90": 0.1477, "median_abs": 0.0948, "rows": 592}, "ttft": {"q10": -0.3662, "q90": 0.6132, "median_abs": 0.2211, "rows": 592}},
-    "vllm/fp4": {"tpot": {"q10": -0.1804, "q90": 0.1584, "median_abs": 0.1038, "rows": 320}, "ttft": {"q10": -0.3809, "q90": 0.5091, "median_abs": 0.2207, "rows": 320}},
-    "vllm/fp8": {"tpot": {"q10": -0.1664, "q90": 0.1161, "median_abs": 0.0807, "rows": 242}, "ttft": {"q10": -0.3519, "q90": 1.381, "median_abs": 0.2278, "rows": 242}},
-    "vllm/int4": {"tpot": {"q10": -0.2338, "q90": -0.0434, "median_abs": 0.1162, "rows": 30}, "ttft": {"q10": -0.3336, "q90": 0.3579, "median_abs": 0.1851, "rows": 30}},
+    "sglang/*": {"tpot": {"q10": -0.2426, "q90": 0.2338, "median_abs": 0.1317, "rows": 395}, "ttft": {"q10": -0.54, "q90": 1.3523, "median_abs": 0.3821, "rows": 395}},
+    "sglang/bf16": {"tpot": {"q10": -0.0623, "q90": 0.2677, "median_abs": 0.0623, "rows": 51}, "ttft": {"q10": -0.0419, "q90": 1.6685, "median_abs": 0.5008, "rows": 51}},
+    "sglang/fp4": {"tpot": {"q10": -0.2685, "q90": 0.0596, "median_abs": 0.0938, "rows": 136}, "ttft": {"q10": -0.8939, "q90": 0.9398, "median_abs": 0.54, "rows": 136}},
+    "sglang/fp8": {"tpot": {"q10": -0.2455, "q90": 0.3089, "median_abs": 0.1631, "rows": 208}, "ttft": {"q10": -0.358, "q90": 1.4121, "median_abs": 0.3104, "rows": 208}},
+    "trtllm/*": {"tpot": {"q10": -0.1433, "q90": 0.3464, "median_abs": 0.1467, "rows": 373}, "ttft": {"q10": -0.6051, "q90": 1.3275, "median_abs": 0.493, "rows": 373}},
+    "trtllm/fp4": {"tpot": {"q10": -0.1219, "q90": 0.3558, "median_abs": 0.1531, "rows": 251}, "ttft": {"q10": -0.6085, "q90": 1.606, "median_abs": 0.5366, "rows": 251}},
+    "trtllm/fp8": {"tpot": {"q10": -0.1877, "q90": 0.3065, "median_abs": 0.1257, "rows": 122}, "ttft": {"q10": -0.6042, "q90": 0.5632, "median_abs": 0.3863, "rows": 122}},
+    "vllm/*": {"tpot": {"q10": -0.1729, "q90": 0.1593, "median_abs": 0.1001, "rows": 592}, "ttft": {"q10": -0.3808, "q90": 0.4254, "median_abs": 0.2069, "rows": 592}},
+    "vllm/fp4": {"tpot": {"q10": -0.1703, "q90": 0.1696, "median_abs": 0.1054, "rows": 320}, "ttft": {"q10": -0.393, "q90": 0.4756, "median_abs": 0.2514, "rows": 320}},
+    "vllm/fp8": {"tpot": {"q10": -0.1707, "q90": 0.1468, "median_abs": 0.0938, "rows": 242}, "ttft": {"q10": -0.3729, "q90": 0.1784, "median_abs": 0.1803, "rows": 242}},
+    "vllm/int4": {"tpot": {"q10": -0.1756, "q90": -0.0581, "median_abs": 0.1034, "rows": 30}, "ttft": {"q10": -0.2909, "q90": 0.0274, "median_abs": 0.1484, "rows": 30}},
 }  # fmt: skip

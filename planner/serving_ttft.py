@@ -9,12 +9,10 @@ replaced. Per attention rank (C / DP clients, B of them admitted by the KV cache
   m_j = ceil((j + 1) I / budget) (whole prompts per step when the engine does not chunk);
   a step costs its fixed part (weights, kernels) plus its prompt tokens x t_tok (compute
   and the prompt activations' collectives, planner.serving_comm.prefill_comm).
-- **Later waves**: the prompts that got their first token in the same step (a cohort of
-  about budget / I) also finish together, every output being O tokens, so their
-  replacements arrive together. A cohort meets a running batch: it waits half a step, then
-  is prefilled FCFS in what the decode tokens leave of the budget (or in a prefill batch of
-  its own on SGLang), and waits for the other prompts in the queue (M/D/1 at the prefill
-  utilisation, as lengths and steps drift).
+- **Later waves** drift apart (each request's decode overlaps a different share of other
+  prompts), so a replacement meets a running batch: it waits half a step, its own prefill
+  (chunked into what the decode tokens leave of the budget, or a prefill batch of its own
+  on SGLang), and the other prompts in the queue (M/D/1 at the prefill utilisation).
 - Mean over the run: (first wave + (N / C - 1) x later) / (N / C), where N / C is the
   client's prompts per concurrency slot.
 - **Admission**: past the KV capacity, a request waits for (C / B - 1) requests' lifetimes.
@@ -30,36 +28,30 @@ import numpy as np
 from planner.engines import Engine
 
 
-def together_ms(n: np.ndarray, isl: int, room: np.ndarray | float, chunked: bool,
-                step_ms: np.ndarray | float, t_tok_ms: np.ndarray) -> np.ndarray:  # fmt: skip
-    """Mean time to first token of n prompts that arrive together (vectorised over n).
-
-    FCFS in steps of ``room`` prompt tokens (whole prompts per step when the engine does not
-    chunk): prompt j has its first token at the end of step m_j = ceil((j + 1) I / room);
-    a step costs ``step_ms`` plus its prompt tokens x ``t_tok_ms``, and every step before
-    the last one is full."""
-    n = np.maximum(np.asarray(n, dtype=float), 1.0)
-    room = np.broadcast_to(np.asarray(room, dtype=float), n.shape)[:, None]
-    j = np.arange(int(np.ceil(n.max())), dtype=float)[None, :]
+def first_token_steps(B_max: int, isl: int, budget: int, chunked: bool) -> np.ndarray:
+    """m_j for j = 0..B_max-1: the step at whose end prompt j has its first token."""
+    j = np.arange(B_max, dtype=float)
     if chunked:
-        m = np.ceil((j + 1) * isl / room)
-        done = np.minimum(m * room, n[:, None] * isl)
-    else:
-        per = np.maximum(np.floor(room / isl), 1.0)
-        m = np.floor(j / per) + 1
-        done = np.minimum(m * per, n[:, None]) * isl
-    step = np.broadcast_to(np.asarray(step_ms, dtype=float), n.shape)[:, None]
-    t_tok = np.broadcast_to(np.asarray(t_tok_ms, dtype=float), n.shape)[:, None]
-    weight = np.clip(n[:, None] - j, 0.0, 1.0)  # a fractional n counts its last prompt in part
-    return (weight * (m * step + done * t_tok)).sum(axis=1) / n
+        return np.ceil((j + 1) * isl / budget)
+    per_step = max(budget // isl, 1)
+    return np.floor(j / per_step) + 1
 
 
-def cohort_size(B: np.ndarray, isl: int, budget: int, chunked: bool) -> np.ndarray:
-    """Prompts that get their first token in the same step of the first wave. With fixed
-    output lengths they also finish together, so their replacements arrive together and
-    share a prefill step again in every later wave."""
-    per_step = budget / isl if chunked else max(budget // isl, 1)
-    return np.clip(per_step, 1.0, np.maximum(B, 1.0))
+def first_wave_ms(B: np.ndarray, isl: int, budget: int, chunked: bool, step_fixed_ms: float,
+                  t_tok_ms: np.ndarray) -> np.ndarray:  # fmt: skip
+    """Mean time to first token of B prompts that arrive together (vectorised over B)."""
+    b = np.maximum(np.asarray(B, dtype=float), 1.0)
+    m = first_token_steps(int(b.max()), isl, budget, chunked)
+    csum = np.cumsum(m)
+    bi = b.astype(int)
+    sum_m = csum[bi - 1]
+    # Tokens done by the end of step m_j: m_j full budgets, except in the wave's last step.
+    last = m[bi - 1]
+    first_last = np.searchsorted(m, last)  # first prompt finishing in the last step
+    full = np.where(first_last > 0, csum[np.maximum(first_last - 1, 0)], 0.0)
+    per_step_tokens = budget if chunked else max(budget // isl, 1) * isl
+    tokens = full * per_step_tokens + (bi - first_last) * b * isl
+    return (sum_m * step_fixed_ms + tokens * t_tok_ms) / b
 
 
 def prefill_share(B: np.ndarray, prompt_ms: np.ndarray, osl: int,
@@ -75,12 +67,12 @@ def later_wave_ms(eng: Engine, B: np.ndarray, isl: int, osl: int, budget: int,
     """Mean time to first token of a prompt that arrives while B requests decode
     (``t_tok_ms``: its own prompt token's time, planner.serving_step.PrefillCost)."""
     own_tokens_ms = isl * t_tok_ms
-    cohort = cohort_size(B, isl, budget, eng.chunked)
-    if eng.mixed:  # its chunks ride on decode steps, beside the running batch's tokens
+    if eng.mixed:
         room = np.maximum(budget - B, 1.0) if eng.chunked else np.full_like(B, float(budget))
-        own = together_ms(cohort, isl, room, eng.chunked, tpot_ms, t_tok_ms)
+        steps = np.ceil(isl / room)
+        own = steps * tpot_ms + own_tokens_ms  # its chunks ride on decode steps
     else:  # a prefill batch of its own (SGLang without --enable-mixed-chunk)
-        own = together_ms(cohort, isl, budget, eng.chunked, step_fixed_ms, t_tok_ms)
+        own = np.ceil(isl / budget) * step_fixed_ms + own_tokens_ms
     rho = prefill_share(B, own_tokens_ms, osl, tpot_ms)
     queue = rho / (2 * (1 - rho)) * own_tokens_ms
     return tpot_ms / 2 + own + queue
@@ -94,7 +86,7 @@ def ttft_ms(eng: Engine, B: np.ndarray, want: np.ndarray, isl: int, osl: int, bu
     ``t_tok_ms``: a prompt token's time when every busy rank prefills (the first wave);
     ``t_own_ms``: a later prompt's, among mostly decoding ranks."""
     k = np.maximum(prompts_per_client, 1.0)
-    first = together_ms(B, isl, budget, eng.chunked, step_fixed_ms, t_tok_ms)
+    first = first_wave_ms(B, isl, budget, eng.chunked, step_fixed_ms, t_tok_ms)
     later = later_wave_ms(eng, B, isl, osl, budget, tpot_ms, step_fixed_ms, t_own_ms)
     admission = np.maximum(want / B - 1.0, 0.0) * osl * tpot_ms
     return fixed_ms + (first + (k - 1) * later) / k + admission
