@@ -136,17 +136,17 @@ def predict(
     cost = prefill_cost(m, hw, lay, w, p)
     ranks = np.minimum(c, lay.dp)  # attention ranks with requests
     budget = eng.token_budget(hw, w.isl, lay.dp)
-    own_comm, rank_comm = prefill_comm(m, lay, w, min(budget, w.isl), comm,
-                                       p.allreduce_scale, p.a2a_scale)  # fmt: skip
-    # TTFT's prompt token: compute and its collectives (TPOT costs the steady-state prompt
-    # tokens' collectives in step_comm below, so its interference takes compute only).
-    ttft_cost = cost.plus(own_comm, rank_comm)
-    t_tok = ttft_cost.per_token(ranks)  # a prompt token while every busy rank prefills too
     ones = np.ones(1)
     fixed_terms = decode_terms(m, hw, lay, w, ones, p)
     fixed_comm = step_comm(m, lay, w, ones, comm, p.allreduce_scale, p.a2a_scale)
     step_fixed = float(sum(v[0] for v in fixed_terms.values()) + fixed_comm.allreduce_ms[0]
                        + fixed_comm.all_to_all_ms[0])  # fmt: skip
+    own_comm, rank_comm = prefill_comm(m, lay, w, min(budget, w.isl), comm, fixed_comm,
+                                       p.allreduce_scale, p.a2a_scale)  # fmt: skip
+    # TTFT's prompt token: compute and its collectives (TPOT costs the steady-state prompt
+    # tokens' collectives in step_comm below, so its interference takes compute only).
+    ttft_cost = cost.plus(own_comm, rank_comm)
+    t_tok = ttft_cost.per_token(ranks)  # a prompt token while every busy rank prefills too
 
     prefill_tok = B * (w.isl / w.osl) if w.isl > 1 else np.zeros_like(c)
     terms["prefill"] = prefill_tok * cost.per_token(ranks)

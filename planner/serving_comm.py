@@ -83,10 +83,10 @@ def step_comm(m: ModelSpec, lay: ServeLayout, w: Workload, tokens: np.ndarray,
 
 
 def prefill_comm(m: ModelSpec, lay: ServeLayout, w: Workload, chunk: float, comm: CommSet,
-                 allreduce_scale: float = 1.0,
+                 one: StepComm, allreduce_scale: float = 1.0,
                  a2a_scale: float = 1.0) -> tuple[float, float]:  # fmt: skip
     """Collective milliseconds one prompt token adds to a step of ``chunk`` prompt tokens,
-    beyond a 1-token step's (whose latency the step's fixed part holds).
+    beyond ``one``, the 1-token step's (whose latency the step's fixed part holds).
 
     Returns (on the token's own rank: its TP group's AllReduces, or its dispatch and combine;
     per busy attention rank: the AllGather + ReduceScatter that carries every rank's tokens).
@@ -94,7 +94,6 @@ def prefill_comm(m: ModelSpec, lay: ServeLayout, w: Workload, chunk: float, comm
     Kimi-K2.5 at TP8 over PCIe: 2 x 61 + 1 AllReduces of 8,192 x 7,168 x 2 bytes, about 0.65 s
     per 8,192-token prompt.
     """
-    one = step_comm(m, lay, w, np.ones(1), comm, allreduce_scale, a2a_scale)
     big = step_comm(m, lay, w, np.array([1.0 + chunk]), comm, allreduce_scale, a2a_scale)
     ar = float(big.allreduce_ms[0] - one.allreduce_ms[0]) / chunk
     ex = float(big.all_to_all_ms[0] - one.all_to_all_ms[0]) / chunk
