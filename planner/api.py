@@ -13,6 +13,7 @@ import numpy as np
 from planner.bands import band
 from planner.calibrate import Calibration, step_factors, with_step_factors
 from planner.comm import FITTED_OPS, CommCurve, CommSet, published_for
+from planner.engines import budget_text
 from planner.errors import PlannerInputError
 from planner.findings import findings
 from planner.hardware import GIB, HardwareSpec
@@ -29,7 +30,7 @@ from planner.plan_types import (
 )
 from planner.policy import Policy, UnknownDtype, check_precision, load_policy
 from planner.recommend import crossovers, policy_costs, ranges
-from planner.serving import ENGINES
+from planner.serving import ENGINES, check_budget
 from planner.serving_layouts import Instance, instance, predict_instance
 from planner.serving_params import DESCRIBE, FITTED, ServingParams
 from planner.serving_step import weights_per_gpu
@@ -114,6 +115,7 @@ def plan(
     osl: int = 1024,
     engine: str = "vllm",
     num_prompts: int = 0,
+    token_budget: int = 0,
     params: ServingParams = FITTED,
     fill_published: bool = True,
 ) -> PlanResult:
@@ -122,6 +124,7 @@ def plan(
         raise PlannerInputError("--isl must be >= 1 and --osl >= 2")
     if engine not in ENGINES:
         raise PlannerInputError(f"--engine {engine!r}: one of {', '.join(ENGINES)}")
+    check_budget(engine, isl, token_budget)
     pol = policy or load_policy()
     conc = _grid(concurrencies)
     lays = layouts if layouts is not None else default_layouts(model, hardware)
@@ -141,7 +144,7 @@ def plan(
             violations = check_precision(model.native, lay.precision(model), pol)
         except UnknownDtype as exc:
             raise PlannerInputError(f"layout {lay.name!r}: {exc}") from None
-        inst = instance(lay, hardware.gpu_count, isl, osl, engine, num_prompts)
+        inst = instance(lay, hardware.gpu_count, isl, osl, engine, num_prompts, token_budget)
         curve = layout_curve(model, hardware, lay, inst, conc, params, comm)
         used = _collectives(model, hardware, inst, comm)
         weak = [c for c in used if c.op not in FITTED_OPS and c.kind != "measured"]
@@ -157,15 +160,15 @@ def plan(
         assumptions=[], isl=isl, osl=osl, engine=engine,
     )  # fmt: skip
     if calibration is not None:
-        _calibrate(res, calibration, params, comm, num_prompts)
+        _calibrate(res, calibration, params, comm, num_prompts, token_budget)
     res.comm_sources = [c.describe() for c in comm.used()]
-    res.assumptions = _assumptions(res, params, comm.used(), num_prompts)
+    res.assumptions = _assumptions(res, params, comm.used(), num_prompts, token_budget)
     res.findings += findings(res)
     return res
 
 
 def _calibrate(res: PlanResult, cal: Calibration, p: ServingParams, comm: CommSet,
-               num_prompts: int) -> None:  # fmt: skip
+               num_prompts: int, token_budget: int) -> None:  # fmt: skip
     match = next((r for r in res.layouts if cal.matches(r.layout.model_kind, r.layout.tp,
                                                         r.layout.dp)), None)  # fmt: skip
     if match is None or match.curve.why_not:
@@ -178,7 +181,7 @@ def _calibrate(res: PlanResult, cal: Calibration, p: ServingParams, comm: CommSe
     cp = with_step_factors(p, factors)
     n = res.hardware.gpu_count
     for r in res.layouts:
-        inst = instance(r.layout, n, res.isl, res.osl, res.engine, num_prompts)
+        inst = instance(r.layout, n, res.isl, res.osl, res.engine, num_prompts, token_budget)
         r.calibrated = layout_curve(res.model, res.hardware, r.layout, inst, res.concurrency,
                                     cp, comm)  # fmt: skip
         r.calibrated.calibrated = True
@@ -188,7 +191,7 @@ def _calibrate(res: PlanResult, cal: Calibration, p: ServingParams, comm: CommSe
 
 
 def _assumptions(res: PlanResult, p: ServingParams, curves: list[CommCurve],
-                 num_prompts: int) -> list[Assumption]:  # fmt: skip
+                 num_prompts: int, token_budget: int) -> list[Assumption]:  # fmt: skip
     m, hw = res.model, res.hardware
     prompts = (f"{num_prompts} prompts" if num_prompts else
                f"{p.prompts_per_client.get(res.engine, 1):.1f} prompts per concurrency slot")
@@ -200,7 +203,8 @@ def _assumptions(res: PlanResult, p: ServingParams, curves: list[CommCurve],
                    f"{hw.mem_bandwidth_gbps:.0f} GB/s, {hw.interconnect}", hw.source),
         Assumption("workload", f"vllm bench serve --dataset-name random, {res.isl} in / "
                    f"{res.osl} out, {prompts}; engine {res.engine} (SGLang-only layouts on "
-                   "SGLang)", "--isl / --osl / --engine / --num-prompts"),
+                   f"SGLang), {budget_text(token_budget)}",
+                   "--isl / --osl / --engine / --num-prompts / --token-budget"),
         Assumption("expert routing", "uniform top-k; the busiest EP rank runs the expected "
                    "maximum of its touched experts", "assumed"),
         Assumption("error band", band(res.engine, m).describe(),

@@ -66,6 +66,11 @@ def add_workload_arguments(p: argparse.ArgumentParser, required: bool = False) -
     p.add_argument("--num-prompts", type=int, default=0, metavar="N",
                    help="requests the benchmark sends (vllm bench serve --num-prompts); "
                    "default: the fitted benchmark's prompts per concurrency slot")  # fmt: skip
+    p.add_argument("--token-budget", type=int, default=0, metavar="N",
+                   help="tokens one engine step carries, as the server was launched: vLLM "
+                   "--max-num-batched-tokens (per DP engine), SGLang --chunked-prefill-size "
+                   "(split over --dp ranks), TRT-LLM --max_num_tokens; default: the engine's "
+                   "default for the GPU")  # fmt: skip
 
 
 def parse_ints(text: str, what: str) -> list[int]:
@@ -149,7 +154,8 @@ def run_plan(args: argparse.Namespace) -> PlanResult:
         raise PlannerInputError("--num-prompts must be >= 0")
     return plan(model, hw, layouts, parse_ints(args.concurrency, "--concurrency"),
                 policy=policy, isl=args.isl, osl=args.osl, engine=args.engine,
-                num_prompts=args.num_prompts, **kwargs)  # fmt: skip
+                num_prompts=args.num_prompts, token_budget=args.token_budget,
+                **kwargs)  # fmt: skip
 
 
 def target_args(args: argparse.Namespace) -> str:

@@ -57,16 +57,19 @@ class Engine:
     overlap: bool  # CPU scheduling overlapped with the GPU step
     reserve_whole: bool = False  # admits a request only with KV room for all I + O tokens
 
-    def token_budget(self, hw: HardwareSpec, isl: int, attention_dp: int = 1) -> int:
+    def token_budget(self, hw: HardwareSpec, isl: int, attention_dp: int = 1,
+                     launched: int = 0) -> int:  # fmt: skip
         """Prompt + decode tokens one step may carry per attention rank, of
-        ``attention_dp`` DP-attention ranks."""
+        ``attention_dp`` DP-attention ranks. ``launched``: the engine's flag as the server was
+        started with (vLLM ``--max-num-batched-tokens``, per DP engine; SGLang
+        ``--chunked-prefill-size``, global; TRT-LLM ``--max_num_tokens``); 0 = its default."""
         mem = hw.memory_bytes
         if self.name == "vllm":
             big = mem >= 70 * GIB and "a100" not in hw.gpu_model.lower()
-            return 8192 if big else 2048
+            return launched or (8192 if big else 2048)
         if self.name == "sglang":
-            return self.sglang_chunk(hw) // max(attention_dp, 1)
-        return max(8192, isl)  # TRT-LLM: one context chunk per prompt, not split
+            return max((launched or self.sglang_chunk(hw)) // max(attention_dp, 1), 1)
+        return launched or max(8192, isl)  # TRT-LLM: one context chunk per prompt, not split
 
     @staticmethod
     def sglang_chunk(hw: HardwareSpec) -> int:
@@ -75,11 +78,12 @@ class Engine:
         return 2048 if mem < 35 * GIB else 8192 if mem < 160 * GIB else 16384
 
     def kv_budget_bytes(self, hw: HardwareSpec, weights: float, tp: int, isl: int,
-                        memory_utilization: float, reserve: float) -> float:  # fmt: skip
+                        memory_utilization: float, reserve: float,
+                        launched_chunk: int = 0) -> float:  # fmt: skip
         """Bytes per GPU the engine gives its KV cache (may be <= 0: does not fit)."""
         mem = hw.memory_bytes
         if self.name == "sglang":
-            chunk = self.sglang_chunk(hw)
+            chunk = launched_chunk or self.sglang_chunk(hw)
             mib = 512 + 1.5 * max(chunk, 2048) + 2 * 512 + tp / 8 * 1024
             reserved = max(mib, 10 * 1024 if mem > 60 * GIB else 0.0) * 2**20
             return mem - reserved - weights
@@ -93,6 +97,12 @@ ENGINES: dict[str, Engine] = {
     "sglang": Engine("sglang", mixed=False, chunked=True, overlap=True),
     "trtllm": Engine("trtllm", mixed=True, chunked=False, overlap=True, reserve_whole=True),
 }
+
+
+def budget_text(launched: int) -> str:
+    """How an assumptions list names the token budget a prediction used."""
+    return (f"token budget {launched} per step (--token-budget)" if launched else
+            "token budget: the engine's default for the GPU")  # fmt: skip
 
 
 # Tokens per step up to which the engine runs the shared expert beside the routed experts.

@@ -27,6 +27,7 @@ from planner import hardware, hosts, models, reference
 from planner.bands import band
 from planner.cli import add_workload_arguments, parse_ints, stored_curves
 from planner.comm import CommSet, published_for
+from planner.engines import budget_text
 from planner.errors import PlannerInputError
 from planner.policy import PolicyError, check_precision, load_policy
 from planner.serving import ServeLayout, Workload
@@ -127,7 +128,7 @@ def run(args: argparse.Namespace, params: ServingParams = FITTED) -> dict[str, A
     a2a = FP8 if args.a2a_dtype == "fp8" else ""
     act = FP8 if args.marlin_input_dtype == "fp8" else ""
     w = Workload(args.isl, args.osl, args.engine, kv, not args.no_cuda_graphs, a2a, act,
-                 args.num_prompts)  # fmt: skip
+                 args.num_prompts, args.token_budget)  # fmt: skip
     comm = CommSet(curves + (published_for(hw.gpu_model, hw.gpu_count) if fill else []), hw,
                    params.link_eff)  # fmt: skip
     pr = predict_instance(model, Instance(lay, args.replicas, w), hw, np.asarray(conc), params,
@@ -189,8 +190,9 @@ def assumptions(model, hw, w: Workload, p: ServingParams) -> list[dict[str, str]
          "all C requests at once, then each finished one replaced; mean context during "
          "decode I + O/2; prefill interference C x I / O tokens per step",
          "source": "vllm bench serve --dataset-name random"},
-        {"what": "engine scheduler", "value": f"{w.engine}: token budget, chunking and "
-         "overlap from its source defaults", "source": "planner/engines.py"},
+        {"what": "engine scheduler", "value": f"{w.engine}: {budget_text(w.token_budget)}; "
+         "chunking and overlap from its source defaults",
+         "source": "--token-budget" if w.token_budget else "planner/engines.py"},
         {"what": "CUDA graphs", "value": "on" if w.cuda_graphs else "off (eager)",
          "source": "engine default" if w.cuda_graphs else "--no-cuda-graphs"},
     ]  # fmt: skip

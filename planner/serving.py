@@ -81,6 +81,7 @@ def check(m: ModelSpec, hw: HardwareSpec, lay: ServeLayout, w: Workload) -> None
                                 f"of {m.max_context} tokens")  # fmt: skip
     if w.engine not in ENGINES:
         raise PlannerInputError(f"--engine {w.engine!r}: one of {', '.join(ENGINES)}")
+    check_budget(w.engine, w.isl, w.token_budget)
     if lay.a2a and lay.a2a not in A2A_BACKENDS:
         raise PlannerInputError(f"--all2all-backend {lay.a2a!r}: one of "
                                 f"{', '.join(A2A_BACKENDS)}")  # fmt: skip
@@ -96,13 +97,25 @@ def check(m: ModelSpec, hw: HardwareSpec, lay: ServeLayout, w: Workload) -> None
                                 f"{', '.join(COLLECTIVE_BACKENDS)}")  # fmt: skip
 
 
+def check_budget(engine: str, isl: int, token_budget: int) -> None:
+    """One clear line for a token budget the engine would not start with or run."""
+    if token_budget < 0:
+        raise PlannerInputError("--token-budget must be >= 0 (0 = the engine's default)")
+    if engine == "trtllm" and 0 < token_budget < isl:
+        # NVIDIA/TensorRT-LLM tensorrt_llm/llmapi/llm.py ``_check_arguments``: without chunked
+        # prefill (its default) "The sum of prompt length ... should not exceed max_num_tokens".
+        raise PlannerInputError(
+            f"--token-budget {token_budget} < --isl {isl}: TensorRT-LLM (chunked prefill off "
+            "by default) refuses a prompt longer than --max_num_tokens")  # fmt: skip
+
+
 def kv_capacity(m: ModelSpec, hw: HardwareSpec, lay: ServeLayout, w: Workload,
                 p: ServingParams) -> tuple[float, float]:  # fmt: skip
     """(weights per GPU in bytes, sequences of I + O/2 tokens the KV cache admits per rank);
     one clear line when the layout does not fit."""
     held = weights_per_gpu(m, lay)
     budget = ENGINES[w.engine].kv_budget_bytes(hw, held, lay.tp, w.isl, p.memory_utilization,
-                                               p.reserve_gb * 1e9)  # fmt: skip
+                                               p.reserve_gb * 1e9, w.token_budget)  # fmt: skip
     if budget <= 0:
         raise PlannerInputError(
             f"{m.name} does not fit on {lay.gpus}x {hw.gpu_model} as {lay.describe()}: "
@@ -135,7 +148,7 @@ def predict(
     terms = decode_terms(m, hw, lay, w, B, p)
     cost = prefill_cost(m, hw, lay, w, p)
     ranks = np.minimum(c, lay.dp)  # attention ranks with requests
-    budget = eng.token_budget(hw, w.isl, lay.dp)
+    budget = eng.token_budget(hw, w.isl, lay.dp, w.token_budget)
     ones = np.ones(1)
     fixed_terms = decode_terms(m, hw, lay, w, ones, p)
     fixed_comm = step_comm(m, lay, w, ones, comm, p.allreduce_scale, p.a2a_scale)

@@ -48,17 +48,20 @@ class Instance:
             args += ["--marlin-input-dtype", "fp8"]
         if w.num_prompts:
             args += ["--num-prompts", str(w.num_prompts)]
+        if w.token_budget:
+            args += ["--token-budget", str(w.token_budget)]
         return args
 
 
 def instance(lay: Layout, n: int, isl: int, osl: int, engine: str = "vllm",
-             num_prompts: int = 0) -> Instance:  # fmt: skip
+             num_prompts: int = 0, token_budget: int = 0) -> Instance:  # fmt: skip
     """The serving instance a Tradeoff layout launches on an n-GPU host."""
     kind = lay.model_kind
     eng = lay.engine or engine
     w = Workload(isl, osl, eng, kv_dtype=lay.kv_dtype,
                  a2a_dtype=lay.dispatch_dtype or lay.combine_dtype,
-                 activations=lay.activations, num_prompts=num_prompts)  # fmt: skip
+                 activations=lay.activations, num_prompts=num_prompts,
+                 token_budget=token_budget)  # fmt: skip
     ar = lay.allreduce_op
     if kind == "tp_ep_dp1":
         return Instance(ServeLayout(lay.tp, moe_tp=1, moe_ep=lay.tp, allreduce=ar), 1, w)

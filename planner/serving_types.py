@@ -49,3 +49,4 @@ class Workload:
     a2a_dtype: str = ""  # "" = native dispatch / combine payloads; fp8_e4m3 = a downcast
     activations: str = ""  # "" = native; fp8_e4m3 = W4A8 Marlin inputs (a downcast)
     num_prompts: int = 0  # 0 = the fixture benchmark's prompts per concurrency slot
+    token_budget: int = 0  # tokens per engine step as launched; 0 = the engine's default

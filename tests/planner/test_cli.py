@@ -145,3 +145,7 @@ def test_bad_workload_is_one_line() -> None:
     assert p.returncode == 1 and p.stderr.strip() == "planner: --isl must be >= 1 and --osl >= 2"
     p = planner("--model", "deepseek-v3", "--host", "h200-sxm-8x", "--num-prompts", "-1")
     assert p.returncode == 1 and "--num-prompts" in p.stderr
+    p = planner("--model", "deepseek-v3", "--host", "h200-sxm-8x", "--engine", "trtllm",
+                "--isl", "8192", "--token-budget", "4096")  # fmt: skip
+    assert p.returncode == 1 and len(p.stderr.strip().splitlines()) == 1
+    assert "refuses a prompt longer than --max_num_tokens" in p.stderr and p.stdout == ""

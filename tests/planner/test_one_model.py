@@ -31,6 +31,7 @@ CASES = [
     ["--model", "deepseek-v3", "--host", "b200-sxm-8x", "--engine", "sglang"],
     ["--model", "minimax-m2.5", "--host", "h100-sxm-8x", "--isl", "2048", "--osl", "256"],
     ["--model", "minimax-m2.5", "--host", "rtx-pro-6000-pcie-8x", "--num-prompts", "2000"],
+    ["--model", "kimi-k2.5", "--host", "b200-sxm-8x", "--isl", "8192", "--token-budget", "2048"],
     ["--model", "deepseek-v3", "--host", "gb200-nvl72-4x", "--engine", "trtllm"],
     ["--preset", "reference-kimi-k25-rtxpro6000"],
     ["--model", str(QWEN3_32B_FP8), "--host", "l40s-pcie-8x"],  # a dense FP8 model on PCIe

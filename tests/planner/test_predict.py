@@ -157,6 +157,9 @@ def test_slower_memory_means_slower_decode() -> None:
         (["--all2all-backend", "deepep_low_latency"], "needs --ep"),
         (["--replicas", "2"], "needs 16 GPUs"),
         (["--num-prompts", "-3"], "--num-prompts must be >= 0"),
+        (["--token-budget", "-1"], "--token-budget must be >= 0"),
+        (["--engine", "trtllm", "--isl", "8192", "--token-budget", "4096"],
+         "--token-budget 4096 < --isl 8192: TensorRT-LLM"),
     ],
 )
 def test_bad_input_is_one_line_exit_1(args: list[str], needle: str) -> None:
@@ -252,6 +255,36 @@ def test_sglang_dp_attention_splits_its_chunk_over_the_ranks() -> None:
     assert sglang.token_budget(b200, 1024) == 16384
     assert sglang.token_budget(b200, 1024, attention_dp=8) == 2048
     assert ENGINES["vllm"].token_budget(b200, 1024, attention_dp=8) == 8192  # one per DP engine
+
+
+def test_the_launched_token_budget_sets_the_prompt_chunks() -> None:
+    """A server launched with a smaller budget (vLLM --max-num-batched-tokens) prefills an
+    8,192-token prompt in more steps, each paying the step's weights and kernels again; the
+    decode step is the same. The engine's own default gives the same answer as no flag."""
+
+    def point(*extra: str) -> dict:
+        return answer("--model", "kimi-k2.5", "--host", "b200-sxm-8x", "--tp", "8", "--isl",
+                      "8192", "--osl", "1024", "--concurrency", "1", *extra)["points"][0]  # fmt: skip
+
+    default, same = point(), point("--token-budget", "8192")
+    assert same["ttft_ms"] == default["ttft_ms"] and same["tpot_ms"] == default["tpot_ms"]
+    ttft = [point("--token-budget", str(n))["ttft_ms"] for n in (8192, 4096, 2048, 1024)]
+    assert ttft == sorted(ttft) and ttft[-1] > ttft[0]
+    assert point("--token-budget", "1024")["tpot_ms"] == default["tpot_ms"]
+
+
+def test_sglang_sizes_its_reserve_and_rank_chunks_from_the_launched_chunk() -> None:
+    """server_args.py: the memory reserve grows 1.5 MiB per chunk token and DP attention
+    divides ``--chunked-prefill-size`` over the ranks, as for its default."""
+    b200, sglang = hardware.preset("b200-sxm-8x"), ENGINES["sglang"]
+    assert sglang.token_budget(b200, 1024, attention_dp=8, launched=4096) == 512
+
+    def seqs(*extra: str) -> float:
+        return answer("--model", "deepseek-v3", "--host", "b200-sxm-8x", "--tp", "8", "--isl",
+                      "1024", "--osl", "1024", "--engine", "sglang", "--concurrency", "1",
+                      *extra)["kv_capacity_seqs_per_rank"]  # fmt: skip
+
+    assert seqs("--token-budget", "4096") > seqs() == seqs("--token-budget", "16384")
 
 
 def test_trtllm_admits_only_what_fits_to_the_last_output_token() -> None:
