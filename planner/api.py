@@ -203,7 +203,7 @@ def _assumptions(res: PlanResult, p: ServingParams, curves: list[CommCurve],
                    f"{hw.mem_bandwidth_gbps:.0f} GB/s, {hw.interconnect}", hw.source),
         Assumption("workload", f"vllm bench serve --dataset-name random, {res.isl} in / "
                    f"{res.osl} out, {prompts}; engine {res.engine} (SGLang-only layouts on "
-                   f"SGLang), {budget_text(token_budget)}",
+                   f"SGLang), {budget_text(res.engine, hw, res.isl, token_budget)}",
                    "--isl / --osl / --engine / --num-prompts / --token-budget"),
         Assumption("expert routing", "uniform top-k; the busiest EP rank runs the expected "
                    "maximum of its touched experts", "assumed"),

@@ -99,10 +99,13 @@ ENGINES: dict[str, Engine] = {
 }
 
 
-def budget_text(launched: int) -> str:
-    """How an assumptions list names the token budget a prediction used."""
-    return (f"token budget {launched} per step (--token-budget)" if launched else
-            "token budget: the engine's default for the GPU")  # fmt: skip
+def budget_text(engine: str, hw: HardwareSpec, isl: int, launched: int) -> str:
+    """How an assumptions list names the token budget a prediction used, with its number."""
+    n = ENGINES[engine].token_budget(hw, isl, 1, launched)
+    where = "--token-budget" if launched else f"{engine}'s default for this GPU"
+    if engine == "sglang":
+        return f"chunked prefill {n} tokens per step, split over DP-attention ranks ({where})"
+    return f"token budget {n} per step ({where})"
 
 
 # Tokens per step up to which the engine runs the shared expert beside the routed experts.

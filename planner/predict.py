@@ -190,7 +190,7 @@ def assumptions(model, hw, w: Workload, p: ServingParams) -> list[dict[str, str]
          "all C requests at once, then each finished one replaced; mean context during "
          "decode I + O/2; prefill interference C x I / O tokens per step",
          "source": "vllm bench serve --dataset-name random"},
-        {"what": "engine scheduler", "value": f"{w.engine}: {budget_text(w.token_budget)}; "
+        {"what": "engine scheduler", "value": f"{w.engine}: {budget_text(w.engine, hw, w.isl, w.token_budget)}; "
          "chunking and overlap from its source defaults",
          "source": "--token-budget" if w.token_budget else "planner/engines.py"},
         {"what": "CUDA graphs", "value": "on" if w.cuda_graphs else "off (eager)",

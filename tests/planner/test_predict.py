@@ -271,6 +271,10 @@ def test_the_launched_token_budget_sets_the_prompt_chunks() -> None:
     ttft = [point("--token-budget", str(n))["ttft_ms"] for n in (8192, 4096, 2048, 1024)]
     assert ttft == sorted(ttft) and ttft[-1] > ttft[0]
     assert point("--token-budget", "1024")["tpot_ms"] == default["tpot_ms"]
+    said = {a["what"]: a["value"] for a in answer(
+        "--model", "kimi-k2.5", "--host", "b200-sxm-8x", "--tp", "8", "--isl", "8192",
+        "--osl", "1024", "--concurrency", "1", "--token-budget", "2048")["assumptions"]}  # fmt: skip
+    assert "token budget 2048 per step (--token-budget)" in said["engine scheduler"]
 
 
 def test_sglang_sizes_its_reserve_and_rank_chunks_from_the_launched_chunk() -> None:
