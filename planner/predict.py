@@ -178,6 +178,7 @@ def run(args: argparse.Namespace, params: ServingParams = FITTED) -> dict[str, A
 def assumptions(model, hw, w: Workload, p: ServingParams) -> list[dict[str, str]]:
     prompts = (f"{w.num_prompts} prompts" if w.num_prompts else
                f"{p.prompts_per_client.get(w.engine, 1):.1f} prompts per concurrency slot")
+    budget = budget_text(w.engine, hw, w.isl, w.token_budget)
     out = [
         {"what": "model", "value": f"{model.name}: {model.num_layers} layers, "
          f"{model.num_experts} experts top-{model.top_k}, {model.attention.upper()}, "
@@ -190,8 +191,8 @@ def assumptions(model, hw, w: Workload, p: ServingParams) -> list[dict[str, str]
          "all C requests at once, then each finished one replaced; mean context during "
          "decode I + O/2; prefill interference C x I / O tokens per step",
          "source": "vllm bench serve --dataset-name random"},
-        {"what": "engine scheduler", "value": f"{w.engine}: {budget_text(w.engine, hw, w.isl, w.token_budget)}; "
-         "chunking and overlap from its source defaults",
+        {"what": "engine scheduler", "value": f"{w.engine}: {budget};"
+         " chunking and overlap from its source defaults",
          "source": "--token-budget" if w.token_budget else "planner/engines.py"},
         {"what": "CUDA graphs", "value": "on" if w.cuda_graphs else "off (eager)",
          "source": "engine default" if w.cuda_graphs else "--no-cuda-graphs"},
