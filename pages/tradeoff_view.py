@@ -108,7 +108,7 @@ def blocked_lines(res: PlanResult, calibrated: bool) -> list[str]:
 def _commands(res: PlanResult, names: list[str]) -> list[str]:
     out = []
     for name in names:
-        for c in layout_commands(res.layout(name)):
+        for c in layout_commands(res.layout(name), token_budget=res.token_budget):
             out.append(f"  - {name} on {c['engine']}: `{c['launch']}`, measured by "
                        f"`{c['measure']}`")  # fmt: skip
     return out

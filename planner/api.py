@@ -157,7 +157,7 @@ def plan(
         recommended=ranges(curves, ok), crossovers=crossovers(curves, ok),
         policy_costs=policy_costs(curves, [r.compliant for r in results],
                                   [not r.hypothesis for r in results]),
-        assumptions=[], isl=isl, osl=osl, engine=engine,
+        assumptions=[], isl=isl, osl=osl, engine=engine, token_budget=token_budget,
     )  # fmt: skip
     if calibration is not None:
         _calibrate(res, calibration, params, comm, num_prompts, token_budget)

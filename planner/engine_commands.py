@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 VLLM_PORT, SGLANG_PORT = 8000, 30000
 SWEEP = "1,2,4,8,16,32,64"
+# The flag that launches a server with a given token budget (planner --token-budget).
+BUDGET_FLAG = {"vllm": "--max-num-batched-tokens", "sglang": "--chunked-prefill-size"}
 
 
 @dataclass(frozen=True)
@@ -55,10 +57,13 @@ def _launches(kind: str, tp: int, dp: int, ep: int, model: str, a2a: str) -> dic
 
 
 def commands(kind: str, tp: int, dp: int, ep: int, model: str = "MODEL", a2a: str = "",
-             host: str = "HOST") -> list[EngineCommand]:  # fmt: skip
-    """Every engine that runs this layout, vLLM first."""
+             host: str = "HOST", token_budget: int = 0) -> list[EngineCommand]:  # fmt: skip
+    """Every engine that runs this layout, vLLM first; launched with ``token_budget`` (the
+    prediction's) when one was given."""
     out = []
     for engine, launch in _launches(kind, tp, dp, ep, model, a2a).items():
+        if token_budget:
+            launch += f" {BUDGET_FLAG[engine]} {token_budget}"
         port = VLLM_PORT if engine == "vllm" else SGLANG_PORT
         args = launch.split(model, 1)[1].strip() if model in launch else launch
         url = f"http://{host}:{port}"

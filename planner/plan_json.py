@@ -35,10 +35,12 @@ def predict_command(r: LayoutResult, target: str) -> str:
     return " ".join(["python -m planner predict", target, *r.curve.predict_args])
 
 
-def layout_commands(r: LayoutResult, model: str = "MODEL") -> list[dict[str, str]]:
+def layout_commands(r: LayoutResult, model: str = "MODEL",
+                    token_budget: int = 0) -> list[dict[str, str]]:  # fmt: skip
     lay = r.layout
     return [vars(c) for c in commands(lay.model_kind if lay.kind == "downcast" else lay.kind,
-                                      lay.tp, lay.dp, lay.ep, model, lay.a2a_backend)]  # fmt: skip
+                                      lay.tp, lay.dp, lay.ep, model, lay.a2a_backend,
+                                      token_budget=token_budget)]  # fmt: skip
 
 
 def recommendation(res: PlanResult, c: int, calibrated: bool = False) -> dict[str, Any]:
@@ -49,7 +51,8 @@ def recommendation(res: PlanResult, c: int, calibrated: bool = False) -> dict[st
                             "too_close_to_call": list(call.too_close)}  # fmt: skip
     if call.too_close:
         names = [call.layout, *call.too_close]
-        item["commands"] = {n: layout_commands(res.layout(n)) for n in names if n}
+        item["commands"] = {n: layout_commands(res.layout(n), token_budget=res.token_budget)
+                            for n in names if n}  # fmt: skip
     return item
 
 

@@ -51,7 +51,7 @@ def render_text(res: PlanResult, cs: list[int], preset: bool) -> str:
         lines += ["", "Too close to call: measure both (python -m collectors ...-bench):"]
         names = {call_at(res, c).layout for c in cs if call_at(res, c).too_close} | close
         for name in sorted(n for n in names if n):
-            for cmd in layout_commands(res.layout(name)):
+            for cmd in layout_commands(res.layout(name), token_budget=res.token_budget):
                 lines.append(f"  {name} [{cmd['engine']}]: {cmd['measure']}")
     hyps = [r for r in res.layouts if r.compliant and r.hypothesis]
     if hyps:

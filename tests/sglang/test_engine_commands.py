@@ -35,6 +35,22 @@ def test_commands_parse_back_to_the_same_layout(kind, tp, dp, ep, a2a) -> None:
         assert "gpu-1" in c.measure and "--trace-dir" in c.profile
 
 
+@pytest.mark.parametrize(("kind", "tp", "dp", "ep", "a2a"), CASES)
+def test_a_launched_budget_rides_on_the_launch_and_bench_commands(kind, tp, dp, ep, a2a) -> None:
+    """`python -m planner --token-budget N` predicts a server launched with that budget, so the
+    commands it prints launch and benchmark that server, and still parse to the layout."""
+    for c in ec.commands(kind, tp, dp, ep, "org/Model", a2a, token_budget=4096):
+        parse = sgl_layout.from_server_args if c.engine == "sglang" else vllm_layout.from_server_args
+        flag = {"vllm": "--max-num-batched-tokens", "sglang": "--chunked-prefill-size"}[c.engine]
+        launch = shlex.split(c.launch)
+        assert launch[launch.index(flag) + 1] == "4096"
+        measure = shlex.split(c.measure)
+        server_args = shlex.split(measure[measure.index("--server-args") + 1])
+        assert server_args[server_args.index(flag) + 1] == "4096"
+        assert parse(c.launch).kind == COLLECTOR_KIND.get(kind, kind)
+    assert all(" 4096" not in c.launch for c in ec.commands(kind, tp, dp, ep, "org/Model", a2a))
+
+
 def test_sglang_only_layouts_and_full_precision_dispatch() -> None:
     assert ec.engines("tp_attn_ep_moe") == ["sglang"]
     assert ec.engines("tp_fast_allreduce") == ["vllm"]
