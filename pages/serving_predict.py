@@ -62,6 +62,16 @@ def _engine(row: dict) -> str:
     return eng if eng in ENGINES else "vllm"
 
 
+def _prompts(row: dict) -> int:
+    """The run's --num-prompts (its share of first-wave prompts shapes the mean TTFT); 0 when
+    the result did not record it (the planner then assumes the fitted benchmark's)."""
+    try:
+        n = float(row.get("num_prompts"))
+    except (TypeError, ValueError):
+        return 0
+    return int(n) if n == n and n > 0 else 0  # NaN: not recorded
+
+
 def _params_that_fit(model, hw, lay, engine: str, notes: list[str], what: str):
     """The fitted parameters; where the weights leave no KV room at the engine's default
     memory rule, 0.98 of the GPU (the measured run shows the engine did load: it must have
@@ -122,9 +132,9 @@ def serving_predictions(loc, bench: pd.DataFrame, model_id: str, hw_choice: str,
             cal = None
         if cal is not None:
             notes.append(f"{layout} on {host}: {cal.sentence()}")
-        for m in measured:
+        for m, row in zip(measured, pts.to_dict("records"), strict=True):
             try:
-                w = Workload(m.isl, m.osl, engine)
+                w = Workload(m.isl, m.osl, engine, num_prompts=_prompts(row))
                 pr = predict(model, hw, lay, w, np.array([m.concurrency]), params)
                 cp = predict(model, hw, lay, w, np.array([m.concurrency]), cal.params) if cal \
                     else None  # fmt: skip

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import plotly.graph_objects as go
 import pytest
 
@@ -78,6 +79,32 @@ def test_predicts_every_measured_point_and_calibrates(stored) -> None:
     bench = _bench(loc, run_id).set_index("concurrency")["mean_tpot_ms"]
     err = lambda col: (frame.set_index("concurrency")[col] / bench - 1).abs().median()  # noqa: E731
     assert err("calibrated_tpot_ms") < err("predicted_tpot_ms")
+
+
+def test_ttft_is_predicted_for_the_runs_own_prompt_count(stored) -> None:
+    """The sweep sent 64 prompts at every concurrency: at C=64 every request is in the first
+    wave (all arrive at once and queue), at C=1 most arrive alone. The page predicts each
+    point for the prompts the run sent, not the fit's default share."""
+    from pages.serving_predict import _params_that_fit, _serve_layout
+    from planner.serving import Workload, predict
+
+    loc, run_id, _ = stored
+    bench = _bench(loc, run_id)
+    assert set(bench["num_prompts"]) == {64}
+    frame, reasons = serving_predictions(loc, bench, MODEL, MEASURED, hardware_for, model_for)
+    assert not reasons
+    model, hw = model_for(MODEL)[0], hardware_for(loc, MEASURED, HOST)[0]
+    lay = _serve_layout(bench.iloc[0].to_dict())
+    params = _params_that_fit(model, hw, lay, "vllm", [], "")
+
+    def ttft(c: int, prompts: int) -> float:
+        return float(predict(model, hw, lay, Workload(1024, 256, "vllm", num_prompts=prompts),
+                             np.array([c]), params).ttft_ms[0])  # fmt: skip
+
+    shown = frame.set_index("concurrency")["predicted_ttft_ms"]
+    for c in (1, 4, 16, 64):
+        assert shown[c] == pytest.approx(ttft(c, 64))
+    assert shown[64] > 1.5 * ttft(64, 0)  # the fit's default share of first-wave prompts
 
 
 @pytest.mark.skipif(not KIMI.is_file(), reason=f"{KIMI} absent")
