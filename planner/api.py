@@ -157,18 +157,18 @@ def plan(
         recommended=ranges(curves, ok), crossovers=crossovers(curves, ok),
         policy_costs=policy_costs(curves, [r.compliant for r in results],
                                   [not r.hypothesis for r in results]),
-        assumptions=[], isl=isl, osl=osl, engine=engine, token_budget=token_budget,
+        assumptions=[], isl=isl, osl=osl, engine=engine, num_prompts=num_prompts,
+        token_budget=token_budget,
     )  # fmt: skip
     if calibration is not None:
-        _calibrate(res, calibration, params, comm, num_prompts, token_budget)
+        _calibrate(res, calibration, params, comm)
     res.comm_sources = [c.describe() for c in comm.used()]
-    res.assumptions = _assumptions(res, params, comm.used(), num_prompts, token_budget)
+    res.assumptions = _assumptions(res, params, comm.used())
     res.findings += findings(res)
     return res
 
 
-def _calibrate(res: PlanResult, cal: Calibration, p: ServingParams, comm: CommSet,
-               num_prompts: int, token_budget: int) -> None:  # fmt: skip
+def _calibrate(res: PlanResult, cal: Calibration, p: ServingParams, comm: CommSet) -> None:
     match = next((r for r in res.layouts if cal.matches(r.layout.model_kind, r.layout.tp,
                                                         r.layout.dp)), None)  # fmt: skip
     if match is None or match.curve.why_not:
@@ -181,7 +181,8 @@ def _calibrate(res: PlanResult, cal: Calibration, p: ServingParams, comm: CommSe
     cp = with_step_factors(p, factors)
     n = res.hardware.gpu_count
     for r in res.layouts:
-        inst = instance(r.layout, n, res.isl, res.osl, res.engine, num_prompts, token_budget)
+        inst = instance(r.layout, n, res.isl, res.osl, res.engine, res.num_prompts,
+                        res.token_budget)  # fmt: skip
         r.calibrated = layout_curve(res.model, res.hardware, r.layout, inst, res.concurrency,
                                     cp, comm)  # fmt: skip
         r.calibrated.calibrated = True
@@ -190,10 +191,10 @@ def _calibrate(res: PlanResult, cal: Calibration, p: ServingParams, comm: CommSe
                                         [r.recommendable for r in res.layouts])  # fmt: skip
 
 
-def _assumptions(res: PlanResult, p: ServingParams, curves: list[CommCurve],
-                 num_prompts: int, token_budget: int) -> list[Assumption]:  # fmt: skip
+def _assumptions(res: PlanResult, p: ServingParams,
+                 curves: list[CommCurve]) -> list[Assumption]:  # fmt: skip
     m, hw = res.model, res.hardware
-    prompts = (f"{num_prompts} prompts" if num_prompts else
+    prompts = (f"{res.num_prompts} prompts" if res.num_prompts else
                f"{p.prompts_per_client.get(res.engine, 1):.1f} prompts per concurrency slot")
     out = [
         Assumption("model", f"{m.name}: {m.num_layers} layers ({m.num_moe_layers} MoE), hidden "
@@ -203,7 +204,7 @@ def _assumptions(res: PlanResult, p: ServingParams, curves: list[CommCurve],
                    f"{hw.mem_bandwidth_gbps:.0f} GB/s, {hw.interconnect}", hw.source),
         Assumption("workload", f"vllm bench serve --dataset-name random, {res.isl} in / "
                    f"{res.osl} out, {prompts}; engine {res.engine} (SGLang-only layouts on "
-                   f"SGLang), {budget_text(res.engine, hw, res.isl, token_budget)}",
+                   f"SGLang), {budget_text(res.engine, hw, res.isl, res.token_budget)}",
                    "--isl / --osl / --engine / --num-prompts / --token-budget"),
         Assumption("expert routing", "uniform top-k; the busiest EP rank runs the expected "
                    "maximum of its touched experts", "assumed"),

@@ -146,6 +146,7 @@ class PlanResult:
     isl: int = 1024
     osl: int = 1024
     engine: str = "vllm"
+    num_prompts: int = 0  # the benchmark's --num-prompts; 0 = the fitted share per slot
     token_budget: int = 0  # the server's launched token budget (--token-budget); 0 = default
     findings: list[str] = field(default_factory=list)
     calibration: Calibration | None = None
