@@ -55,6 +55,23 @@ def test_leave_one_model_out_on_vllm(rows) -> None:
     assert band["q10"] < 0 < band["q90"]
 
 
+def test_each_engine_fit_ends_at_a_minimum_of_its_own_loss(rows) -> None:
+    """The recorded per-engine values are a local minimum of the fit's objective, off the
+    bounds: a start that ran into a clipped bound used to stop there (SGLang at 1 prompt
+    per slot, though 1.5 has a lower loss)."""
+    lo = fit.BOUNDS["prompts_per_client"][0]
+    for engine in ("sglang", "trtllm"):
+        gs = fit.groups([r for r in rows[0] if r.engine == engine])
+        k, fixed = FITTED.prompts_per_client[engine], FITTED.ttft_fixed_ms[engine]
+        assert k > 1.1 * lo, engine
+        at = fit.loss(gs, FITTED)
+        for dk, dfixed in ((0.8, 1.0), (1.25, 1.0), (1.0, 0.9), (1.0, 1.1)):
+            near = FITTED.with_values(
+                prompts_per_client={**FITTED.prompts_per_client, engine: k * dk},
+                ttft_fixed_ms={**FITTED.ttft_fixed_ms, engine: fixed * dfixed})
+            assert fit.loss(gs, near) >= at - 1e-4, (engine, dk, dfixed)
+
+
 def test_fitted_model_is_unbiased_per_engine(rows) -> None:
     errs = fit.errors(fit.groups(rows[0]), FITTED)
     for engine in ("vllm", "sglang", "trtllm"):
