@@ -16,7 +16,7 @@ from pages import ui
 from planner import reference
 from planner.bands import band
 from planner.engine_commands import sglang_only_lines
-from planner.plan_json import layout_commands
+from planner.plan_json import result_commands
 from planner.plan_types import REPORT_CONCURRENCIES, TERMS, PlanResult
 from planner.recommend import call_at
 
@@ -108,7 +108,7 @@ def blocked_lines(res: PlanResult, calibrated: bool) -> list[str]:
 def _commands(res: PlanResult, names: list[str]) -> list[str]:
     out = []
     for name in names:
-        for c in layout_commands(res.layout(name), token_budget=res.token_budget):
+        for c in result_commands(res, name):
             out.append(f"  - {name} on {c['engine']}: `{c['launch']}`, measured by "
                        f"`{c['measure']}`")  # fmt: skip
     return out

@@ -194,8 +194,7 @@ def _calibrate(res: PlanResult, cal: Calibration, p: ServingParams, comm: CommSe
 def _assumptions(res: PlanResult, p: ServingParams,
                  curves: list[CommCurve]) -> list[Assumption]:  # fmt: skip
     m, hw = res.model, res.hardware
-    prompts = (f"{res.num_prompts} prompts" if res.num_prompts else
-               f"{p.prompts_per_client.get(res.engine, 1):.1f} prompts per concurrency slot")
+    prompts = p.prompts_text(res.engine, res.num_prompts)
     out = [
         Assumption("model", f"{m.name}: {m.num_layers} layers ({m.num_moe_layers} MoE), hidden "
                    f"{m.hidden}, {m.num_experts} experts top-{m.top_k}, {m.attention.upper()}, "

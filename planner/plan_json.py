@@ -43,6 +43,11 @@ def layout_commands(r: LayoutResult, model: str = "MODEL",
                                       token_budget=token_budget)]  # fmt: skip
 
 
+def result_commands(res: PlanResult, name: str) -> list[dict[str, str]]:
+    """A plan layout's launch and measure commands, at the plan's launched token budget."""
+    return layout_commands(res.layout(name), token_budget=res.token_budget)
+
+
 def recommendation(res: PlanResult, c: int, calibrated: bool = False) -> dict[str, Any]:
     call = call_at(res, c, calibrated)
     item: dict[str, Any] = {"concurrency": call.concurrency, "layout": call.layout,
@@ -51,8 +56,7 @@ def recommendation(res: PlanResult, c: int, calibrated: bool = False) -> dict[st
                             "too_close_to_call": list(call.too_close)}  # fmt: skip
     if call.too_close:
         names = [call.layout, *call.too_close]
-        item["commands"] = {n: layout_commands(res.layout(n), token_budget=res.token_budget)
-                            for n in names if n}  # fmt: skip
+        item["commands"] = {n: result_commands(res, n) for n in names if n}
     return item
 
 

@@ -4,7 +4,7 @@ hypotheses with the commands that would measure them, crossovers, the policy, fi
 from __future__ import annotations
 
 from planner import reference
-from planner.plan_json import layout_commands
+from planner.plan_json import result_commands
 from planner.plan_types import PlanResult
 from planner.recommend import call_at
 
@@ -51,7 +51,7 @@ def render_text(res: PlanResult, cs: list[int], preset: bool) -> str:
         lines += ["", "Too close to call: measure both (python -m collectors ...-bench):"]
         names = {call_at(res, c).layout for c in cs if call_at(res, c).too_close} | close
         for name in sorted(n for n in names if n):
-            for cmd in layout_commands(res.layout(name), token_budget=res.token_budget):
+            for cmd in result_commands(res, name):
                 lines.append(f"  {name} [{cmd['engine']}]: {cmd['measure']}")
     hyps = [r for r in res.layouts if r.compliant and r.hypothesis]
     if hyps:

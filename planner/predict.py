@@ -176,8 +176,7 @@ def run(args: argparse.Namespace, params: ServingParams = FITTED) -> dict[str, A
 
 
 def assumptions(model, hw, w: Workload, p: ServingParams) -> list[dict[str, str]]:
-    prompts = (f"{w.num_prompts} prompts" if w.num_prompts else
-               f"{p.prompts_per_client.get(w.engine, 1):.1f} prompts per concurrency slot")
+    prompts = p.prompts_text(w.engine, w.num_prompts)
     budget = budget_text(w.engine, hw, w.isl, w.token_budget)
     out = [
         {"what": "model", "value": f"{model.name}: {model.num_layers} layers, "

@@ -173,7 +173,7 @@ def predict(
     terms["allreduce"], terms["all_to_all"] = sc.allreduce_ms, sc.all_to_all_ms
     tpot = np.sum([terms[t] for t in TERMS], axis=0)
 
-    ratio = p.prompts_per_client.get(w.engine, p.prompts_per_client["vllm"])
+    ratio = p.prompts_per_slot(w.engine)
     k = w.num_prompts / c if w.num_prompts else np.full_like(c, ratio)
     # A later prompt meets the other ranks mostly decoding: each is prefilling a share rho
     # of the time (its prompts' prefill over their lifetimes), the mean overlap its own

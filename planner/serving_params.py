@@ -77,6 +77,14 @@ class ServingParams:
     def with_values(self, **kw) -> ServingParams:
         return replace(self, **kw)
 
+    def prompts_per_slot(self, engine: str) -> float:
+        return self.prompts_per_client.get(engine, self.prompts_per_client["vllm"])
+
+    def prompts_text(self, engine: str, num_prompts: int) -> str:
+        """How an assumptions list names the client's prompt count."""
+        return (f"{num_prompts} prompts" if num_prompts else
+                f"{self.prompts_per_slot(engine):.1f} prompts per concurrency slot")  # fmt: skip
+
 
 # Names, units and sources of every parameter, for the assumptions list.
 DESCRIBE: dict[str, tuple[str, str]] = {
