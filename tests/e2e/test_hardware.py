@@ -62,6 +62,10 @@ def test_pcie_host_sentence_and_matrices(hw, page) -> None:
     assert "GPU 7 at Gen1 x16" in text  # the idle link below its Gen5 maximum
     page.wait_for_url(f"**run={runs['pcie-box']}**")  # the newest run, named absolutely
     topo, p2p = main.get_by_test_id("stTable").nth(0), main.get_by_test_id("stTable").nth(1)
+    # The URL update reruns the page: wait until the rerun has drawn both matrices again
+    # (read mid-rerun, the first table found was the P2P one).
+    expect(topo).to_contain_text("PIX")
+    expect(p2p).to_contain_text("OK")
     topo_text = topo.inner_text()
     for label in ("PIX", "NODE", "SYS", "0-47,96-143", "48-95,144-191"):
         assert label in topo_text
