@@ -176,5 +176,17 @@ def host_for(row: Row) -> HardwareSpec:
     return hardware.preset(SYSTEMS[row.system])
 
 
+# TensorRT-LLM attention-DP rows ran with attention_dp_config.enable_balance: true - every
+# InferenceX TRT-LLM launch script sets it under DP attention since its first version
+# (SemiAnalysisAI/InferenceX benchmarks/single_node/fixed_seq_len/dsr1_fp4_b200_trt.sh and
+# dsr1_fp8_b200_trt.sh with timeout_iters 60; gptoss_fp4_b200_trt.sh with TRT-LLM's default
+# timeout_iters 50, tensorrt_llm/llmapi/llm_args.py ``AttentionDpConfig``).
+ADP_BALANCE_ITERS = {"deepseek-ai/DeepSeek-R1": 60, "nvidia/DeepSeek-R1-NVFP4": 60}
+ADP_BALANCE_DEFAULT = 50
+
+
 def workload_for(row: Row) -> Workload:
-    return Workload(isl=row.isl, osl=row.osl, engine=row.engine)
+    balance = 0
+    if row.engine == "trtllm" and row.layout.dp > 1:
+        balance = ADP_BALANCE_ITERS.get(row.model_path, ADP_BALANCE_DEFAULT)
+    return Workload(isl=row.isl, osl=row.osl, engine=row.engine, adp_balance_iters=balance)

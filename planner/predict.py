@@ -3,7 +3,8 @@
     python -m planner predict --model CONFIG.json|PRESET --host PRESET|HOST_FILE [--gpus N]
         --tp T [--dp D] [--ep] [--all2all-backend B] [--allreduce nccl|fast] [--replicas R]
         --isl I --osl O --concurrency C[,C...] [--engine vllm|sglang|trtllm]
-        [--kv-dtype auto|fp8] [--a2a-dtype auto|fp8] [--marlin-input-dtype auto|fp8] [--json]
+        [--kv-dtype auto|fp8] [--a2a-dtype auto|fp8] [--marlin-input-dtype auto|fp8]
+        [--adp-balance-iters N] [--json]
     python -m planner predict --preset reference-kimi-k25-rtxpro6000 --tp 8 ...
 
 Driven like ``vllm bench serve --random-input-len I --random-output-len O --max-concurrency C``.
@@ -71,6 +72,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--marlin-input-dtype", default="auto", choices=("auto", "fp8"),
                    help="fp8: W4A8 Marlin inputs, VLLM_MARLIN_INPUT_DTYPE (a downcast)")
     p.add_argument("--no-cuda-graphs", action="store_true", help="--enforce-eager")
+    p.add_argument("--adp-balance-iters", type=int, default=0, metavar="N",
+                   help="TensorRT-LLM with --dp: the server ran attention_dp_config "
+                   "enable_balance with timeout_iters N (prompts wait for every rank to "
+                   "have one); default 0, balance off as in TensorRT-LLM")  # fmt: skip
     p.add_argument("--policy", help="policy file (default: the full-precision policy)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     return p
@@ -128,7 +133,7 @@ def run(args: argparse.Namespace, params: ServingParams = FITTED) -> dict[str, A
     a2a = FP8 if args.a2a_dtype == "fp8" else ""
     act = FP8 if args.marlin_input_dtype == "fp8" else ""
     w = Workload(args.isl, args.osl, args.engine, kv, not args.no_cuda_graphs, a2a, act,
-                 args.num_prompts, args.token_budget)  # fmt: skip
+                 args.num_prompts, args.token_budget, args.adp_balance_iters)  # fmt: skip
     comm = CommSet(curves + (published_for(hw.gpu_model, hw.gpu_count) if fill else []), hw,
                    params.link_eff)  # fmt: skip
     pr = predict_instance(model, Instance(lay, args.replicas, w), hw, np.asarray(conc), params,
@@ -175,6 +180,13 @@ def run(args: argparse.Namespace, params: ServingParams = FITTED) -> dict[str, A
     }  # fmt: skip
 
 
+def balance_text(timeout_iters: int) -> str:
+    if not timeout_iters:
+        return ""
+    return (f"; attention-DP balance on (timeout_iters {timeout_iters}): a later prompt waits "
+            "for every rank to hold one or for the timeout (--adp-balance-iters)")
+
+
 def assumptions(model, hw, w: Workload, p: ServingParams) -> list[dict[str, str]]:
     prompts = p.prompts_text(w.engine, w.num_prompts)
     budget = budget_text(w.engine, hw, w.isl, w.token_budget)
@@ -191,7 +203,7 @@ def assumptions(model, hw, w: Workload, p: ServingParams) -> list[dict[str, str]
          "decode I + O/2; prefill interference C x I / O tokens per step",
          "source": "vllm bench serve --dataset-name random"},
         {"what": "engine scheduler", "value": f"{w.engine}: {budget};"
-         " chunking and overlap from its source defaults",
+         " chunking and overlap from its source defaults" + balance_text(w.adp_balance_iters),
          "source": "--token-budget" if w.token_budget else "planner/engines.py"},
         {"what": "CUDA graphs", "value": "on" if w.cuda_graphs else "off (eager)",
          "source": "engine default" if w.cuda_graphs else "--no-cuda-graphs"},

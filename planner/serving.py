@@ -33,7 +33,7 @@ from planner.serving_step import (
     prefill_cost,
     weights_per_gpu,
 )
-from planner.serving_ttft import prefill_share, ttft_ms
+from planner.serving_ttft import adp_balance_wait_steps, prefill_share, ttft_ms
 from planner.serving_types import ServeLayout, Workload
 
 __all__ = ["ENGINES", "TERMS", "Prediction", "ServeLayout", "Workload", "check", "predict"]
@@ -82,6 +82,9 @@ def check(m: ModelSpec, hw: HardwareSpec, lay: ServeLayout, w: Workload) -> None
     if w.engine not in ENGINES:
         raise PlannerInputError(f"--engine {w.engine!r}: one of {', '.join(ENGINES)}")
     check_budget(w.engine, w.isl, w.token_budget)
+    if w.adp_balance_iters < 0 or (w.adp_balance_iters and (w.engine != "trtllm" or lay.dp < 2)):
+        raise PlannerInputError("--adp-balance-iters: TensorRT-LLM's attention-DP balance, "
+                                "a timeout >= 0 with --engine trtllm and --dp >= 2")  # fmt: skip
     if lay.a2a and lay.a2a not in A2A_BACKENDS:
         raise PlannerInputError(f"--all2all-backend {lay.a2a!r}: one of "
                                 f"{', '.join(A2A_BACKENDS)}")  # fmt: skip
@@ -180,8 +183,9 @@ def predict(
     # prompt's experts share the GPUs with.
     rho = prefill_share(B, w.isl * ttft_cost.per_token(1), w.osl, tpot)
     t_own = ttft_cost.per_token(1 + (ranks - 1) * rho)
+    wait = adp_balance_wait_steps(B, lay.dp, w.osl, w.adp_balance_iters)
     ttft = ttft_ms(eng, B, want, w.isl, w.osl, budget, tpot, step_fixed, t_tok, t_own,
-                   p.ttft_fixed_ms.get(w.engine, p.ttft_fixed_ms["vllm"]), k)  # fmt: skip
+                   p.ttft_fixed_ms.get(w.engine, p.ttft_fixed_ms["vllm"]), k, wait)  # fmt: skip
     served = np.minimum(c, B * lay.dp)
     out_tok_s = served * w.osl / (ttft + (w.osl - 1) * tpot) * 1e3
     dummy = np.maximum(lay.dp - c, 0.0) if lay.dp > 1 else np.zeros_like(c)

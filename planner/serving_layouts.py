@@ -50,6 +50,8 @@ class Instance:
             args += ["--num-prompts", str(w.num_prompts)]
         if w.token_budget:
             args += ["--token-budget", str(w.token_budget)]
+        if w.adp_balance_iters:
+            args += ["--adp-balance-iters", str(w.adp_balance_iters)]
         return args
 
 

@@ -16,6 +16,8 @@ replaced. Per attention rank (C / DP clients, B of them admitted by the KV cache
 - Mean over the run: (first wave + (N / C - 1) x later) / (N / C), where N / C is the
   client's prompts per concurrency slot.
 - **Admission**: past the KV capacity, a request waits for (C / B - 1) requests' lifetimes.
+- **TensorRT-LLM's attention-DP balance** (``attention_dp_config.enable_balance``, off by
+  default): a later prompt waits until every rank has one, or for the scheduler's timeout.
 
 A fixed request-path cost per engine (HTTP, tokenisation, detokenisation of the first
 token) is added on top; it and the fixture benchmark's N / C are fitted (planner.fit).
@@ -61,11 +63,35 @@ def prefill_share(B: np.ndarray, prompt_ms: np.ndarray, osl: int,
     return np.minimum(B * prompt_ms / np.maximum(osl * tpot_ms, 1e-9), 0.9)
 
 
+def adp_balance_wait_steps(B: np.ndarray, dp: int, osl: int, timeout_iters: int) -> np.ndarray:
+    """Mean decode steps a later prompt waits under TensorRT-LLM's attention-DP balance.
+
+    NVIDIA/TensorRT-LLM tensorrt_llm/_torch/pyexecutor/py_executor.py
+    ``_balance_adp_requests``: while every rank decodes, context requests are held until
+    every rank has one (then all start) or until a counter, which counts every step without
+    that, reaches ``timeout_iters``; a rank with nothing to decode releases them at once.
+    A rank's requests finish (and are replaced there) at B / O per step, so the time until
+    all ``dp`` ranks hold a prompt is the largest of dp exponentials; a cycle lasts
+    L = min(timeout, that), and a prompt arriving at a random step waits E[L^2] / (2 E[L]).
+    """
+    b = np.asarray(B, dtype=float)
+    if timeout_iters <= 0 or dp <= 1:
+        return np.zeros_like(b)
+    t = np.linspace(0.0, float(timeout_iters), 241)
+    rate = b[:, None] / max(osl, 1)
+    survive = 1.0 - (1.0 - np.exp(-rate * t)) ** dp  # P(not every rank holds a prompt by t)
+    mean_l = np.trapezoid(survive, t, axis=1)
+    mean_l2 = np.trapezoid(2.0 * t * survive, t, axis=1)
+    # One running request per rank: its replacement finds the rank idle, released at once.
+    return np.where(b >= 2, mean_l2 / (2.0 * np.maximum(mean_l, 1e-9)), 0.0)
+
+
 def later_wave_ms(eng: Engine, B: np.ndarray, isl: int, osl: int, budget: int,
-                  tpot_ms: np.ndarray, step_fixed_ms: float,
-                  t_tok_ms: np.ndarray) -> np.ndarray:  # fmt: skip
+                  tpot_ms: np.ndarray, step_fixed_ms: float, t_tok_ms: np.ndarray,
+                  wait_steps: np.ndarray | float = 0.0) -> np.ndarray:  # fmt: skip
     """Mean time to first token of a prompt that arrives while B requests decode
-    (``t_tok_ms``: its own prompt token's time, planner.serving_step.PrefillCost)."""
+    (``t_tok_ms``: its own prompt token's time, planner.serving_step.PrefillCost;
+    ``wait_steps``: decode steps the scheduler holds it, at least the half step to the next)."""
     own_tokens_ms = isl * t_tok_ms
     if eng.mixed:
         room = np.maximum(budget - B, 1.0) if eng.chunked else np.full_like(B, float(budget))
@@ -75,18 +101,20 @@ def later_wave_ms(eng: Engine, B: np.ndarray, isl: int, osl: int, budget: int,
         own = np.ceil(isl / budget) * step_fixed_ms + own_tokens_ms
     rho = prefill_share(B, own_tokens_ms, osl, tpot_ms)
     queue = rho / (2 * (1 - rho)) * own_tokens_ms
-    return tpot_ms / 2 + own + queue
+    return np.maximum(wait_steps, 0.5) * tpot_ms + own + queue
 
 
 def ttft_ms(eng: Engine, B: np.ndarray, want: np.ndarray, isl: int, osl: int, budget: int,
             tpot_ms: np.ndarray, step_fixed_ms: float, t_tok_ms: np.ndarray,
-            t_own_ms: np.ndarray, fixed_ms: float,
-            prompts_per_client: np.ndarray) -> np.ndarray:  # fmt: skip
+            t_own_ms: np.ndarray, fixed_ms: float, prompts_per_client: np.ndarray,
+            wait_steps: np.ndarray | float = 0.0) -> np.ndarray:  # fmt: skip
     """Mean TTFT at each concurrency (per attention rank: B admitted of ``want`` clients).
     ``t_tok_ms``: a prompt token's time when every busy rank prefills (the first wave);
-    ``t_own_ms``: a later prompt's, among mostly decoding ranks."""
+    ``t_own_ms``: a later prompt's, among mostly decoding ranks; ``wait_steps``: steps the
+    scheduler holds a later prompt (adp_balance_wait_steps)."""
     k = np.maximum(prompts_per_client, 1.0)
     first = first_wave_ms(B, isl, budget, eng.chunked, step_fixed_ms, t_tok_ms)
-    later = later_wave_ms(eng, B, isl, osl, budget, tpot_ms, step_fixed_ms, t_own_ms)
+    later = later_wave_ms(eng, B, isl, osl, budget, tpot_ms, step_fixed_ms, t_own_ms,
+                          wait_steps)  # fmt: skip
     admission = np.maximum(want / B - 1.0, 0.0) * osl * tpot_ms
     return fixed_ms + (first + (k - 1) * later) / k + admission

@@ -50,3 +50,6 @@ class Workload:
     activations: str = ""  # "" = native; fp8_e4m3 = W4A8 Marlin inputs (a downcast)
     num_prompts: int = 0  # 0 = the fixture benchmark's prompts per concurrency slot
     token_budget: int = 0  # tokens per engine step as launched; 0 = the engine's default
+    # TensorRT-LLM attention DP: attention_dp_config enable_balance with this timeout_iters;
+    # 0 = balance off (its default)
+    adp_balance_iters: int = 0

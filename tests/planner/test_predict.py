@@ -160,6 +160,10 @@ def test_slower_memory_means_slower_decode() -> None:
         (["--token-budget", "-1"], "--token-budget must be >= 0"),
         (["--engine", "trtllm", "--isl", "8192", "--token-budget", "4096"],
          "--token-budget 4096 < --isl 8192: TensorRT-LLM"),
+        (["--adp-balance-iters", "60"], "--adp-balance-iters: TensorRT-LLM's attention-DP"),
+        (["--engine", "trtllm", "--adp-balance-iters", "60"], "--dp >= 2"),
+        (["--engine", "trtllm", "--tp", "1", "--dp", "8", "--adp-balance-iters", "-1"],
+         "a timeout >= 0"),
     ],
 )
 def test_bad_input_is_one_line_exit_1(args: list[str], needle: str) -> None:
@@ -318,3 +322,37 @@ def test_a_prompt_crosses_the_tp_allreduces_in_ttft() -> None:
     bound_ms = ring / (pcie.link_gbps * 1e9) * 1e3 * (1 - 1 / 100)
     assert slow_p.ttft_ms[0] - fast_p.ttft_ms[0] > bound_ms > 300
     assert slow_p.breakdown_ms["prefill"][0] == pytest.approx(fast_p.breakdown_ms["prefill"][0])
+
+
+def test_trtllm_adp_balance_holds_later_prompts_not_decode_steps() -> None:
+    """py_executor.py ``_balance_adp_requests``: with enable_balance a later prompt waits for
+    every rank to hold one or for timeout_iters steps. Few arrivals per step (8 running of
+    1,024 steps each): about half the timeout. The first wave and TPOT do not change."""
+
+    def run_at(conc: str, *extra: str) -> dict:
+        return answer("--model", "deepseek-v3", "--host", "b200-sxm-8x", "--tp", "1", "--dp",
+                      "8", "--ep", "--engine", "trtllm", "--isl", "1024", "--osl", "1024",
+                      "--concurrency", conc, *extra)  # fmt: skip
+
+    off, on = run_at("64")["points"][0], run_at("64", "--adp-balance-iters", "60")["points"][0]
+    assert on["tpot_ms"] == off["tpot_ms"]
+    k = FITTED.prompts_per_slot("trtllm")
+    waited = (on["ttft_ms"] - off["ttft_ms"]) / ((k - 1) / k) / on["tpot_ms"]
+    assert 28 < waited < 30.5  # steps: the timeout's residual, less the half step always paid
+    # One request per rank: its replacement finds the rank idle and starts at once.
+    assert run_at("8", "--adp-balance-iters", "60")["points"][0]["ttft_ms"] == \
+        run_at("8")["points"][0]["ttft_ms"]  # fmt: skip
+    said = {a["what"]: a["value"] for a in run_at("64", "--adp-balance-iters", "60")["assumptions"]}
+    assert "attention-DP balance on (timeout_iters 60)" in said["engine scheduler"]
+
+
+def test_adp_balance_wait_shortens_when_every_rank_fills_before_the_timeout() -> None:
+    from planner.serving_ttft import adp_balance_wait_steps
+
+    b = np.array([1.0, 2.0, 8.0, 64.0, 512.0])
+    wait = adp_balance_wait_steps(b, 8, 1024, 60)
+    assert wait[0] == 0.0 and wait[1] == pytest.approx(30.0, abs=0.5)
+    assert list(wait[1:]) == sorted(wait[1:], reverse=True)  # more arrivals, fuller sooner
+    assert wait[-1] < 10
+    assert not adp_balance_wait_steps(b, 1, 1024, 60).any()
+    assert not adp_balance_wait_steps(b, 8, 1024, 0).any()

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
-from planner import fit, fixture, holdout
+from planner import fit, fixture, holdout, serving
 from planner.serving_params import FITTED
 
 pytestmark = pytest.mark.skipif(not fixture.CSV.is_file(), reason=f"{fixture.CSV} absent")
@@ -86,3 +88,23 @@ def test_rows_with_a_shipped_checkpoint_run_it_as_shipped(rows) -> None:
     assert fixture.model_for(llama).native.kv_cache == "fp8_e4m3"
     deepseek = next(r for r in rows[0] if "DeepSeek-V3" in r.model_path and r.quant == "fp8_block")
     assert fixture.model_for(deepseek).native.kv_cache == "bf16"  # DeepSeek's own FP8 ships none
+
+
+
+def test_trtllm_attention_dp_rows_ran_with_the_balance_their_scripts_set(rows) -> None:
+    """InferenceX's TRT-LLM scripts turn attention_dp_config.enable_balance on under DP
+    attention (DeepSeek-R1: timeout_iters 60; gpt-oss: TRT-LLM's default 50). Without the
+    wait those rows' TTFT is under-predicted by about half; with it, about evenly."""
+    adp = [r for r in rows[0] if r.engine == "trtllm" and r.layout.dp > 1]
+    assert len(adp) >= 20
+    assert {fixture.workload_for(r).adp_balance_iters for r in adp} == {50, 60}
+    assert not [r for r in rows[0] if fixture.workload_for(r).adp_balance_iters
+                and (r.layout.dp == 1 or r.engine != "trtllm")]  # fmt: skip
+    on, off = [], []
+    for g in fit.groups(adp):
+        w = fixture.workload_for(g.rows[0])
+        for balance, out in ((w.adp_balance_iters, on), (0, off)):
+            pr = serving.predict(g.model, g.host, g.rows[0].layout,
+                                 dataclasses.replace(w, adp_balance_iters=balance), g.conc)  # fmt: skip
+            out += list(pr.ttft_ms / g.ttft - 1)
+    assert np.median(off) < -0.4 and abs(np.median(on)) < 0.15
