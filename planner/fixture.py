@@ -46,8 +46,9 @@ CONFIGS = {
     "Qwen/Qwen3.5-397B-A17B": "Qwen--Qwen3.5-397B-A17B",
     "zhipuai/GLM-5": "zai-org--GLM-5",
 }
+# The sample's system names -> host presets (the Hopper ones read a fuller copy of the sample).
 SYSTEMS = {"b200_sxm": "b200-sxm-8x", "b300_sxm": "b300-sxm-8x", "gb200": "gb200-nvl72-4x",
-           "gb300": "gb300-nvl72-4x"}  # fmt: skip
+           "gb300": "gb300-nvl72-4x", "h100_sxm": "h100-sxm-8x", "h200_sxm": "h200-sxm-8x"}  # fmt: skip
 # Where the row's format has a real published checkpoint, use its config as shipped (its
 # hf_quant_config.json too: ModelOpt's kv_cache_quant_algo FP8 is the KV cache every engine
 # runs by default - TRT-LLM's KvCacheConfig.dtype "auto", vLLM's --kv-cache-dtype auto since
@@ -176,17 +177,20 @@ def host_for(row: Row) -> HardwareSpec:
     return hardware.preset(SYSTEMS[row.system])
 
 
-# TensorRT-LLM attention-DP rows ran with attention_dp_config.enable_balance: true - every
-# InferenceX TRT-LLM launch script sets it under DP attention since its first version
-# (SemiAnalysisAI/InferenceX benchmarks/single_node/fixed_seq_len/dsr1_fp4_b200_trt.sh and
-# dsr1_fp8_b200_trt.sh with timeout_iters 60; gptoss_fp4_b200_trt.sh with TRT-LLM's default
-# timeout_iters 50, tensorrt_llm/llmapi/llm_args.py ``AttentionDpConfig``).
-ADP_BALANCE_ITERS = {"deepseek-ai/DeepSeek-R1": 60, "nvidia/DeepSeek-R1-NVFP4": 60}
-ADP_BALANCE_DEFAULT = 50
+# TensorRT-LLM attention-DP rows ran with attention_dp_config.enable_balance where the
+# InferenceX launch script of their model and GPU sets it under DP attention, unchanged since
+# each script's first version (SemiAnalysisAI/InferenceX benchmarks/single_node/fixed_seq_len/):
+# dsr1_fp4_b200_trt.sh, dsr1_fp8_b200_trt.sh and dsr1_fp8_h200_trt.sh with timeout_iters 60;
+# gptoss_fp4_b200_trt.sh with TRT-LLM's default 50 (tensorrt_llm/llmapi/llm_args.py
+# ``AttentionDpConfig``); gptoss_fp4_h200_trt.sh leaves it off. (model, system) -> timeout.
+ADP_BALANCE_ITERS = {
+    ("deepseek-ai/DeepSeek-R1", "b200_sxm"): 60, ("deepseek-ai/DeepSeek-R1", "h200_sxm"): 60,
+    ("nvidia/DeepSeek-R1-NVFP4", "b200_sxm"): 60, ("openai/gpt-oss-120b", "b200_sxm"): 50,
+}  # fmt: skip
 
 
 def workload_for(row: Row) -> Workload:
     balance = 0
     if row.engine == "trtllm" and row.layout.dp > 1:
-        balance = ADP_BALANCE_ITERS.get(row.model_path, ADP_BALANCE_DEFAULT)
+        balance = ADP_BALANCE_ITERS.get((row.model_path, row.system), 0)
     return Workload(isl=row.isl, osl=row.osl, engine=row.engine, adp_balance_iters=balance)
