@@ -94,6 +94,13 @@ def test_collector_killed_after_spooling_loses_nothing(store_path: Path) -> None
     assert run_cli(store_path, "flush", "--json").json["committed"] == []  # committed once
 
 
+def _ctrl_c_as_in_a_terminal() -> None:
+    """A suite started in the background (``cmd &`` without job control, nohup) hands its
+    children SIGINT ignored, and Python then installs no KeyboardInterrupt handler: give the
+    collector the default a terminal gives it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_while_the_store_is_busy_keeps_the_run_for_the_next_flush(
     store_path: Path,
 ) -> None:
@@ -106,7 +113,7 @@ def test_ctrl_c_while_the_store_is_busy_keeps_the_run_for_the_next_flush(
             [sys.executable, "-m", "collectors", "host", "--commit-timeout", "120",
              "--log-format", "text"],
             cwd=ROOT, env=cli_env(store_path), stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE, text=True,
+            stderr=subprocess.PIPE, text=True, preexec_fn=_ctrl_c_as_in_a_terminal,
         )  # fmt: skip
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and not pending_entries(spool):
