@@ -53,6 +53,7 @@ class Group:
     rows: list[fixture.Row]
     model: object
     host: object
+    workload: serving.Workload  # as the rows' launch script ran it (planner.fixture)
     conc: np.ndarray
     tpot: np.ndarray
     ttft: np.ndarray
@@ -61,10 +62,10 @@ class Group:
 def groups(rows: list[fixture.Row]) -> list[Group]:
     by: dict[tuple, list[fixture.Row]] = defaultdict(list)
     for r in rows:
-        by[(r.engine, r.model_path, r.quant, r.system, r.layout, r.isl, r.osl)].append(r)
+        by[(r.model_path, r.quant, r.system, r.layout, fixture.workload_for(r))].append(r)
     out = []
-    for g in by.values():
-        out.append(Group(g, fixture.model_for(g[0]), fixture.host_for(g[0]),
+    for (*_, w), g in by.items():
+        out.append(Group(g, fixture.model_for(g[0]), fixture.host_for(g[0]), w,
                          np.array([r.concurrency for r in g], dtype=float),
                          np.array([r.tpot_ms for r in g]), np.array([r.ttft_ms for r in g])))  # fmt: skip
     return out
@@ -75,8 +76,7 @@ def predict_groups(gs: list[Group], p: ServingParams) -> list[serving.Prediction
     for g in gs:
         r = g.rows[0]
         try:
-            out.append(serving.predict(g.model, g.host, r.layout, fixture.workload_for(r),
-                                       g.conc, p))  # fmt: skip
+            out.append(serving.predict(g.model, g.host, r.layout, g.workload, g.conc, p))
         except PlannerInputError:
             out.append(None)  # the model says it cannot run: counted apart, not fitted
     return out

@@ -189,8 +189,34 @@ ADP_BALANCE_ITERS = {
 }  # fmt: skip
 
 
+# SGLang rows ran with the --scheduler-recv-interval of their InferenceX launch script as it
+# stood when they were measured (benchmarks/single_node/fixed_seq_len/, git history): the
+# DeepSeek-R1 and Qwen3.5 scripts poll every 30 steps at concurrency >= 16, else every 10
+# ("recv every ~10 requests; if CONC >= 16, relax to ~30"), since their first versions;
+# exceptions below. GLM-5 FP8 never sets it; GLM-5 NVFP4's B200 rows (2026-03-29) predate
+# its ``--scheduler-recv-interval 10`` (475cc1dbc, 2026-04-09).
+RECV_FIXED = {
+    ("zhipuai/GLM-5", "fp8_block"): 1, ("zhipuai/GLM-5", "nvfp4"): 1,
+    ("Qwen/Qwen3.5-397B-A17B", "fp8_block", "b300_sxm"): 10,  # qwen3.5_fp8_b300.sh
+}  # fmt: skip
+
+
+def sglang_recv_interval(row: Row) -> int:
+    """The row's SGLang --scheduler-recv-interval (1 for the other engines)."""
+    if row.engine != "sglang":
+        return 1
+    fixed = RECV_FIXED.get((row.model_path, row.quant, row.system),
+                           RECV_FIXED.get((row.model_path, row.quant)))  # fmt: skip
+    if fixed is not None:
+        return fixed
+    if "DeepSeek" in row.model_path and row.quant.startswith("fp8") and row.layout.tp == 4:
+        return 10  # dsr1_fp8_b200.sh / dsr1_fp8_b300.sh, their TP=4 branch
+    return 30 if row.concurrency >= 16 else 10
+
+
 def workload_for(row: Row) -> Workload:
     balance = 0
     if row.engine == "trtllm" and row.layout.dp > 1:
         balance = ADP_BALANCE_ITERS.get((row.model_path, row.system), 0)
-    return Workload(isl=row.isl, osl=row.osl, engine=row.engine, adp_balance_iters=balance)
+    return Workload(isl=row.isl, osl=row.osl, engine=row.engine, adp_balance_iters=balance,
+                    recv_interval=sglang_recv_interval(row))

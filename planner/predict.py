@@ -4,7 +4,7 @@
         --tp T [--dp D] [--ep] [--all2all-backend B] [--allreduce nccl|fast] [--replicas R]
         --isl I --osl O --concurrency C[,C...] [--engine vllm|sglang|trtllm]
         [--kv-dtype auto|fp8] [--a2a-dtype auto|fp8] [--marlin-input-dtype auto|fp8]
-        [--adp-balance-iters N] [--json]
+        [--adp-balance-iters N] [--scheduler-recv-interval R] [--json]
     python -m planner predict --preset reference-kimi-k25-rtxpro6000 --tp 8 ...
 
 Driven like ``vllm bench serve --random-input-len I --random-output-len O --max-concurrency C``.
@@ -76,6 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="TensorRT-LLM with --dp: the server ran attention_dp_config "
                    "enable_balance with timeout_iters N (prompts wait for every rank to "
                    "have one); default 0, balance off as in TensorRT-LLM")  # fmt: skip
+    p.add_argument("--scheduler-recv-interval", type=int, default=1, metavar="R",
+                   help="SGLang: the server's --scheduler-recv-interval (it polls for new "
+                   "requests every R decode steps); default 1, as in SGLang")  # fmt: skip
     p.add_argument("--policy", help="policy file (default: the full-precision policy)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     return p
@@ -133,7 +136,8 @@ def run(args: argparse.Namespace, params: ServingParams = FITTED) -> dict[str, A
     a2a = FP8 if args.a2a_dtype == "fp8" else ""
     act = FP8 if args.marlin_input_dtype == "fp8" else ""
     w = Workload(args.isl, args.osl, args.engine, kv, not args.no_cuda_graphs, a2a, act,
-                 args.num_prompts, args.token_budget, args.adp_balance_iters)  # fmt: skip
+                 args.num_prompts, args.token_budget, args.adp_balance_iters,
+                 args.scheduler_recv_interval)  # fmt: skip
     comm = CommSet(curves + (published_for(hw.gpu_model, hw.gpu_count) if fill else []), hw,
                    params.link_eff)  # fmt: skip
     pr = predict_instance(model, Instance(lay, args.replicas, w), hw, np.asarray(conc), params,
@@ -187,6 +191,14 @@ def balance_text(timeout_iters: int) -> str:
             "for every rank to hold one or for the timeout (--adp-balance-iters)")
 
 
+def recv_text(interval: int) -> str:
+    if interval <= 1:
+        return ""
+    return (f"; polls for new requests every {interval} decode steps: a later prompt waits "
+            f"{interval / 2:g} steps on average and is prefilled with the others that came "
+            "since the last poll (--scheduler-recv-interval)")
+
+
 def assumptions(model, hw, w: Workload, p: ServingParams) -> list[dict[str, str]]:
     prompts = p.prompts_text(w.engine, w.num_prompts)
     budget = budget_text(w.engine, hw, w.isl, w.token_budget)
@@ -203,7 +215,8 @@ def assumptions(model, hw, w: Workload, p: ServingParams) -> list[dict[str, str]
          "decode I + O/2; prefill interference C x I / O tokens per step",
          "source": "vllm bench serve --dataset-name random"},
         {"what": "engine scheduler", "value": f"{w.engine}: {budget};"
-         " chunking and overlap from its source defaults" + balance_text(w.adp_balance_iters),
+         " chunking and overlap from its source defaults" + balance_text(w.adp_balance_iters)
+         + recv_text(w.recv_interval),
          "source": "--token-budget" if w.token_budget else "planner/engines.py"},
         {"what": "CUDA graphs", "value": "on" if w.cuda_graphs else "off (eager)",
          "source": "engine default" if w.cuda_graphs else "--no-cuda-graphs"},

@@ -33,7 +33,13 @@ from planner.serving_step import (
     prefill_cost,
     weights_per_gpu,
 )
-from planner.serving_ttft import adp_balance_wait_steps, prefill_share, ttft_ms
+from planner.serving_ttft import (
+    adp_balance_wait_steps,
+    prefill_share,
+    recv_pooled_prompts,
+    recv_wait_steps,
+    ttft_ms,
+)
 from planner.serving_types import ServeLayout, Workload
 
 __all__ = ["ENGINES", "TERMS", "Prediction", "ServeLayout", "Workload", "check", "predict"]
@@ -85,6 +91,9 @@ def check(m: ModelSpec, hw: HardwareSpec, lay: ServeLayout, w: Workload) -> None
     if w.adp_balance_iters < 0 or (w.adp_balance_iters and (w.engine != "trtllm" or lay.dp < 2)):
         raise PlannerInputError("--adp-balance-iters: TensorRT-LLM's attention-DP balance, "
                                 "a timeout >= 0 with --engine trtllm and --dp >= 2")  # fmt: skip
+    if w.recv_interval < 1 or (w.recv_interval > 1 and w.engine != "sglang"):
+        raise PlannerInputError("--scheduler-recv-interval: SGLang's, >= 1 with --engine "
+                                "sglang")  # fmt: skip
     if lay.a2a and lay.a2a not in A2A_BACKENDS:
         raise PlannerInputError(f"--all2all-backend {lay.a2a!r}: one of "
                                 f"{', '.join(A2A_BACKENDS)}")  # fmt: skip
@@ -183,9 +192,12 @@ def predict(
     # prompt's experts share the GPUs with.
     rho = prefill_share(B, w.isl * ttft_cost.per_token(1), w.osl, tpot)
     t_own = ttft_cost.per_token(1 + (ranks - 1) * rho)
-    wait = adp_balance_wait_steps(B, lay.dp, w.osl, w.adp_balance_iters)
+    wait = (adp_balance_wait_steps(B, lay.dp, w.osl, w.adp_balance_iters)
+            + recv_wait_steps(w.recv_interval))  # fmt: skip
+    pooled = recv_pooled_prompts(B, w.osl, w.recv_interval)
     ttft = ttft_ms(eng, B, want, w.isl, w.osl, budget, tpot, step_fixed, t_tok, t_own,
-                   p.ttft_fixed_ms.get(w.engine, p.ttft_fixed_ms["vllm"]), k, wait)  # fmt: skip
+                   p.ttft_fixed_ms.get(w.engine, p.ttft_fixed_ms["vllm"]), k, wait,
+                   pooled)  # fmt: skip
     served = np.minimum(c, B * lay.dp)
     out_tok_s = served * w.osl / (ttft + (w.osl - 1) * tpot) * 1e3
     dummy = np.maximum(lay.dp - c, 0.0) if lay.dp > 1 else np.zeros_like(c)

@@ -52,6 +52,8 @@ class Instance:
             args += ["--token-budget", str(w.token_budget)]
         if w.adp_balance_iters:
             args += ["--adp-balance-iters", str(w.adp_balance_iters)]
+        if w.recv_interval > 1:
+            args += ["--scheduler-recv-interval", str(w.recv_interval)]
         return args
 
 

@@ -18,6 +18,9 @@ replaced. Per attention rank (C / DP clients, B of them admitted by the KV cache
 - **Admission**: past the KV capacity, a request waits for (C / B - 1) requests' lifetimes.
 - **TensorRT-LLM's attention-DP balance** (``attention_dp_config.enable_balance``, off by
   default): a later prompt waits until every rank has one, or for the scheduler's timeout.
+- **SGLang's ``--scheduler-recv-interval R``** (default 1): while it decodes, the scheduler
+  polls for new requests every R steps, so a later prompt waits R / 2 steps for the poll and
+  is prefilled together with the other prompts that arrived since the last one.
 
 A fixed request-path cost per engine (HTTP, tokenisation, detokenisation of the first
 token) is added on top; it and the fixture benchmark's N / C are fitted (planner.fit).
@@ -86,19 +89,52 @@ def adp_balance_wait_steps(B: np.ndarray, dp: int, osl: int, timeout_iters: int)
     return np.where(b >= 2, mean_l2 / (2.0 * np.maximum(mean_l, 1e-9)), 0.0)
 
 
+def recv_wait_steps(interval: int) -> float:
+    """Mean decode steps a later prompt waits for SGLang's scheduler to poll for it.
+
+    sgl-project/sglang python/sglang/srt/managers/scheduler_recv_skipper.py
+    ``SchedulerRecvSkipper``: each loop adds its last batch's weight to a counter (a decode
+    step 1, a prefill batch 1000) and requests are received only when it reaches
+    ``--scheduler-recv-interval``, then it resets. While the engine decodes, polls come every
+    R steps and a prompt arriving at a random step waits R / 2 of them; right after a prefill
+    it polls at once, so the first wave (an idle engine) does not wait.
+    """
+    return interval / 2.0 if interval > 1 else 0.0
+
+
+def recv_pooled_prompts(B: np.ndarray, osl: int, interval: int) -> np.ndarray:
+    """Other prompts one poll of SGLang's scheduler hands over with a later prompt: the rank's
+    replacements over the R steps since the last poll (B / O per step), prefilled together."""
+    b = np.asarray(B, dtype=float)
+    return b * interval / max(osl, 1) if interval > 1 else np.zeros_like(b)
+
+
+def pooled_prefill_ms(n: np.ndarray, isl: int, budget: int, chunked: bool,
+                      step_fixed_ms: float, t_tok_ms: np.ndarray) -> np.ndarray:  # fmt: skip
+    """Mean time to first token of a prompt prefilled together with n - 1 others (n >= 1,
+    fractional n interpolated between its whole neighbours)."""
+    lo = np.floor(np.maximum(n, 1.0))
+    a = first_wave_ms(lo, isl, budget, chunked, step_fixed_ms, t_tok_ms)
+    b = first_wave_ms(lo + 1.0, isl, budget, chunked, step_fixed_ms, t_tok_ms)
+    return a + (np.maximum(n, 1.0) - lo) * (b - a)
+
+
 def later_wave_ms(eng: Engine, B: np.ndarray, isl: int, osl: int, budget: int,
                   tpot_ms: np.ndarray, step_fixed_ms: float, t_tok_ms: np.ndarray,
-                  wait_steps: np.ndarray | float = 0.0) -> np.ndarray:  # fmt: skip
+                  wait_steps: np.ndarray | float = 0.0,
+                  pooled: np.ndarray | float = 0.0) -> np.ndarray:  # fmt: skip
     """Mean time to first token of a prompt that arrives while B requests decode
     (``t_tok_ms``: its own prompt token's time, planner.serving_step.PrefillCost;
-    ``wait_steps``: decode steps the scheduler holds it, at least the half step to the next)."""
+    ``wait_steps``: decode steps the scheduler holds it, at least the half step to the next
+    step boundary; ``pooled``: other prompts released with it into one prefill batch)."""
     own_tokens_ms = isl * t_tok_ms
     if eng.mixed:
         room = np.maximum(budget - B, 1.0) if eng.chunked else np.full_like(B, float(budget))
         steps = np.ceil(isl / room)
         own = steps * tpot_ms + own_tokens_ms  # its chunks ride on decode steps
     else:  # a prefill batch of its own (SGLang without --enable-mixed-chunk)
-        own = np.ceil(isl / budget) * step_fixed_ms + own_tokens_ms
+        n = 1.0 + np.broadcast_to(pooled, np.shape(B))
+        own = pooled_prefill_ms(n, isl, budget, eng.chunked, step_fixed_ms, t_tok_ms)
     rho = prefill_share(B, own_tokens_ms, osl, tpot_ms)
     queue = rho / (2 * (1 - rho)) * own_tokens_ms
     return np.maximum(wait_steps, 0.5) * tpot_ms + own + queue
@@ -107,14 +143,16 @@ def later_wave_ms(eng: Engine, B: np.ndarray, isl: int, osl: int, budget: int,
 def ttft_ms(eng: Engine, B: np.ndarray, want: np.ndarray, isl: int, osl: int, budget: int,
             tpot_ms: np.ndarray, step_fixed_ms: float, t_tok_ms: np.ndarray,
             t_own_ms: np.ndarray, fixed_ms: float, prompts_per_client: np.ndarray,
-            wait_steps: np.ndarray | float = 0.0) -> np.ndarray:  # fmt: skip
+            wait_steps: np.ndarray | float = 0.0,
+            pooled: np.ndarray | float = 0.0) -> np.ndarray:  # fmt: skip
     """Mean TTFT at each concurrency (per attention rank: B admitted of ``want`` clients).
     ``t_tok_ms``: a prompt token's time when every busy rank prefills (the first wave);
     ``t_own_ms``: a later prompt's, among mostly decoding ranks; ``wait_steps``: steps the
-    scheduler holds a later prompt (adp_balance_wait_steps)."""
+    scheduler holds a later prompt (adp_balance_wait_steps, recv_wait_steps); ``pooled``:
+    other prompts prefilled with it (recv_pooled_prompts)."""
     k = np.maximum(prompts_per_client, 1.0)
     first = first_wave_ms(B, isl, budget, eng.chunked, step_fixed_ms, t_tok_ms)
     later = later_wave_ms(eng, B, isl, osl, budget, tpot_ms, step_fixed_ms, t_own_ms,
-                          wait_steps)  # fmt: skip
+                          wait_steps, pooled)  # fmt: skip
     admission = np.maximum(want / B - 1.0, 0.0) * osl * tpot_ms
     return fixed_ms + (first + (k - 1) * later) / k + admission

@@ -53,3 +53,5 @@ class Workload:
     # TensorRT-LLM attention DP: attention_dp_config enable_balance with this timeout_iters;
     # 0 = balance off (its default)
     adp_balance_iters: int = 0
+    # SGLang --scheduler-recv-interval: decode steps between polls for new requests (default 1)
+    recv_interval: int = 1

@@ -164,6 +164,8 @@ def test_slower_memory_means_slower_decode() -> None:
         (["--engine", "trtllm", "--adp-balance-iters", "60"], "--dp >= 2"),
         (["--engine", "trtllm", "--tp", "1", "--dp", "8", "--adp-balance-iters", "-1"],
          "a timeout >= 0"),
+        (["--scheduler-recv-interval", "30"], "--scheduler-recv-interval: SGLang's"),
+        (["--engine", "sglang", "--scheduler-recv-interval", "0"], ">= 1 with --engine sglang"),
     ],
 )
 def test_bad_input_is_one_line_exit_1(args: list[str], needle: str) -> None:
@@ -356,3 +358,45 @@ def test_adp_balance_wait_shortens_when_every_rank_fills_before_the_timeout() ->
     assert wait[-1] < 10
     assert not adp_balance_wait_steps(b, 1, 1024, 60).any()
     assert not adp_balance_wait_steps(b, 8, 1024, 0).any()
+
+
+def test_sglang_recv_interval_holds_later_prompts_for_the_next_poll() -> None:
+    """scheduler_recv_skipper.py: a decode step adds 1 to the counter, a prefill 1,000, and new
+    requests are read when it reaches --scheduler-recv-interval. While the engine decodes a
+    later prompt waits R / 2 steps and is prefilled with the others that came meanwhile; the
+    first wave (an idle engine) and TPOT do not change."""
+
+    def run_at(conc: str, *extra: str) -> dict:
+        return answer("--model", "deepseek-v3", "--host", "b200-sxm-8x", "--tp", "8",
+                      "--engine", "sglang", "--isl", "1024", "--osl", "1024",
+                      "--concurrency", conc, *extra)  # fmt: skip
+
+    off, on = run_at("64")["points"][0], run_at("64", "--scheduler-recv-interval", "30")["points"][0]
+    assert on["tpot_ms"] == off["tpot_ms"]
+    k = FITTED.prompts_per_slot("sglang")
+    waited = (on["ttft_ms"] - off["ttft_ms"]) / ((k - 1) / k) / on["tpot_ms"]
+    # 15 steps for the poll less the half step always paid, plus the pooled prompts' prefill
+    assert 14.5 < waited < 20
+    first = ("--num-prompts", "64")  # one wave: every prompt meets an idle engine
+    assert run_at("64", *first, "--scheduler-recv-interval", "30")["points"][0]["ttft_ms"] == \
+        run_at("64", *first)["points"][0]["ttft_ms"]  # fmt: skip
+    said = {a["what"]: a["value"] for a in run_at("64", "--scheduler-recv-interval", "30")["assumptions"]}
+    assert "polls for new requests every 30 decode steps" in said["engine scheduler"]
+
+
+def test_pooled_prompts_finish_with_their_batch() -> None:
+    """One poll's prompts are one prefill batch: each gets its first token when the batch (or
+    its chunk) is done; n = 1 is a prompt alone, fractions interpolate."""
+    from planner.serving_ttft import pooled_prefill_ms, recv_pooled_prompts
+
+    t = np.full(3, 0.01)  # ms per prompt token
+    alone, three, half = pooled_prefill_ms(np.array([1.0, 3.0, 1.5]), 1024, 16384, True, 5.0, t)
+    assert alone == pytest.approx(5.0 + 1024 * 0.01)
+    assert three == pytest.approx(5.0 + 3 * 1024 * 0.01)  # one pass, all finish together
+    assert half == pytest.approx((alone + 5.0 + 2 * 1024 * 0.01) / 2)
+    # Over the budget the batch is chunked: later prompts of it finish a pass later.
+    big = pooled_prefill_ms(np.array([32.0]), 1024, 16384, True, 5.0, np.full(1, 0.01))[0]
+    assert big == pytest.approx((16 * 1 + 16 * 2) / 32 * 5.0 + (16 * 16384 + 16 * 32768) / 32 * 0.01)
+    b = np.array([8.0, 64.0])
+    assert list(recv_pooled_prompts(b, 1024, 30)) == pytest.approx([8 * 30 / 1024, 64 * 30 / 1024])
+    assert not recv_pooled_prompts(b, 1024, 1).any()

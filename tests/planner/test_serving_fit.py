@@ -108,3 +108,23 @@ def test_trtllm_attention_dp_rows_ran_with_the_balance_their_scripts_set(rows) -
                                  dataclasses.replace(w, adp_balance_iters=balance), g.conc)  # fmt: skip
             out += list(pr.ttft_ms / g.ttft - 1)
     assert np.median(off) < -0.4 and abs(np.median(on)) < 0.15
+
+
+def test_sglang_rows_ran_with_the_recv_interval_their_scripts_set(rows) -> None:
+    """InferenceX's SGLang scripts poll for new requests every 10 or 30 decode steps
+    (--scheduler-recv-interval). Without that wait the rows' TTFT is under-predicted by about
+    a fifth; with it, the median is close and the typical error smaller."""
+    sg = [r for r in rows[0] if r.engine == "sglang"]
+    assert {fixture.workload_for(r).recv_interval for r in sg} == {1, 10, 30}
+    on, off = [], []
+    groups = [g for g in fit.groups(sg) if g.workload.recv_interval > 1]
+    for g, pr in zip(groups, fit.predict_groups(groups, FITTED), strict=True):
+        if pr is None:
+            continue  # does not fit at the engine's default memory rule (counted apart)
+        w = dataclasses.replace(g.workload, recv_interval=1)
+        on += list(pr.ttft_ms / g.ttft - 1)
+        off += list(serving.predict(g.model, g.host, g.rows[0].layout, w, g.conc).ttft_ms
+                    / g.ttft - 1)  # fmt: skip
+    assert len(on) >= 300
+    assert np.median(off) < -0.15 and abs(np.median(on)) < 0.1
+    assert np.median(np.abs(on)) < np.median(np.abs(off)) - 0.05
