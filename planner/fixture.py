@@ -79,6 +79,7 @@ class Row:
     concurrency: int
     tpot_ms: float
     ttft_ms: float
+    measured: str = ""  # the run's date, YYYY-MM-DD ("" when the source does not say)
 
     @property
     def key(self) -> tuple:
@@ -105,8 +106,10 @@ def _parse(r: dict[str, str]) -> Row | None:
     tpot, ttft = _f(r["silicon_tpot_ms"]), _f(r["silicon_ttft_ms"])
     if tpot <= 0:
         return None
+    day = re.search(r"measured=(\d{4}-\d{2}-\d{2})", r["silicon_data_source"] or "")
     return Row(r["id"], r["backend"], r["model_path"], r["moe_quant_mode"], r["system"], lay,
-               int(r["isl"]), int(r["osl"]), conc, tpot, ttft)  # fmt: skip
+               int(r["isl"]), int(r["osl"]), conc, tpot, ttft,
+               day.group(1) if day else "")  # fmt: skip
 
 
 def load_rows(path: Path = CSV) -> tuple[list[Row], dict[str, int]]:
@@ -214,9 +217,44 @@ def sglang_recv_interval(row: Row) -> int:
     return 30 if row.concurrency >= 16 else 10
 
 
+# TensorRT-LLM rows ran with the --max_num_tokens and batch waiting of their InferenceX launch
+# script (benchmarks/, git history) as it stood when they were measured, all on B200:
+# - 70b_fp{8,4}_b200_trt_{slurm,docker}.sh (2025-09-18 to their removal on 2025-10-29):
+#   --max_num_tokens 16384; at 1k/1k below TP=8 batch_wait_timeout_iters 20 and
+#   batch_wait_max_tokens_ratio 0.9 ("will improve the performance").
+# - gptoss_fp4_b200_trt*.sh (since 2025-09-19): MAX_NUM_TOKENS=20000.
+# - dsr1_fp{4,8}_b200_trt*.sh: MAX_NUM_TOKENS = (C + I + 64 + 63) / 64 x 64 (one prompt a
+#   step) since 2025-09-18, at least 8192 from 64af5a771 (2026-01-21); dsr1_fp8_b200_trt.sh
+#   from ec7bafaae (2026-01-29, its rows measured minutes after) DELAY_BATCHING at 1k/1k from
+#   C = 64: batch_wait_timeout_iters 40, batch_wait_max_tokens_ratio 0.8.
+DSR1_TRT = ("deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-V3", "nvidia/DeepSeek-R1-NVFP4")
+
+
+def trtllm_launch(row: Row) -> tuple[int, int, float]:
+    """(--max_num_tokens, batch_wait_timeout_iters, batch_wait_max_tokens_ratio) the row's
+    TensorRT-LLM server ran with; (0, 0, 0.0) = TensorRT-LLM's defaults or not TensorRT-LLM."""
+    if row.engine != "trtllm" or row.system != "b200_sxm":
+        return 0, 0, 0.0
+    one_k = row.isl == 1024 and row.osl == 1024
+    if row.model_path == "meta-llama/Llama-3.1-70B":
+        return (16384, 20, 0.9) if one_k and row.layout.tp < 8 else (16384, 0, 0.0)
+    if row.model_path == "openai/gpt-oss-120b":
+        return 20000, 0, 0.0
+    if row.model_path in DSR1_TRT and row.measured:
+        tokens = (row.concurrency + row.isl + 64 + 63) // 64 * 64
+        if row.measured >= "2026-01-21":
+            tokens = max(tokens, 8192)
+        delay = (row.quant.startswith("fp8") and row.measured >= "2026-01-29" and one_k
+                 and row.concurrency >= 64 and row.layout.dp == 1)  # fmt: skip
+        return (tokens, 40, 0.8) if delay else (tokens, 0, 0.0)
+    return 0, 0, 0.0
+
+
 def workload_for(row: Row) -> Workload:
     balance = 0
     if row.engine == "trtllm" and row.layout.dp > 1:
         balance = ADP_BALANCE_ITERS.get((row.model_path, row.system), 0)
+    tokens, wait_iters, wait_ratio = trtllm_launch(row)
     return Workload(isl=row.isl, osl=row.osl, engine=row.engine, adp_balance_iters=balance,
-                    recv_interval=sglang_recv_interval(row))
+                    recv_interval=sglang_recv_interval(row), token_budget=tokens,
+                    batch_wait_iters=wait_iters, batch_wait_ratio=wait_ratio)

@@ -4,7 +4,8 @@
         --tp T [--dp D] [--ep] [--all2all-backend B] [--allreduce nccl|fast] [--replicas R]
         --isl I --osl O --concurrency C[,C...] [--engine vllm|sglang|trtllm]
         [--kv-dtype auto|fp8] [--a2a-dtype auto|fp8] [--marlin-input-dtype auto|fp8]
-        [--adp-balance-iters N] [--scheduler-recv-interval R] [--json]
+        [--adp-balance-iters N] [--scheduler-recv-interval R]
+        [--batch-wait-iters N --batch-wait-ratio F] [--json]
     python -m planner predict --preset reference-kimi-k25-rtxpro6000 --tp 8 ...
 
 Driven like ``vllm bench serve --random-input-len I --random-output-len O --max-concurrency C``.
@@ -72,16 +73,28 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--marlin-input-dtype", default="auto", choices=("auto", "fp8"),
                    help="fp8: W4A8 Marlin inputs, VLLM_MARLIN_INPUT_DTYPE (a downcast)")
     p.add_argument("--no-cuda-graphs", action="store_true", help="--enforce-eager")
-    p.add_argument("--adp-balance-iters", type=int, default=0, metavar="N",
-                   help="TensorRT-LLM with --dp: the server ran attention_dp_config "
-                   "enable_balance with timeout_iters N (prompts wait for every rank to "
-                   "have one); default 0, balance off as in TensorRT-LLM")  # fmt: skip
-    p.add_argument("--scheduler-recv-interval", type=int, default=1, metavar="R",
-                   help="SGLang: the server's --scheduler-recv-interval (it polls for new "
-                   "requests every R decode steps); default 1, as in SGLang")  # fmt: skip
+    for flag, kind, default, metavar, text in SCHEDULER_FLAGS:
+        p.add_argument(flag, type=kind, default=default, metavar=metavar, help=text)
     p.add_argument("--policy", help="policy file (default: the full-precision policy)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     return p
+
+
+# Engine scheduler settings the server was launched with: (flag, type, default, metavar, help).
+SCHEDULER_FLAGS: tuple[tuple[str, type, float, str, str], ...] = (
+    ("--adp-balance-iters", int, 0, "N", "TensorRT-LLM with --dp: the server ran "
+     "attention_dp_config enable_balance with timeout_iters N (prompts wait for every rank "
+     "to have one); default 0, balance off as in TensorRT-LLM"),
+    ("--scheduler-recv-interval", int, 1, "R", "SGLang: the server's "
+     "--scheduler-recv-interval (it polls for new requests every R decode steps); default 1, "
+     "as in SGLang"),
+    ("--batch-wait-iters", int, 0, "N", "TensorRT-LLM at --dp 1: the server's "
+     "batch_wait_timeout_iters (while requests decode, prompts are held up to N steps to "
+     "batch them); default 0, off as in TensorRT-LLM"),
+    ("--batch-wait-ratio", float, 0.0, "F", "TensorRT-LLM: the server's "
+     "batch_wait_max_tokens_ratio (held prompts go once a step's tokens reach F x "
+     "max_num_tokens); default 0"),
+)  # fmt: skip
 
 
 def layout_from(args: argparse.Namespace) -> ServeLayout:
@@ -137,7 +150,8 @@ def run(args: argparse.Namespace, params: ServingParams = FITTED) -> dict[str, A
     act = FP8 if args.marlin_input_dtype == "fp8" else ""
     w = Workload(args.isl, args.osl, args.engine, kv, not args.no_cuda_graphs, a2a, act,
                  args.num_prompts, args.token_budget, args.adp_balance_iters,
-                 args.scheduler_recv_interval)  # fmt: skip
+                 args.scheduler_recv_interval, args.batch_wait_iters,
+                 args.batch_wait_ratio)  # fmt: skip
     comm = CommSet(curves + (published_for(hw.gpu_model, hw.gpu_count) if fill else []), hw,
                    params.link_eff)  # fmt: skip
     pr = predict_instance(model, Instance(lay, args.replicas, w), hw, np.asarray(conc), params,
@@ -199,6 +213,15 @@ def recv_text(interval: int) -> str:
             "since the last poll (--scheduler-recv-interval)")
 
 
+def batch_wait_text(iters: int, ratio: float) -> str:
+    if not (iters and ratio):
+        return ""
+    return (f"; batch waiting (batch_wait_timeout_iters {iters}, batch_wait_max_tokens_ratio "
+            f"{ratio:g}): while requests decode, prompts are held until their tokens reach "
+            f"{ratio:g} of the token budget or for {iters} steps, then prefilled together "
+            "(--batch-wait-iters, --batch-wait-ratio)")
+
+
 def assumptions(model, hw, w: Workload, p: ServingParams) -> list[dict[str, str]]:
     prompts = p.prompts_text(w.engine, w.num_prompts)
     budget = budget_text(w.engine, hw, w.isl, w.token_budget)
@@ -216,7 +239,8 @@ def assumptions(model, hw, w: Workload, p: ServingParams) -> list[dict[str, str]
          "source": "vllm bench serve --dataset-name random"},
         {"what": "engine scheduler", "value": f"{w.engine}: {budget};"
          " chunking and overlap from its source defaults" + balance_text(w.adp_balance_iters)
-         + recv_text(w.recv_interval),
+         + recv_text(w.recv_interval)
+         + batch_wait_text(w.batch_wait_iters, w.batch_wait_ratio),
          "source": "--token-budget" if w.token_budget else "planner/engines.py"},
         {"what": "CUDA graphs", "value": "on" if w.cuda_graphs else "off (eager)",
          "source": "engine default" if w.cuda_graphs else "--no-cuda-graphs"},

@@ -35,6 +35,7 @@ from planner.serving_step import (
 )
 from planner.serving_ttft import (
     adp_balance_wait_steps,
+    batch_wait,
     prefill_share,
     recv_pooled_prompts,
     recv_wait_steps,
@@ -94,6 +95,7 @@ def check(m: ModelSpec, hw: HardwareSpec, lay: ServeLayout, w: Workload) -> None
     if w.recv_interval < 1 or (w.recv_interval > 1 and w.engine != "sglang"):
         raise PlannerInputError("--scheduler-recv-interval: SGLang's, >= 1 with --engine "
                                 "sglang")  # fmt: skip
+    check_batch_wait(w, lay.dp)
     if lay.a2a and lay.a2a not in A2A_BACKENDS:
         raise PlannerInputError(f"--all2all-backend {lay.a2a!r}: one of "
                                 f"{', '.join(A2A_BACKENDS)}")  # fmt: skip
@@ -107,6 +109,17 @@ def check(m: ModelSpec, hw: HardwareSpec, lay: ServeLayout, w: Workload) -> None
     if lay.allreduce not in COLLECTIVE_BACKENDS:
         raise PlannerInputError(f"AllReduce backend {lay.allreduce!r}: one of "
                                 f"{', '.join(COLLECTIVE_BACKENDS)}")  # fmt: skip
+
+
+def check_batch_wait(w: Workload, dp: int) -> None:
+    """One clear line for TensorRT-LLM batch-waiting settings it would not run with."""
+    iters, ratio = w.batch_wait_iters, w.batch_wait_ratio
+    if iters < 0 or not 0.0 <= ratio <= 1.0:
+        raise PlannerInputError("--batch-wait-iters must be >= 0 and --batch-wait-ratio "
+                                "between 0 and 1")  # fmt: skip
+    if (iters or ratio) and (w.engine != "trtllm" or dp > 1):
+        raise PlannerInputError("--batch-wait-iters / --batch-wait-ratio: TensorRT-LLM's "
+                                "batch waiting, with --engine trtllm and --dp 1")  # fmt: skip
 
 
 def check_budget(engine: str, isl: int, token_budget: int) -> None:
@@ -192,9 +205,11 @@ def predict(
     # prompt's experts share the GPUs with.
     rho = prefill_share(B, w.isl * ttft_cost.per_token(1), w.osl, tpot)
     t_own = ttft_cost.per_token(1 + (ranks - 1) * rho)
+    batch_held, batch_pooled = batch_wait(B, w.isl, w.osl, budget, w.batch_wait_iters,
+                                          w.batch_wait_ratio)  # fmt: skip
     wait = (adp_balance_wait_steps(B, lay.dp, w.osl, w.adp_balance_iters)
-            + recv_wait_steps(w.recv_interval))  # fmt: skip
-    pooled = recv_pooled_prompts(B, w.osl, w.recv_interval)
+            + recv_wait_steps(w.recv_interval) + batch_held)  # fmt: skip
+    pooled = recv_pooled_prompts(B, w.osl, w.recv_interval) + batch_pooled
     ttft = ttft_ms(eng, B, want, w.isl, w.osl, budget, tpot, step_fixed, t_tok, t_own,
                    p.ttft_fixed_ms.get(w.engine, p.ttft_fixed_ms["vllm"]), k, wait,
                    pooled)  # fmt: skip

@@ -54,6 +54,9 @@ class Instance:
             args += ["--adp-balance-iters", str(w.adp_balance_iters)]
         if w.recv_interval > 1:
             args += ["--scheduler-recv-interval", str(w.recv_interval)]
+        if w.batch_wait_iters or w.batch_wait_ratio:
+            args += ["--batch-wait-iters", str(w.batch_wait_iters),
+                     "--batch-wait-ratio", f"{w.batch_wait_ratio:g}"]  # fmt: skip
         return args
 
 

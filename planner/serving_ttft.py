@@ -21,12 +21,18 @@ replaced. Per attention rank (C / DP clients, B of them admitted by the KV cache
 - **SGLang's ``--scheduler-recv-interval R``** (default 1): while it decodes, the scheduler
   polls for new requests every R steps, so a later prompt waits R / 2 steps for the poll and
   is prefilled together with the other prompts that arrived since the last one.
+- **TensorRT-LLM's batch waiting** (``batch_wait_timeout_iters`` T and
+  ``batch_wait_max_tokens_ratio``, off by default): without attention DP, while requests
+  decode, prompts are held until their tokens fill that share of ``max_num_tokens`` or for
+  T steps, then prefilled together.
 
 A fixed request-path cost per engine (HTTP, tokenisation, detokenisation of the first
 token) is added on top; it and the fixture benchmark's N / C are fitted (planner.fit).
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -42,8 +48,8 @@ def first_token_steps(B_max: int, isl: int, budget: int, chunked: bool) -> np.nd
     return np.floor(j / per_step) + 1
 
 
-def first_wave_ms(B: np.ndarray, isl: int, budget: int, chunked: bool, step_fixed_ms: float,
-                  t_tok_ms: np.ndarray) -> np.ndarray:  # fmt: skip
+def first_wave_ms(B: np.ndarray, isl: int, budget: int, chunked: bool,
+                  step_fixed_ms: float | np.ndarray, t_tok_ms: np.ndarray) -> np.ndarray:  # fmt: skip
     """Mean time to first token of B prompts that arrive together (vectorised over B)."""
     b = np.maximum(np.asarray(B, dtype=float), 1.0)
     m = first_token_steps(int(b.max()), isl, budget, chunked)
@@ -109,8 +115,60 @@ def recv_pooled_prompts(B: np.ndarray, osl: int, interval: int) -> np.ndarray:
     return b * interval / max(osl, 1) if interval > 1 else np.zeros_like(b)
 
 
+def _poisson_pmf(n: int, mu: np.ndarray) -> np.ndarray:
+    """P(N = j) for j = 0..n, N ~ Poisson(mu) (last axis j)."""
+    j = np.arange(n + 1, dtype=float)
+    logfact = np.array([math.lgamma(x + 1.0) for x in j])
+    m = np.maximum(np.asarray(mu, dtype=float), 1e-300)[..., None]
+    return np.exp(j * np.log(m) - m - logfact)
+
+
+def batch_wait(B: np.ndarray, isl: int, osl: int, budget: int, timeout_iters: int,
+               tokens_ratio: float) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """(mean decode steps a later prompt is held, other prompts released with it) under
+    TensorRT-LLM's batch waiting.
+
+    NVIDIA/TensorRT-LLM tensorrt_llm/_torch/pyexecutor/py_executor.py ``_waiting_requests``,
+    called from ``_schedule`` only without attention DP and while generation requests run:
+    the scheduled context requests are held, a counter counting each held step, until it
+    reaches ``batch_wait_timeout_iters`` T or the step's tokens (the prompts' plus one per
+    decoding request) reach ``batch_wait_max_tokens_ratio`` x ``max_num_tokens``; then all go
+    at once and the counter resets (with either setting at 0 nothing is held). Prompts arrive
+    at B / O per step, so a hold opened by one prompt ends at L = min(T, S_k), S_k the k-th
+    later arrival, k + 1 prompts filling the share: E[L] = int_0^T P(N(t) < k) dt; its prompts
+    wait E[L] + int_0^T E[N(t); N(t) < k] dt in all and number 1 + M, M = min(N(T), k); a
+    prompt shares its release with E[M(M + 1)] / E[M + 1] others (size-biased).
+    """
+    b = np.asarray(B, dtype=float)
+    waits, pooled = np.zeros_like(b), np.zeros_like(b)
+    if timeout_iters <= 0 or tokens_ratio <= 0:
+        return waits, pooled
+    T = float(timeout_iters)
+    need = np.ceil((tokens_ratio * budget - b) / max(isl, 1))  # prompts that fill the share
+    t = np.linspace(0.0, T, 241)
+    for i, (bi, ni) in enumerate(zip(b, need, strict=True)):
+        mu = bi / max(osl, 1) * T  # arrivals over a whole hold
+        cap = int(mu + 12.0 * math.sqrt(mu + 1.0) + 20.0)  # P(N(T) > cap) is negligible
+        k = int(ni) - 1 if ni * isl + bi <= budget else cap  # else only T releases them
+        k = min(k, cap)
+        if k <= 0:
+            continue
+        pmf_t = _poisson_pmf(k - 1, mu * t / T)  # N(t) = 0..k-1
+        j = np.arange(k, dtype=float)
+        mean_l = np.trapezoid(pmf_t.sum(axis=-1), t)
+        held = mean_l + np.trapezoid((pmf_t * j).sum(axis=-1), t)
+        pmf = _poisson_pmf(k - 1, mu)
+        tail = max(1.0 - pmf.sum(), 0.0)  # P(N(T) >= k): M = k
+        m1 = float((pmf * j).sum() + tail * k)
+        m2 = float((pmf * j * j).sum() + tail * k * k)
+        waits[i] = held / (1.0 + m1)
+        pooled[i] = (m1 + m2) / (1.0 + m1)
+    return waits, pooled
+
+
 def pooled_prefill_ms(n: np.ndarray, isl: int, budget: int, chunked: bool,
-                      step_fixed_ms: float, t_tok_ms: np.ndarray) -> np.ndarray:  # fmt: skip
+                      step_fixed_ms: float | np.ndarray,
+                      t_tok_ms: np.ndarray) -> np.ndarray:  # fmt: skip
     """Mean time to first token of a prompt prefilled together with n - 1 others (n >= 1,
     fractional n interpolated between its whole neighbours)."""
     lo = np.floor(np.maximum(n, 1.0))
@@ -126,14 +184,16 @@ def later_wave_ms(eng: Engine, B: np.ndarray, isl: int, osl: int, budget: int,
     """Mean time to first token of a prompt that arrives while B requests decode
     (``t_tok_ms``: its own prompt token's time, planner.serving_step.PrefillCost;
     ``wait_steps``: decode steps the scheduler holds it, at least the half step to the next
-    step boundary; ``pooled``: other prompts released with it into one prefill batch)."""
+    step boundary; ``pooled``: other prompts released with it, prefilled in arrival order in
+    a batch of their own or, on TensorRT-LLM, riding on decode steps that cost ``tpot_ms``)."""
     own_tokens_ms = isl * t_tok_ms
-    if eng.mixed:
-        room = np.maximum(budget - B, 1.0) if eng.chunked else np.full_like(B, float(budget))
-        steps = np.ceil(isl / room)
+    n = 1.0 + np.broadcast_to(pooled, np.shape(B))
+    if eng.mixed and eng.chunked:
+        steps = np.ceil(isl / np.maximum(budget - B, 1.0))
         own = steps * tpot_ms + own_tokens_ms  # its chunks ride on decode steps
+    elif eng.mixed:  # whole prompts ride on decode steps, those released together FCFS
+        own = pooled_prefill_ms(n, isl, budget, False, tpot_ms, t_tok_ms)
     else:  # a prefill batch of its own (SGLang without --enable-mixed-chunk)
-        n = 1.0 + np.broadcast_to(pooled, np.shape(B))
         own = pooled_prefill_ms(n, isl, budget, eng.chunked, step_fixed_ms, t_tok_ms)
     rho = prefill_share(B, own_tokens_ms, osl, tpot_ms)
     queue = rho / (2 * (1 - rho)) * own_tokens_ms
@@ -148,8 +208,8 @@ def ttft_ms(eng: Engine, B: np.ndarray, want: np.ndarray, isl: int, osl: int, bu
     """Mean TTFT at each concurrency (per attention rank: B admitted of ``want`` clients).
     ``t_tok_ms``: a prompt token's time when every busy rank prefills (the first wave);
     ``t_own_ms``: a later prompt's, among mostly decoding ranks; ``wait_steps``: steps the
-    scheduler holds a later prompt (adp_balance_wait_steps, recv_wait_steps); ``pooled``:
-    other prompts prefilled with it (recv_pooled_prompts)."""
+    scheduler holds a later prompt (adp_balance_wait_steps, recv_wait_steps, batch_wait);
+    ``pooled``: other prompts prefilled with it (recv_pooled_prompts, batch_wait)."""
     k = np.maximum(prompts_per_client, 1.0)
     first = first_wave_ms(B, isl, budget, eng.chunked, step_fixed_ms, t_tok_ms)
     later = later_wave_ms(eng, B, isl, osl, budget, tpot_ms, step_fixed_ms, t_own_ms,

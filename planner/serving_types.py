@@ -55,3 +55,7 @@ class Workload:
     adp_balance_iters: int = 0
     # SGLang --scheduler-recv-interval: decode steps between polls for new requests (default 1)
     recv_interval: int = 1
+    # TensorRT-LLM batch waiting: batch_wait_timeout_iters and batch_wait_max_tokens_ratio
+    # (share of max_num_tokens); 0 = off (its default)
+    batch_wait_iters: int = 0
+    batch_wait_ratio: float = 0.0

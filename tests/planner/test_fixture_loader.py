@@ -15,10 +15,11 @@ COLUMNS = ["id", "silicon_data_source", "backend", "backend_version", "model_pat
 
 
 def _row(i: int, backend: str, model: str, system: str, tp: int, dp: int, ep: int,
-         conc: int = 64, quant: str = "fp8") -> dict:  # fmt: skip
-    return {"id": f"r{i}", "silicon_data_source": f"silicon_concurrency={conc}; measured=2026-01-01",
+         conc: int = 64, quant: str = "fp8", isl: int = 1024, osl: int = 1024,
+         measured: str = "2026-01-01T00:00:00.000Z") -> dict:  # fmt: skip
+    return {"id": f"r{i}", "silicon_data_source": f"silicon_concurrency={conc}; measured={measured}",
             "backend": backend, "backend_version": "x", "model_path": model, "system": system,
-            "precision": "fp8", "mode": "agg", "isl": "1024", "osl": "1024",
+            "precision": "fp8", "mode": "agg", "isl": str(isl), "osl": str(osl),
             "gemm_quant_mode": quant, "moe_quant_mode": quant, "batch_size": str(conc // dp),
             "tp_size": str(tp), "pp_size": "1", "attention_dp_size": str(dp),
             "moe_tp_size": "1", "moe_ep_size": str(ep), "silicon_ttft_ms": "500",
@@ -62,3 +63,29 @@ def test_sglang_rows_carry_their_scripts_recv_interval(tmp_path: Path) -> None:
             _row(6, "vllm", ds, "b200_sxm", 8, 1, 1, conc=64, quant="fp8_block")]  # fmt: skip
     kept, _ = _load(tmp_path, rows)
     assert [fixture.workload_for(r).recv_interval for r in kept] == [30, 10, 10, 10, 30, 1, 1]
+
+
+def test_trtllm_rows_carry_their_scripts_token_budget_and_batch_waiting(tmp_path: Path) -> None:
+    """InferenceX's TensorRT-LLM scripts as they stood at each row's date: Llama-3.1-70B
+    --max_num_tokens 16384, batch waiting (20 steps, 0.9) at 1k/1k below TP=8; gpt-oss 20000;
+    DeepSeek-R1 (C + I + 127) rounded down to 64, at least 8192 from 2026-01-21, and FP8's
+    DELAY_BATCHING (40 steps, 0.8) at 1k/1k from C = 64 from 2026-01-29; other engines and
+    rows without a date keep the defaults."""
+    llama, oss, ds = "meta-llama/Llama-3.1-70B", "openai/gpt-oss-120b", "deepseek-ai/DeepSeek-R1"
+    rows = [_row(0, "trtllm", llama, "b200_sxm", 2, 1, 1, conc=4),
+            _row(1, "trtllm", llama, "b200_sxm", 8, 1, 1, conc=4),
+            _row(2, "trtllm", llama, "b200_sxm", 2, 1, 1, conc=4, isl=1024, osl=8192),
+            _row(3, "trtllm", oss, "b200_sxm", 1, 1, 1, conc=4, quant="nvfp4"),
+            _row(4, "trtllm", ds, "b200_sxm", 8, 1, 1, conc=4, measured="2025-11-02T00:00:00Z"),
+            _row(5, "trtllm", ds, "b200_sxm", 8, 1, 1, conc=64, measured="2026-01-29T15:27:29Z"),
+            _row(6, "trtllm", ds, "b200_sxm", 8, 1, 1, conc=64, quant="nvfp4",
+                 measured="2026-02-05T00:00:00Z"),
+            _row(7, "trtllm", ds, "b200_sxm", 8, 1, 1, conc=32, measured="undated"),
+            _row(8, "vllm", ds, "b200_sxm", 8, 1, 1, conc=64)]  # fmt: skip
+    kept, _ = _load(tmp_path, rows)
+    assert [r.measured for r in kept][4:7] == ["2025-11-02", "2026-01-29", "2026-02-05"]
+    got = [(w.token_budget, w.batch_wait_iters, w.batch_wait_ratio)
+           for w in map(fixture.workload_for, kept)]  # fmt: skip
+    assert got == [(16384, 20, 0.9), (16384, 0, 0.0), (16384, 0, 0.0), (20000, 0, 0.0),
+                   (1152, 0, 0.0), (8192, 40, 0.8), (8192, 0, 0.0), (0, 0, 0.0),
+                   (0, 0, 0.0)]  # fmt: skip

@@ -15,6 +15,7 @@ from planner import hardware, models, serving
 from planner.engines import ENGINES
 from planner.errors import PlannerInputError
 from planner.predict import build_parser, run
+from planner.serving_layouts import Instance
 from planner.serving_params import FITTED
 from planner.serving_step import prefill_cost
 from planner.serving_types import ServeLayout, Workload
@@ -166,6 +167,11 @@ def test_slower_memory_means_slower_decode() -> None:
          "a timeout >= 0"),
         (["--scheduler-recv-interval", "30"], "--scheduler-recv-interval: SGLang's"),
         (["--engine", "sglang", "--scheduler-recv-interval", "0"], ">= 1 with --engine sglang"),
+        (["--batch-wait-iters", "20", "--batch-wait-ratio", "0.9"],
+         "--batch-wait-iters / --batch-wait-ratio: TensorRT-LLM's"),
+        (["--engine", "trtllm", "--tp", "1", "--dp", "8", "--batch-wait-iters", "20"],
+         "with --engine trtllm and --dp 1"),
+        (["--engine", "trtllm", "--batch-wait-ratio", "1.5"], "between 0 and 1"),
     ],
 )
 def test_bad_input_is_one_line_exit_1(args: list[str], needle: str) -> None:
@@ -400,3 +406,51 @@ def test_pooled_prompts_finish_with_their_batch() -> None:
     b = np.array([8.0, 64.0])
     assert list(recv_pooled_prompts(b, 1024, 30)) == pytest.approx([8 * 30 / 1024, 64 * 30 / 1024])
     assert not recv_pooled_prompts(b, 1024, 1).any()
+
+
+def test_trtllm_batch_waiting_holds_later_prompts_until_the_timeout() -> None:
+    """py_executor.py ``_waiting_requests``: while requests decode, prompts are held until
+    their tokens reach batch_wait_max_tokens_ratio x max_num_tokens or for
+    batch_wait_timeout_iters steps. At concurrency 4 four 1k prompts never fill 0.9 x 16384,
+    so a later prompt waits nearly the whole 20 steps; an idle engine (one wave) and TPOT do
+    not change."""
+
+    def run_at(*extra: str) -> dict:
+        return answer("--model", "deepseek-v3", "--host", "b200-sxm-8x", "--tp", "8",
+                      "--engine", "trtllm", "--isl", "1024", "--osl", "1024",
+                      "--concurrency", "4", "--token-budget", "16384", *extra)  # fmt: skip
+
+    held = ("--batch-wait-iters", "20", "--batch-wait-ratio", "0.9")
+    off, on = run_at()["points"][0], run_at(*held)["points"][0]
+    assert on["tpot_ms"] == off["tpot_ms"]
+    k = FITTED.prompts_per_slot("trtllm")
+    waited = (on["ttft_ms"] - off["ttft_ms"]) / ((k - 1) / k) / on["tpot_ms"]
+    assert 18.5 < waited < 20  # 19.6 steps held (a rare second prompt ends it early)
+    first = ("--num-prompts", "4")
+    assert run_at(*first, *held)["points"][0]["ttft_ms"] == run_at(*first)["points"][0]["ttft_ms"]
+    said = {a["what"]: a["value"] for a in run_at(*held)["assumptions"]}
+    assert "batch waiting (batch_wait_timeout_iters 20" in said["engine scheduler"]
+    assert "--batch-wait-iters 20 --batch-wait-ratio 0.9" in " ".join(
+        Instance(ServeLayout(8), 1, Workload(1024, 1024, "trtllm", batch_wait_iters=20,
+                                             batch_wait_ratio=0.9)).predict_args())  # fmt: skip
+
+
+def test_batch_wait_ends_at_the_timeout_or_when_the_share_fills() -> None:
+    """Timeout only (the share cannot fill): a hold lasts T steps, later arrivals (Poisson,
+    mu = B T / O of them) wait the rest: mean (T + mu T / 2) / (1 + mu), and a prompt shares
+    its release with mu (2 + mu) / (1 + mu) others. Many arrivals: the k-th later one fills
+    the share first, and the k + 1 prompts wait k / (2 lambda) steps on average."""
+    from planner.serving_ttft import batch_wait
+
+    waits, pooled = batch_wait(np.array([4.0]), 1024, 1024, 16384, 20, 1.0)
+    mu = 4 * 20 / 1024
+    assert waits[0] == pytest.approx((20 + mu * 10) / (1 + mu), rel=1e-3)
+    assert pooled[0] == pytest.approx(mu * (2 + mu) / (1 + mu), rel=1e-3)
+    # 512 decoding, 1k prompts, 0.8 x 8192: 6 prompts fill it (k = 5), lambda = 0.5 per step.
+    waits, pooled = batch_wait(np.array([512.0]), 1024, 1024, 8192, 40, 0.8)
+    assert waits[0] == pytest.approx(5 / (2 * 0.5), rel=0.1)
+    assert pooled[0] == pytest.approx(5.0, rel=0.05)
+    # Off with either setting at 0, or when one prompt with the decode tokens fills the share.
+    for args in ((20, 0.0), (0, 0.9)):
+        assert not batch_wait(np.array([4.0]), 1024, 1024, 16384, *args)[0].any()
+    assert not batch_wait(np.array([64.0]), 8192, 1024, 8320, 20, 0.9)[0].any()
