@@ -18,7 +18,7 @@ import streamlit as st
 from pages import ui
 from pages.serving_metrics import METRICS_AREA, metrics_section
 from pages.serving_metrics import ms as _ms
-from pages.serving_predict import add_band
+from pages.serving_predict import add_band, engine_column
 from store import queries_serving as qs
 from store.errors import StoreError, StoreMissing
 
@@ -155,8 +155,9 @@ def bench_section(loc, host: str | None) -> None:
     data = bench[["run_id", "host", "engine_label", "layout_label", "layout_kind", "concurrency", col,
                   "output_throughput", "request_throughput", f"{stat}_ttft_ms",
                   f"{stat}_itl_ms", "completed", "failed"]].copy()  # fmt: skip
+    data["engine"] = engine_column(bench)
     if not pred.empty:
-        data = data.merge(pred, on=["layout_label", "host", "concurrency"], how="left")
+        data = data.merge(pred, on=["layout_label", "host", "engine", "concurrency"], how="left")
         data["tpot_error_pct"] = 100.0 * (data[col] - data["predicted_tpot_ms"]) / data[
             "predicted_tpot_ms"]  # fmt: skip
     st.markdown("\n".join(f"- {s}" for s in _sentences(data, col, stat)))
@@ -165,6 +166,12 @@ def bench_section(loc, host: str | None) -> None:
         st.caption("Planner prediction (dashed) for the same model and layout on: " + "; ".join(
             f"{r.hardware} ({r.hardware_source}); communication: {r.comm_source}"
             for r in used.itertuples()))  # fmt: skip
+        flags = pred.loc[pred["launch_flags"] != ""].drop_duplicates(
+            ["layout_label", "host", "engine", "launch_flags"])  # fmt: skip
+        if not flags.empty:
+            st.caption("Engine scheduler as launched (the run's --server-args): " + "; ".join(
+                f"{r.engine} {r.layout_label} on {r.host}: {r.launch_flags}"
+                for r in flags.itertuples()))  # fmt: skip
         st.caption("Shaded around each prediction: where the measured TPOT fell for 80% of "
                    "the fit's held-out runs - " + "; ".join(pred["band"].dropna().unique()))
     if reasons:

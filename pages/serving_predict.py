@@ -62,6 +62,12 @@ def _engine(row: dict) -> str:
     return eng if eng in ENGINES else "vllm"
 
 
+def engine_column(bench: pd.DataFrame) -> list[str]:
+    """Each bench row's engine as the planner names it (a row without one is vLLM's): runs of
+    two engines with the same layout on one host are predicted, and matched, apart."""
+    return [_engine(r) for r in bench.to_dict("records")]
+
+
 def _prompts(row: dict) -> int:
     """The run's --num-prompts (its share of first-wave prompts shapes the mean TTFT); 0 when
     the result did not record it (the planner then assumes the fitted benchmark's)."""
@@ -99,11 +105,16 @@ def serving_predictions(loc, bench: pd.DataFrame, model_id: str, hw_choice: str,
         from planner.bands import band
         from planner.calibrate import Measured, calibrate
         from planner.errors import PlannerInputError
+        from planner.launch_flags import scheduler_settings
         from planner.serving import Workload, predict
     except ImportError as exc:
         return pd.DataFrame(), [f"the planner is not importable here ({exc})"]
+    from store import queries_serving as qs
+
+    launched = qs.bench_server_args(loc, sorted(set(bench["run_id"])))
     out, reasons, notes = [], [], []
-    for (layout, host), part in bench.groupby(["layout_label", "host"], sort=False):
+    bench = bench.assign(engine=engine_column(bench))
+    for (layout, host, _), part in bench.groupby(["layout_label", "host", "engine"], sort=False):
         first = part.iloc[0].to_dict()
         if pd.isna(first.get("tp")):
             reasons.append(f"{layout} on {host}: layout unknown (import with --server-args)")
@@ -134,14 +145,17 @@ def serving_predictions(loc, bench: pd.DataFrame, model_id: str, hw_choice: str,
             notes.append(f"{layout} on {host}: {cal.sentence()}")
         for m, row in zip(measured, pts.to_dict("records"), strict=True):
             try:
-                w = Workload(m.isl, m.osl, engine, num_prompts=_prompts(row))
+                sched = scheduler_settings(engine, launched.get(row["run_id"]))
+                w = Workload(m.isl, m.osl, engine, num_prompts=_prompts(row),
+                             token_budget=sched.token_budget, recv_interval=sched.recv_interval)
                 pr = predict(model, hw, lay, w, np.array([m.concurrency]), params)
                 cp = predict(model, hw, lay, w, np.array([m.concurrency]), cal.params) if cal \
                     else None  # fmt: skip
             except PlannerInputError as exc:
                 reasons.append(f"{layout} on {host}: {exc}")
                 break
-            out.append({"layout_label": layout, "host": host, "concurrency": m.concurrency,
+            out.append({"layout_label": layout, "host": host, "engine": engine,
+                        "concurrency": m.concurrency,
                         "predicted_tpot_ms": float(pr.tpot_ms[0]),
                         "predicted_tpot_low_ms": float(tb.low(pr.tpot_ms[0])),
                         "predicted_tpot_high_ms": float(tb.high(pr.tpot_ms[0])),
@@ -153,11 +167,12 @@ def serving_predictions(loc, bench: pd.DataFrame, model_id: str, hw_choice: str,
                         "calibrated_tpot_ms": float(cp.tpot_ms[0]) if cp else None,
                         "hardware": hw.name, "hardware_source": hw.source,
                         "model_source": model.source,
+                        "launch_flags": " ".join(sched.flags),
                         "comm_source": "spec-sheet link latency and bandwidth"})  # fmt: skip
     if notes:
         st.caption("Calibrated mode (per-host factors fitted on these measured points): "
                    + "; ".join(notes))  # fmt: skip
     frame = pd.DataFrame(out)
     if not frame.empty:
-        frame = frame.drop_duplicates(["layout_label", "host", "concurrency"])
+        frame = frame.drop_duplicates(["layout_label", "host", "engine", "concurrency"])
     return frame, reasons

@@ -67,6 +67,21 @@ def bench_results(loc: StoreLocation, run_ids: list[str], model: str | None = No
     )
 
 
+def bench_server_args(loc: StoreLocation, run_ids: list[str]) -> dict[str, str]:
+    """The server command line (``--server-args``, redacted) each bench run recorded with its
+    arguments, by run id; runs that recorded none are left out."""
+    if not run_ids:
+        return {}
+    frame = query_df(
+        loc,
+        "SELECT run_id, json_extract_string(args, '$.server_args') AS server_args FROM runs "
+        "WHERE list_contains(string_split(?, ','), run_id)",
+        [",".join(sorted(run_ids))],  # a string: cache keys must be hashable
+    )
+    return {r: a for r, a in zip(frame["run_id"], frame["server_args"], strict=True)
+            if isinstance(a, str) and a}  # fmt: skip
+
+
 def profile_runs(loc: StoreLocation, host: str | None = None) -> pd.DataFrame:
     """vllm-profile runs: the server's facts and the client-side load summary."""
     return query_df(

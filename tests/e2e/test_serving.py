@@ -43,7 +43,8 @@ def serving(tmp_path_factory) -> tuple[Dashboard, dict[str, str]]:
     # SGLang bench_serving JSONL of the same model and layout (tests/sglang/fixtures.py).
     sglang_fixtures.write_jsonl(tmp / "sglang.jsonl", levels=(1, 4, 16, 64), tpot=7.5)
     res = run_cli(store, "sglang-bench", "--results", str(tmp / "sglang.jsonl"), "--model", MODEL,
-                  "--server-args", "--tp 8", "--sglang-version", "0.5.4", "--host", HOST,
+                  "--server-args", "--tp 8 --scheduler-recv-interval 30", "--sglang-version",
+                  "0.5.4", "--host", HOST,
                   "--json")  # fmt: skip
     assert res.code == 0, res.stderr
     runs["sglang"] = res.json["run_id"]
@@ -115,6 +116,9 @@ def test_measured_tpot_with_planner_prediction_and_metrics(serving, page) -> Non
         f"Planner prediction (dashed) for the same model and layout on: {HOST} (measured gpu "
         "run" in text
     )
+    # Each engine's run is predicted as it was launched (its recorded --server-args).
+    assert ("Engine scheduler as launched (the run's --server-args): sglang TP8 on "
+            f"{HOST}: --scheduler-recv-interval 30") in text
     assert "3 scrape(s) in the last 24 h" in text and "generated tok/s" in text
     assert f"Newest {runs['profile']}: {MODEL} on vLLM 0.16.0, TP2, 2 rank trace(s)" in text
     expect(main.get_by_test_id("stPlotlyChart")).to_have_count(4)

@@ -107,6 +107,69 @@ def test_ttft_is_predicted_for_the_runs_own_prompt_count(stored) -> None:
     assert shown[64] > 1.5 * ttft(64, 0)  # the fit's default share of first-wave prompts
 
 
+def test_each_run_is_predicted_with_the_scheduler_it_was_launched_with(stored) -> None:
+    """The same sweep imported again, its server launched with --max-num-batched-tokens 2048
+    (recorded with the run): the page predicts its TTFT at that budget, not vLLM's default
+    8192, says so, and leaves the first run at the default."""
+    from pages.serving_predict import _params_that_fit, _serve_layout
+    from planner.serving import Workload, predict
+
+    loc, first_id, tmp = stored
+    args = f"vllm serve {MODEL} -tp 8 --max-num-batched-tokens 2048 --api-key sk-secret"
+    res = run_cli(loc.path, "vllm-bench", "--results", str(tmp / "tp8"), "--host", HOST,
+                  "--server-args", args, "--label", "budget-2048", "--json")  # fmt: skip
+    assert res.code == 0, res.stderr
+    run_id = res.json["run_id"]
+    launched = qs.bench_server_args(loc, [run_id, first_id])
+    assert set(launched) == {run_id} and "sk-secret" not in launched[run_id]
+    bench = _bench(loc, run_id)
+    frame, reasons = serving_predictions(loc, bench, MODEL, MEASURED, hardware_for, model_for)
+    assert not reasons
+    assert set(frame["launch_flags"]) == {"--max-num-batched-tokens 2048"}
+    model, hw = model_for(MODEL)[0], hardware_for(loc, MEASURED, HOST)[0]
+    lay = _serve_layout(bench.iloc[0].to_dict())
+    params = _params_that_fit(model, hw, lay, "vllm", [], "")
+
+    def ttft(c: int, budget: int) -> float:
+        w = Workload(1024, 256, "vllm", num_prompts=64, token_budget=budget)
+        return float(predict(model, hw, lay, w, np.array([c]), params).ttft_ms[0])
+
+    shown = frame.set_index("concurrency")["predicted_ttft_ms"]
+    for c in (1, 4, 16, 64):
+        assert shown[c] == pytest.approx(ttft(c, 2048))
+    # 64 one-wave prompts finish two per 2,048-token step rather than eight per 8,192-token
+    # step: the early ones get their first token sooner, so the mean comes down
+    assert shown[64] < 0.97 * ttft(64, 0)
+    first, _ = serving_predictions(loc, _bench(loc, first_id), MODEL, MEASURED, hardware_for,
+                                   model_for)  # fmt: skip
+    assert set(first["launch_flags"]) == {""}
+    assert first.set_index("concurrency")["predicted_ttft_ms"][64] == pytest.approx(ttft(64, 0))
+
+
+def test_two_engines_with_one_layout_are_predicted_apart(stored) -> None:
+    """vLLM and SGLang runs of the same model, layout (TP8) and host: each point is predicted
+    for its own engine (its band names it), not both for whichever run sorts first."""
+    from tests.sglang import fixtures as sglang_fixtures
+
+    loc, vllm_id, tmp = stored
+    sglang_fixtures.write_jsonl(tmp / "sglang.jsonl", levels=(1, 4, 16, 64), tpot=7.5)
+    res = run_cli(loc.path, "sglang-bench", "--results", str(tmp / "sglang.jsonl"), "--model",
+                  MODEL, "--server-args", "--tp 8", "--sglang-version", "0.5.4", "--host", HOST,
+                  "--json")  # fmt: skip
+    assert res.code == 0, res.stderr
+    bench = qs.bench_results(loc, [vllm_id, res.json["run_id"]], MODEL)
+    assert set(bench["layout_label"]) == {"TP8"}
+    frame, reasons = serving_predictions(loc, bench, MODEL, MEASURED, hardware_for, model_for)
+    assert not reasons
+    by = frame.set_index(["engine", "concurrency"])
+    assert sorted(set(frame["engine"])) == ["sglang", "vllm"]
+    assert by.loc[("sglang", 1), "band"].startswith("sglang/")
+    assert by.loc[("vllm", 1), "band"].startswith("vllm/")
+    # SGLang's request path and separate prompt passes: its own TTFT, not vLLM's
+    assert by.loc[("sglang", 16), "predicted_ttft_ms"] != pytest.approx(
+        by.loc[("vllm", 16), "predicted_ttft_ms"], rel=0.05)  # fmt: skip
+
+
 @pytest.mark.skipif(not KIMI.is_file(), reason=f"{KIMI} absent")
 def test_the_recorded_config_json_is_preferred_over_a_preset(stored, tmp_path: Path) -> None:
     loc, run_id, _ = stored
