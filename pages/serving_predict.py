@@ -114,7 +114,8 @@ def serving_predictions(loc, bench: pd.DataFrame, model_id: str, hw_choice: str,
     launched = qs.bench_server_args(loc, sorted(set(bench["run_id"])))
     out, reasons, notes = [], [], []
     bench = bench.assign(engine=engine_column(bench))
-    for (layout, host, _), part in bench.groupby(["layout_label", "host", "engine"], sort=False):
+    for (layout, host, engine), part in bench.groupby(["layout_label", "host", "engine"],
+                                                      sort=False):  # fmt: skip
         first = part.iloc[0].to_dict()
         if pd.isna(first.get("tp")):
             reasons.append(f"{layout} on {host}: layout unknown (import with --server-args)")
@@ -129,7 +130,9 @@ def serving_predictions(loc, bench: pd.DataFrame, model_id: str, hw_choice: str,
         if hw is None:
             reasons.append(f"{layout} on {host}: {why}")
             continue
-        lay, engine = _serve_layout(first), _engine(first)
+        lay = _serve_layout(first)
+        sched_of = {rid: scheduler_settings(engine, launched.get(rid))
+                    for rid in set(part["run_id"])}  # fmt: skip
         params = _params_that_fit(model, hw, lay, engine, notes, f"{layout} on {host}")
         pts = part.dropna(subset=["concurrency", "mean_tpot_ms"])
         measured = [Measured(lay, max(int(round(r["input_len"] or 1)), 1),
@@ -145,7 +148,7 @@ def serving_predictions(loc, bench: pd.DataFrame, model_id: str, hw_choice: str,
             notes.append(f"{layout} on {host}: {cal.sentence()}")
         for m, row in zip(measured, pts.to_dict("records"), strict=True):
             try:
-                sched = scheduler_settings(engine, launched.get(row["run_id"]))
+                sched = sched_of[row["run_id"]]
                 w = Workload(m.isl, m.osl, engine, num_prompts=_prompts(row),
                              token_budget=sched.token_budget, recv_interval=sched.recv_interval)
                 pr = predict(model, hw, lay, w, np.array([m.concurrency]), params)
