@@ -4,8 +4,12 @@
 sample, Blackwell, aggregated serving; its README lists the defects). Filter rules, in order:
 
 1. Keep aggregated rows whose instance fits one host (tp x attention-DP <= 8 GPUs) and whose
-   model has a config in ``configs/``; concurrency = ``silicon_concurrency=`` of the source
-   (batch_size x attention-DP when it is missing).
+   model has a config in ``configs/``. Concurrency is the instance's: batch_size x attention-DP,
+   the source's per-instance concurrency (AIConfigurator's own check,
+   tools/accuracy_regression_testing/predict_silicon_sample.py, passes it as ``batch_size``,
+   "max concurrent requests" of cli_estimate). The client's ``silicon_concurrency=`` is that
+   times the replicas behind Dynamo's router (Qwen3-32B-NVFP4: 416 = 32 x 13); where it is not
+   a whole multiple of it, the client's concurrency is the instance's.
 2. vLLM TP+EP rows encoded as attention-DP (tp = attention_dp = T, moe_ep = T x T): read as
    TP=T, EP=T, DP=1 on T GPUs (their TPOT matches the ``tp*_ep*`` rows of the same point).
 3. Exact repeats (same point, same TPOT, imported from two source files) count once.
@@ -98,8 +102,7 @@ def _parse(r: dict[str, str]) -> Row | None:
     mtp, mep = int(_f(r["moe_tp_size"])), int(_f(r["moe_ep_size"]))
     if min(tp, dp) < 1 or tp * dp > 8:
         return None
-    m = re.search(r"silicon_concurrency=(\d+)", r["silicon_data_source"] or "")
-    conc = int(m.group(1)) if m else int(_f(r["batch_size"])) * dp
+    conc = instance_concurrency(r, dp)
     if r["backend"] == "vllm" and dp > 1 and dp == tp and mep == tp * dp:
         dp, mep, mtp = 1, tp, 1  # rule 2
     lay = ServeLayout(tp=tp, dp=dp, moe_tp=mtp if mep > 1 else 0, moe_ep=max(mep, 1))
@@ -110,6 +113,17 @@ def _parse(r: dict[str, str]) -> Row | None:
     return Row(r["id"], r["backend"], r["model_path"], r["moe_quant_mode"], r["system"], lay,
                int(r["isl"]), int(r["osl"]), conc, tpot, ttft,
                day.group(1) if day else "")  # fmt: skip
+
+
+def instance_concurrency(r: dict[str, str], dp: int) -> int:
+    """Concurrent requests one instance served (rule 1): the client's, split over replicas."""
+    per_instance = int(_f(r["batch_size"])) * dp
+    m = re.search(r"silicon_concurrency=(\d+)", r["silicon_data_source"] or "")
+    if not m:
+        return per_instance
+    client = int(m.group(1))
+    replicas = client // per_instance if per_instance else 0
+    return per_instance if replicas >= 2 and client == replicas * per_instance else client
 
 
 def load_rows(path: Path = CSV) -> tuple[list[Row], dict[str, int]]:

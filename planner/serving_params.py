@@ -109,8 +109,8 @@ FITTED = ServingParams(
     expert_us=0.2030,
     mfu=0.5344,
     moe_mfu=0.1208,
-    ttft_fixed_ms={"vllm": 42.41, "sglang": 243.50, "trtllm": 37.14},
-    prompts_per_client={"vllm": 5.715, "sglang": 2.272, "trtllm": 7.788},
+    ttft_fixed_ms={"vllm": 42.41, "sglang": 243.50, "trtllm": 37.19},
+    prompts_per_client={"vllm": 5.715, "sglang": 2.272, "trtllm": 7.781},
 )
 
 # ---- measured error bands: `python -m planner.fit --bands` -----------------------------
@@ -121,9 +121,9 @@ BANDS: dict[str, dict[str, dict[str, float]]] = {
     "sglang/bf16": {"tpot": {"q10": -0.0623, "q90": 0.2677, "median_abs": 0.0623, "rows": 51}, "ttft": {"q10": 0.0884, "q90": 1.1044, "median_abs": 0.4943, "rows": 51}},
     "sglang/fp4": {"tpot": {"q10": -0.2685, "q90": 0.0596, "median_abs": 0.0938, "rows": 136}, "ttft": {"q10": -0.9091, "q90": 0.6236, "median_abs": 0.441, "rows": 136}},
     "sglang/fp8": {"tpot": {"q10": -0.2455, "q90": 0.3089, "median_abs": 0.1631, "rows": 208}, "ttft": {"q10": -0.366, "q90": 0.8116, "median_abs": 0.2579, "rows": 208}},
-    "trtllm/*": {"tpot": {"q10": -0.1433, "q90": 0.3464, "median_abs": 0.1467, "rows": 373}, "ttft": {"q10": -0.555, "q90": 0.6156, "median_abs": 0.2945, "rows": 373}},
-    "trtllm/fp4": {"tpot": {"q10": -0.1219, "q90": 0.3558, "median_abs": 0.1531, "rows": 251}, "ttft": {"q10": -0.5617, "q90": 0.7171, "median_abs": 0.3577, "rows": 251}},
-    "trtllm/fp8": {"tpot": {"q10": -0.1877, "q90": 0.3065, "median_abs": 0.1257, "rows": 122}, "ttft": {"q10": -0.5438, "q90": 0.3569, "median_abs": 0.2311, "rows": 122}},
+    "trtllm/*": {"tpot": {"q10": -0.1433, "q90": 0.3401, "median_abs": 0.1458, "rows": 373}, "ttft": {"q10": -0.5543, "q90": 0.606, "median_abs": 0.3181, "rows": 373}},
+    "trtllm/fp4": {"tpot": {"q10": -0.1219, "q90": 0.3464, "median_abs": 0.1514, "rows": 251}, "ttft": {"q10": -0.5599, "q90": 0.6634, "median_abs": 0.3672, "rows": 251}},
+    "trtllm/fp8": {"tpot": {"q10": -0.1877, "q90": 0.3065, "median_abs": 0.1257, "rows": 122}, "ttft": {"q10": -0.543, "q90": 0.4082, "median_abs": 0.2476, "rows": 122}},
     "vllm/*": {"tpot": {"q10": -0.1729, "q90": 0.1593, "median_abs": 0.1001, "rows": 592}, "ttft": {"q10": -0.3808, "q90": 0.4254, "median_abs": 0.2069, "rows": 592}},
     "vllm/fp4": {"tpot": {"q10": -0.1703, "q90": 0.1696, "median_abs": 0.1054, "rows": 320}, "ttft": {"q10": -0.393, "q90": 0.4756, "median_abs": 0.2514, "rows": 320}},
     "vllm/fp8": {"tpot": {"q10": -0.1707, "q90": 0.1468, "median_abs": 0.0938, "rows": 242}, "ttft": {"q10": -0.3729, "q90": 0.1784, "median_abs": 0.1803, "rows": 242}},

@@ -89,3 +89,18 @@ def test_trtllm_rows_carry_their_scripts_token_budget_and_batch_waiting(tmp_path
     assert got == [(16384, 20, 0.9), (16384, 0, 0.0), (16384, 0, 0.0), (20000, 0, 0.0),
                    (1152, 0, 0.0), (8192, 40, 0.8), (8192, 0, 0.0), (0, 0, 0.0),
                    (0, 0, 0.0)]  # fmt: skip
+
+
+def test_concurrency_is_the_instances_when_the_client_spread_over_replicas(tmp_path: Path) -> None:
+    """batch_size x attention-DP is one instance's concurrency; a client concurrency k times it
+    ran k replicas behind a router (the sample's Qwen3-32B-NVFP4: 416 = 32 x 13)."""
+    qwen, mm = "nvidia/Qwen3-32B-NVFP4", "MiniMaxAI/MiniMax-M2.5"
+    replicas = _row(0, "trtllm", qwen, "b200_sxm", 2, 1, 1, conc=416, quant="nvfp4") | {"batch_size": "13"}
+    # vLLM TP+EP encoded as attention-DP (rule 2): batch_size = conc / 2, one instance
+    tp_ep = _row(1, "vllm", mm, "b200_sxm", 2, 2, 4, conc=512)
+    odd = _row(2, "trtllm", qwen, "b200_sxm", 2, 1, 1, conc=100, quant="nvfp4") | {"batch_size": "13"}
+    unsaid = _row(3, "trtllm", qwen, "b200_sxm", 2, 1, 1, conc=8, quant="nvfp4") | {
+        "silicon_data_source": "measured=2026-03-07"}
+    kept, _ = _load(tmp_path, [replicas, tp_ep, odd, unsaid])
+    assert [(r.id, r.concurrency) for r in kept] == [("r0", 13), ("r1", 512), ("r2", 100), ("r3", 8)]
+    assert kept[1].layout.dp == 1 and kept[1].layout.moe_ep == 2
