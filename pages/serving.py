@@ -169,7 +169,8 @@ def bench_section(loc, host: str | None) -> None:
         flags = pred.loc[pred["launch_flags"] != ""].drop_duplicates(
             ["layout_label", "host", "engine", "launch_flags"])  # fmt: skip
         if not flags.empty:
-            st.caption("Engine scheduler as launched (the run's --server-args): " + "; ".join(
+            st.caption("Engine scheduler as run (the run's --server-args, or what the server "
+                       "reported in /get_server_info): " + "; ".join(
                 f"{r.engine} {r.layout_label} on {r.host}: {r.launch_flags}"
                 for r in flags.itertuples()))  # fmt: skip
         st.caption("Shaded around each prediction: where the measured TPOT fell for 80% of "

@@ -105,7 +105,7 @@ def serving_predictions(loc, bench: pd.DataFrame, model_id: str, hw_choice: str,
         from planner.bands import band
         from planner.calibrate import Measured, calibrate
         from planner.errors import PlannerInputError
-        from planner.launch_flags import scheduler_settings
+        from planner.launch_flags import row_settings
         from planner.serving import Workload, predict
     except ImportError as exc:
         return pd.DataFrame(), [f"the planner is not importable here ({exc})"]
@@ -131,8 +131,6 @@ def serving_predictions(loc, bench: pd.DataFrame, model_id: str, hw_choice: str,
             reasons.append(f"{layout} on {host}: {why}")
             continue
         lay = _serve_layout(first)
-        sched_of = {rid: scheduler_settings(engine, launched.get(rid))
-                    for rid in set(part["run_id"])}  # fmt: skip
         params = _params_that_fit(model, hw, lay, engine, notes, f"{layout} on {host}")
         pts = part.dropna(subset=["concurrency", "mean_tpot_ms"])
         measured = [Measured(lay, max(int(round(r["input_len"] or 1)), 1),
@@ -148,7 +146,7 @@ def serving_predictions(loc, bench: pd.DataFrame, model_id: str, hw_choice: str,
             notes.append(f"{layout} on {host}: {cal.sentence()}")
         for m, row in zip(measured, pts.to_dict("records"), strict=True):
             try:
-                sched = sched_of[row["run_id"]]
+                sched = row_settings(engine, launched.get(row["run_id"]), row.get("extra"))
                 w = Workload(m.isl, m.osl, engine, num_prompts=_prompts(row),
                              token_budget=sched.token_budget, recv_interval=sched.recv_interval)
                 pr = predict(model, hw, lay, w, np.array([m.concurrency]), params)

@@ -31,6 +31,9 @@ class Engine:
     name: str  # vllm | sglang (serving_bench.engine; the run's env entry for its version)
     verb: str  # vllm-bench | sglang-bench
     normalize: Callable[[dict], dict] | None = None  # the engine's keys -> vLLM's
+    layout_of: Callable[[dict], Layout | None] | None = None  # a layout the result records
+    # a result with what its server reported about itself where the result has none
+    with_server: Callable[[dict, dict], dict] | None = None
 
 
 def add_sweep_arguments(parser: argparse.ArgumentParser) -> argparse._ArgumentGroup:
@@ -72,12 +75,18 @@ def run_verb(args: argparse.Namespace, ctx: Context, engine: Engine,
 
 
 def read_rows(files: list[Path], layout: Layout | None, version: str | None, engine: Engine,
-              model: str | None, source: str | None = None) -> list[dict]:  # fmt: skip
-    """serving_bench rows of every result in ``files``; ``model`` for those that name none."""
+              model: str | None, source: str | None = None,
+              server: dict | None = None) -> list[dict]:  # fmt: skip
+    """serving_bench rows of every result in ``files``; ``model`` for those that name none;
+    ``server``: what the server said about itself (a sweep's), for results that do not say.
+    The layout: ``layout`` (from --server-args), else the one the result records."""
     out = []
     for f in files:
         for r in results.load_results(f, engine.normalize):
-            lay = layout or results.layout_from_metadata(r.obj)
+            if server and engine.with_server:
+                r.obj = engine.with_server(r.obj, server)
+            recorded = engine.layout_of(r.obj) if engine.layout_of else None
+            lay = layout or recorded or results.layout_from_metadata(r.obj)
             name = source or (f.name if r.part is None else f"{f.name}#{r.part + 1}")
             row = results.to_row(r.obj, name, lay, version, engine.name, r.fmt)
             row["model_id"] = row["model_id"] or model
@@ -158,9 +167,11 @@ def parse_sweep(url: str, concurrency: str) -> tuple[str, list[int]]:
 
 def run_sweep(ctx: Context, engine: Engine, tool: str, levels: list[int],
               command: Callable[[int, Path], list[str]], out_name: str, env: dict[str, str],
-              layout: Layout | None, version: str | None, model: str | None = None) -> int:  # fmt: skip
+              layout: Layout | None, version: str | None, model: str | None = None,
+              server: dict | None = None) -> int:  # fmt: skip
     """Run the engine's benchmark tool once per concurrency (``command(c, out_path)``), read
-    what each run saved, and commit them as one run."""
+    what each run saved (``server``: what the server reported, see read_rows), and commit
+    them as one run."""
     with tempfile.TemporaryDirectory(prefix=f"stepscope-{engine.verb}-") as tmp:
         files = []
         for c in levels:
@@ -173,6 +184,6 @@ def run_sweep(ctx: Context, engine: Engine, tool: str, levels: list[int],
                 raise MeasurementError(f"`{tool}` failed at concurrency {c} (exit "
                                        f"{proc.returncode}): {tail[0][:200]}")  # fmt: skip
             files.append(out)
-        found = read_rows(files, layout, version, engine, model, source="sweep")
+        found = read_rows(files, layout, version, engine, model, source="sweep", server=server)
     return submit(ctx, engine, new_run_id(engine.verb), found,
                   f"ran {len(levels)} concurrency level(s)", version)  # fmt: skip

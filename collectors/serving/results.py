@@ -218,7 +218,7 @@ def to_row(obj: dict[str, Any], source: str, layout: Layout | None, version: str
     row["request_goodput"] = _num(obj.get("request_goodput"))
     for col, key in _SPEC.items():
         row[col] = _num(obj.get(key)) if col.endswith(("rate", "length")) else _int(obj.get(key))
-    known = (set(row) | set(_SPEC.values())
+    known = (set(row) | set(_SPEC.values()) | {"version", f"{engine}_version"}
              | {"date", "label", "endpoint_type", "request_rate", "duration"})  # fmt: skip
     extra = {k: _json_safe(v) for k, v in obj.items() if k not in known and k not in _BIG
              and isinstance(v, (str, int, float, bool, type(None)))}  # fmt: skip

@@ -24,7 +24,11 @@ from collectors.serving.layout import Layout
 from collectors.sglang import layout as sgl_layout
 from collectors.sglang import result_keys, server
 
-ENGINE = bench_import.Engine("sglang", "sglang-bench", result_keys.normalize)
+ENGINE = bench_import.Engine(
+    "sglang", "sglang-bench", result_keys.normalize,
+    layout_of=lambda obj: sgl_layout.from_server_info(result_keys.server_info_of(obj)),
+    with_server=result_keys.fill_from_server,
+)  # fmt: skip
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -87,5 +91,5 @@ def _sweep(args: argparse.Namespace, ctx: Context, layout: Layout | None) -> int
     return bench_import.run_sweep(
         ctx, ENGINE, "sglang.bench_serving", levels,
         lambda c, out: build_command(args, base, model, c, out), "c{c}.jsonl", dict(os.environ),
-        layout or facts.layout, version, model,
+        layout or facts.layout, version, model, facts.info,
     )  # fmt: skip

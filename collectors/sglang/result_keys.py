@@ -20,6 +20,12 @@ infinite request rate as bare ``Infinity``; no era writes the model or ``num_pro
 | 2025-11-12 | c9b58164 | 40: + ``total_throughput`` |
 
 A statistic an era did not write stays missing (NULL in the store); nothing is derived.
+
+``server_info`` is the server's ``GET /get_server_info`` as the benchmark read it
+(python/sglang/srt/entrypoints/http_server.py: ``dataclasses.asdict(server_args)``, so the
+values after ``ServerArgs.__post_init__``, plus ``version``). The scheduler facts the planner
+predicts with are kept as ``server_info.<field>`` scalars (``serving_bench.extra``); the
+layout is read from the same object (collectors/sglang/layout.py ``from_server_info``).
 """
 
 from __future__ import annotations
@@ -48,9 +54,44 @@ JULY_2024 = {
 }
 
 
+# ServerArgs fields the Serving page's prediction reads (planner/launch_flags.py).
+SERVER_FACTS = ("chunked_prefill_size", "scheduler_recv_interval", "dp_size",
+                "enable_dp_attention")  # fmt: skip
+
+
+def server_info_of(obj: dict[str, Any]) -> dict[str, Any] | None:
+    """The ``server_info`` object of a result line (a PD deployment's decode server's), or
+    None."""
+    info = obj.get("server_info")
+    if isinstance(info, dict) and isinstance(info.get("decode"), list) and info["decode"]:
+        info = info["decode"][0]  # bench_serving reads the decode side's state the same way
+    return info if isinstance(info, dict) else None
+
+
+def with_server_info(obj: dict[str, Any], info: dict[str, Any] | None) -> dict[str, Any]:
+    """``obj`` with ``info``'s scheduler facts as ``server_info.<field>`` scalars and its
+    version where the line names none."""
+    if not info:
+        return obj
+    out = dict(obj)
+    for field in SERVER_FACTS:
+        value = info.get(field)
+        if isinstance(value, (bool, int, float)):
+            out.setdefault(f"server_info.{field}", value)
+    if info.get("version") is not None:
+        out.setdefault("version", str(info["version"]))
+    return out
+
+
+def fill_from_server(obj: dict[str, Any], info: dict[str, Any]) -> dict[str, Any]:
+    """A result line that records no ``server_info`` (SGLang before 88342607) with what a
+    sweep read from the same server's ``/get_server_info``."""
+    return obj if server_info_of(obj) is not None else with_server_info(obj, info)
+
+
 def normalize(obj: dict[str, Any]) -> dict[str, Any]:
     """One result line with vLLM's key names; keys already named so win."""
-    out = dict(obj)
+    out = with_server_info(dict(obj), server_info_of(obj))
     if "median_itl" in out:
         # Until fa7ccb33 (the commit that added mean_e2e_latency) this key held the mean.
         out.setdefault("median_itl_ms" if "mean_e2e_latency" in obj else "mean_itl_ms",

@@ -7,7 +7,7 @@ Endpoints from python/sglang/srt/entrypoints/http_server.py: ``GET /get_server_i
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from collectors.errors import MeasurementError
@@ -21,6 +21,7 @@ class ServerFacts:
     version: str | None = None
     model: str | None = None
     layout: Layout | None = None
+    info: dict[str, Any] = field(default_factory=dict)  # /get_server_info as answered
 
 
 def server_info(base: str, timeout: float = 10.0) -> dict[str, Any]:
@@ -53,4 +54,5 @@ def facts(base: str, timeout: float = 10.0) -> ServerFacts:
     except client.HttpStatus as exc:
         raise MeasurementError(f"{exc}; is {base} an SGLang server?") from None
     version = info.get("version")
-    return ServerFacts(str(version) if version else None, model, sgl_layout.from_server_info(info))
+    return ServerFacts(str(version) if version else None, model, sgl_layout.from_server_info(info),
+                       info)  # fmt: skip

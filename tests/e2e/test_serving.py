@@ -40,12 +40,14 @@ def serving(tmp_path_factory) -> tuple[Dashboard, dict[str, str]]:
                       *extra)  # fmt: skip
         assert res.code == 0, res.stderr
         runs[name] = res.json["run_id"]
-    # SGLang bench_serving JSONL of the same model and layout (tests/sglang/fixtures.py).
-    sglang_fixtures.write_jsonl(tmp / "sglang.jsonl", levels=(1, 4, 16, 64), tpot=7.5)
+    # SGLang bench_serving JSONL of the same model and layout (tests/sglang/fixtures.py), in
+    # the shape that records the server's /get_server_info (its layout and scheduler).
+    info = {"tp_size": 8, "dp_size": 1, "chunked_prefill_size": 4096,
+            "scheduler_recv_interval": 30, "version": "0.5.4"}  # fmt: skip
+    sglang_fixtures.write_jsonl(tmp / "sglang.jsonl", levels=(1, 4, 16, 64), tpot=7.5,
+                                server_info=info)  # fmt: skip
     res = run_cli(store, "sglang-bench", "--results", str(tmp / "sglang.jsonl"), "--model", MODEL,
-                  "--server-args", "--tp 8 --scheduler-recv-interval 30", "--sglang-version",
-                  "0.5.4", "--host", HOST,
-                  "--json")  # fmt: skip
+                  "--host", HOST, "--json")  # fmt: skip
     assert res.code == 0, res.stderr
     runs["sglang"] = res.json["run_id"]
     # An SGLang server's sglang:* metrics, scraped before the vLLM ones (which stay the default).
@@ -116,9 +118,10 @@ def test_measured_tpot_with_planner_prediction_and_metrics(serving, page) -> Non
         f"Planner prediction (dashed) for the same model and layout on: {HOST} (measured gpu "
         "run" in text
     )
-    # Each engine's run is predicted as it was launched (its recorded --server-args).
-    assert ("Engine scheduler as launched (the run's --server-args): sglang TP8 on "
-            f"{HOST}: --scheduler-recv-interval 30") in text
+    # Each engine's run is predicted as it ran (what its SGLang server reported).
+    assert ("Engine scheduler as run (the run's --server-args, or what the server reported in "
+            f"/get_server_info): sglang TP8 on {HOST}: chunked_prefill_size=4096 "
+            "(/get_server_info) scheduler_recv_interval=30 (/get_server_info)") in text
     assert "3 scrape(s) in the last 24 h" in text and "generated tok/s" in text
     assert f"Newest {runs['profile']}: {MODEL} on vLLM 0.16.0, TP2, 2 rank trace(s)" in text
     expect(main.get_by_test_id("stPlotlyChart")).to_have_count(4)

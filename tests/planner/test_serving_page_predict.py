@@ -170,6 +170,43 @@ def test_two_engines_with_one_layout_are_predicted_apart(stored) -> None:
         by.loc[("vllm", 16), "predicted_ttft_ms"], rel=0.05)  # fmt: skip
 
 
+def test_an_sglang_run_is_predicted_with_what_its_server_reported(stored) -> None:
+    """SGLang results that record the server's /get_server_info (bench_serving since
+    88342607) need no --server-args: the layout, chunked_prefill_size and
+    scheduler_recv_interval the server ran with are read from them and predicted with."""
+    from pages.serving_predict import _params_that_fit, _serve_layout
+    from planner.serving import Workload, predict
+    from tests.sglang import fixtures as sglang_fixtures
+
+    loc, _, tmp = stored
+    info = {"model_path": MODEL, "tp_size": 8, "dp_size": 1, "ep_size": 1,
+            "chunked_prefill_size": 2048, "scheduler_recv_interval": 30, "version": "0.5.5"}
+    sglang_fixtures.write_jsonl(tmp / "reported.jsonl", levels=(1, 16, 64), server_info=info)
+    res = run_cli(loc.path, "sglang-bench", "--results", str(tmp / "reported.jsonl"), "--model",
+                  MODEL, "--host", HOST, "--label", "reported", "--json")  # fmt: skip
+    assert res.code == 0, res.stderr
+    bench = _bench(loc, res.json["run_id"])
+    assert set(bench["layout_label"]) == {"TP8"}
+    frame, reasons = serving_predictions(loc, bench, MODEL, MEASURED, hardware_for, model_for)
+    assert not reasons
+    assert set(frame["launch_flags"]) == {"chunked_prefill_size=2048 (/get_server_info) "
+                                          "scheduler_recv_interval=30 (/get_server_info)"}
+    model, hw = model_for(MODEL)[0], hardware_for(loc, MEASURED, HOST)[0]
+    lay = _serve_layout(bench.iloc[0].to_dict())
+    params = _params_that_fit(model, hw, lay, "sglang", [], "")
+
+    def ttft(c: int, budget: int, recv: int) -> float:
+        # SGLang's lines record no --num-prompts: the fit's benchmark is assumed (0)
+        w = Workload(1024, 256, "sglang", num_prompts=0, token_budget=budget,
+                     recv_interval=recv)  # fmt: skip
+        return float(predict(model, hw, lay, w, np.array([c]), params).ttft_ms[0])
+
+    shown = frame.set_index("concurrency")["predicted_ttft_ms"]
+    for c in (1, 16, 64):
+        assert shown[c] == pytest.approx(ttft(c, 2048, 30))
+    assert shown[64] != pytest.approx(ttft(64, 0, 1), rel=0.02)  # not SGLang's defaults
+
+
 @pytest.mark.skipif(not KIMI.is_file(), reason=f"{KIMI} absent")
 def test_the_recorded_config_json_is_preferred_over_a_preset(stored, tmp_path: Path) -> None:
     loc, run_id, _ = stored

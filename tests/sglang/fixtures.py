@@ -17,7 +17,10 @@ from pathlib import Path
 
 
 def line(concurrency: int | None, *, tpot: float = 9.5, num_prompts: int = 64,
-         input_len: int = 1024, output_len: int = 256, accept: float | None = None) -> dict:  # fmt: skip
+         input_len: int = 1024, output_len: int = 256, accept: float | None = None,
+         server_info: dict | None = None) -> dict:  # fmt: skip
+    """One line; with ``server_info``, in the shape of 88342607 (2025-11-03) on, which adds
+    ``tag`` and the server's ``/get_server_info`` after the arguments."""
     c = concurrency or num_prompts
     ttft = 60.0 + 4.0 * c
     e2e = ttft + tpot * (output_len - 1)
@@ -25,7 +28,9 @@ def line(concurrency: int | None, *, tpot: float = 9.5, num_prompts: int = 64,
     obj = {"backend": "sglang", "dataset_name": "random", "request_rate": float("inf"),
            "max_concurrency": concurrency, "sharegpt_output_len": None,
            "random_input_len": input_len, "random_output_len": output_len,
-           "random_range_ratio": 1.0, "duration": duration, "completed": num_prompts,
+           "random_range_ratio": 1.0,
+           **({"tag": None, "server_info": server_info} if server_info else {}),
+           "duration": duration, "completed": num_prompts,
            "total_input_tokens": num_prompts * input_len,
            "total_output_tokens": num_prompts * output_len,
            "total_output_tokens_retokenized": num_prompts * output_len - 5,

@@ -97,3 +97,58 @@ def test_vllm_and_sglang_imports_of_one_model_sit_side_by_side(tmp_path, store_p
 
     runs = qs.bench_runs(resolve(str(store_path)), model=MODEL)
     assert sorted(runs["engines"]) == ["sglang", "vllm 0.11.0"]
+
+
+# /get_server_info of a DP-attention server: ServerArgs after __post_init__, so the 8192-token
+# --chunked-prefill-size reads 1024 per DP rank (python/sglang/srt/server_args.py).
+DPA_INFO = {"model_path": MODEL, "tp_size": 8, "dp_size": 8, "ep_size": 8, "pp_size": 1,
+            "enable_dp_attention": True, "moe_a2a_backend": "deepep",
+            "chunked_prefill_size": 1024, "scheduler_recv_interval": 30,
+            "internal_states": [{"avg_spec_accept_length": None}], "version": "0.5.5"}  # fmt: skip
+
+
+def test_a_result_that_records_its_server_needs_no_server_args(tmp_path: Path,
+                                                               store_path: Path) -> None:  # fmt: skip
+    """bench_serving since 88342607 writes the server's /get_server_info with each result:
+    its layout, version and scheduler facts are read from it; a file without it still needs
+    --server-args."""
+    path = tmp_path / "sglang.jsonl"
+    fixtures.write_jsonl(path, levels=(1, 16), server_info=DPA_INFO)
+    res = run_cli(store_path, "sglang-bench", "--results", str(path), "--model", MODEL, "--json")
+    assert res.code == 0, res.stderr
+    assert res.json["layouts"] == ["TP1xDP8+EP"] and "without a known layout" not in res.stderr
+    rows = query(store_path, "SELECT layout_kind, layout_source, engine_version, extra "
+                 "FROM v_serving_bench ORDER BY concurrency")  # fmt: skip
+    kind, source, version, extra = rows[0]
+    assert (kind, source, version) == ("dp_attn_ep", "server_info", "0.5.5")
+    extra = json.loads(extra)
+    assert {k: extra[k] for k in extra if k.startswith("server_info.")} == {
+        "server_info.chunked_prefill_size": 1024, "server_info.dp_size": 8,
+        "server_info.enable_dp_attention": True, "server_info.scheduler_recv_interval": 30}
+    assert "version" not in extra and "server_info" not in extra
+    # --server-args still wins: what the user says was launched
+    res = run_cli(store_path, "sglang-bench", "--results", str(path), "--model", MODEL,
+                  "--server-args", "--tp 8", "--json")  # fmt: skip
+    assert res.code == 0 and res.json["layouts"] == ["TP8"]
+    plain = tmp_path / "plain.jsonl"
+    fixtures.write_jsonl(plain, levels=(1,))
+    res = run_cli(store_path, "sglang-bench", "--results", str(plain), "--model", MODEL, "--json")
+    assert res.code == 0 and "without a known layout; pass --server-args" in res.stderr
+
+
+def test_a_sweep_records_what_the_server_said_where_the_result_does_not(tmp_path: Path) -> None:
+    """Older bench_serving writes no server_info: a sweep's rows take the facts it read from
+    the same server's /get_server_info; a result's own server_info is never overwritten."""
+    from collectors.serving.bench_import import read_rows
+
+    old, new = tmp_path / "old.jsonl", tmp_path / "new.jsonl"
+    fixtures.write_jsonl(old, levels=(4,))
+    fixtures.write_jsonl(new, levels=(4,), server_info={**DPA_INFO, "chunked_prefill_size": 512})
+    swept = {**DPA_INFO, "scheduler_recv_interval": 10}
+    (o,), (n,) = (read_rows([f], None, None, bench.ENGINE, MODEL, server=swept)
+                  for f in (old, new))  # fmt: skip
+    o_extra, n_extra = json.loads(o["extra"]), json.loads(n["extra"])
+    assert (o_extra["server_info.scheduler_recv_interval"], o["engine_version"]) == (10, "0.5.5")
+    assert (n_extra["server_info.scheduler_recv_interval"],
+            n_extra["server_info.chunked_prefill_size"]) == (30, 512)  # fmt: skip
+    assert n["layout_kind"] == "dp_attn_ep" and o["layout_kind"] is None  # the sweep passes its own
