@@ -12,9 +12,13 @@ sample, Blackwell, aggregated serving; its README lists the defects). Filter rul
    a whole multiple of it, the client's concurrency is the instance's.
 2. vLLM TP+EP rows encoded as attention-DP (tp = attention_dp = T, moe_ep = T x T): read as
    TP=T, EP=T, DP=1 on T GPUs (their TPOT matches the ``tp*_ep*`` rows of the same point).
-3. Exact repeats (same point, same TPOT, imported from two source files) count once.
+3. Exact repeats (same point, same TPOT, imported from two source files) count once; so does
+   one run listed under two model names (same point, TPOT and TTFT to the microsecond: 96 of
+   the DeepSeek-V3 rows are DeepSeek-R1 runs, same shapes), kept under the first name.
 4. TRT-LLM DeepSeek-R1: MTP (speculative) runs carry no flag but step about 2x faster than a
-   repeat of the same point; where repeats differ, keep the slowest (the non-MTP run).
+   repeat of the same point; where repeats differ, keep the slowest (the non-MTP run). A
+   DeepSeek-V3 run of the same point is such a repeat (same shapes): 8 R1 rows stepped
+   0.5-0.6x as long as V3 at their point.
 5. Any other point whose repeats disagree by 2x or more is dropped (which one is right is
    unknowable).
 """
@@ -135,15 +139,16 @@ def load_rows(path: Path = CSV) -> tuple[list[Row], dict[str, int]]:
     parsed = [_parse(r) for r in raw]
     rows = [r for r in parsed if r is not None]
     dropped = {"out of scope (disagg, > 8 GPUs, no config)": len(raw) - len(rows)}
+    rows, renamed = _one_run_one_row(rows)
     groups: dict[tuple, list[Row]] = {}
     for r in rows:
-        groups.setdefault(r.key, []).append(r)
+        groups.setdefault(_point(r), []).append(r)
     out: list[Row] = []
     dup = mtp = spread = 0
-    for g in groups.values():
+    for point, g in groups.items():
         uniq = list({round(r.tpot_ms, 6): r for r in g}.values())
         dup += len(g) - len(uniq)
-        if len(uniq) > 1 and g[0].engine == "trtllm" and "DeepSeek-R1" in g[0].model_path:
+        if len(uniq) > 1 and point[0] == "trtllm" and "DeepSeek-R1" in point[1]:
             mtp += len(uniq) - 1
             uniq = [max(uniq, key=lambda r: r.tpot_ms)]
         vals = [r.tpot_ms for r in uniq]
@@ -151,9 +156,33 @@ def load_rows(path: Path = CSV) -> tuple[list[Row], dict[str, int]]:
             spread += len(uniq)
             continue
         out += uniq
-    dropped.update({"exact repeats": dup, "TRT-LLM DeepSeek-R1 MTP repeats": mtp,
+    dropped.update({"exact repeats": dup, "one run under two model names": renamed,
+                    "TRT-LLM DeepSeek-R1 MTP repeats": mtp,
                     "repeats disagreeing >= 2x": spread})  # fmt: skip
     return out, dropped
+
+
+# TensorRT-LLM DeepSeek-V3 runs repeat DeepSeek-R1's points without speculation (the same
+# shapes: configs/ differ in no field the engine reads), so rule 4 takes them as repeats.
+SAME_SHAPES = {("trtllm", "deepseek-ai/DeepSeek-V3"): "deepseek-ai/DeepSeek-R1"}
+
+
+def _point(r: Row) -> tuple:
+    """The measured point a row belongs to, for rules 3-5."""
+    model = SAME_SHAPES.get((r.engine, r.model_path), r.model_path)
+    return (r.key[0], model, *r.key[2:])
+
+
+def _one_run_one_row(rows: list[Row]) -> tuple[list[Row], int]:
+    """Rows without the copies of one measurement listed under another model name (rule 3):
+    the first name a run appears under keeps it."""
+    first: dict[tuple, str] = {}
+    out = []
+    for r in rows:
+        run = (*r.key[:1], *r.key[2:], round(r.tpot_ms, 6), round(r.ttft_ms, 6))
+        if first.setdefault(run, r.model_path) == r.model_path:
+            out.append(r)
+    return out, len(rows) - len(out)
 
 
 _MODEL_CACHE: dict[tuple[str, str], ModelSpec] = {}

@@ -109,21 +109,21 @@ FITTED = ServingParams(
     expert_us=0.2030,
     mfu=0.5344,
     moe_mfu=0.1208,
-    ttft_fixed_ms={"vllm": 42.41, "sglang": 243.50, "trtllm": 37.19},
-    prompts_per_client={"vllm": 5.715, "sglang": 2.272, "trtllm": 7.781},
+    ttft_fixed_ms={"vllm": 42.41, "sglang": 233.42, "trtllm": 35.56},
+    prompts_per_client={"vllm": 5.715, "sglang": 2.522, "trtllm": 8.394},
 )
 
 # ---- measured error bands: `python -m planner.fit --bands` -----------------------------
 # Leave-one-model-out residuals (predicted / measured - 1) per engine / weight format: the
 # band every page and the CLI draw (planner.bands). Same fixture and fit as FITTED.
 BANDS: dict[str, dict[str, dict[str, float]]] = {
-    "sglang/*": {"tpot": {"q10": -0.2426, "q90": 0.2338, "median_abs": 0.1317, "rows": 395}, "ttft": {"q10": -0.7367, "q90": 0.8243, "median_abs": 0.3178, "rows": 395}},
-    "sglang/bf16": {"tpot": {"q10": -0.0623, "q90": 0.2677, "median_abs": 0.0623, "rows": 51}, "ttft": {"q10": 0.0884, "q90": 1.1044, "median_abs": 0.4943, "rows": 51}},
-    "sglang/fp4": {"tpot": {"q10": -0.2685, "q90": 0.0596, "median_abs": 0.0938, "rows": 136}, "ttft": {"q10": -0.9091, "q90": 0.6236, "median_abs": 0.441, "rows": 136}},
-    "sglang/fp8": {"tpot": {"q10": -0.2455, "q90": 0.3089, "median_abs": 0.1631, "rows": 208}, "ttft": {"q10": -0.366, "q90": 0.8116, "median_abs": 0.2579, "rows": 208}},
-    "trtllm/*": {"tpot": {"q10": -0.1433, "q90": 0.3401, "median_abs": 0.1458, "rows": 373}, "ttft": {"q10": -0.5543, "q90": 0.606, "median_abs": 0.3181, "rows": 373}},
-    "trtllm/fp4": {"tpot": {"q10": -0.1219, "q90": 0.3464, "median_abs": 0.1514, "rows": 251}, "ttft": {"q10": -0.5599, "q90": 0.6634, "median_abs": 0.3672, "rows": 251}},
-    "trtllm/fp8": {"tpot": {"q10": -0.1877, "q90": 0.3065, "median_abs": 0.1257, "rows": 122}, "ttft": {"q10": -0.543, "q90": 0.4082, "median_abs": 0.2476, "rows": 122}},
+    "sglang/*": {"tpot": {"q10": -0.2435, "q90": 0.2477, "median_abs": 0.1446, "rows": 348}, "ttft": {"q10": -0.5031, "q90": 0.6847, "median_abs": 0.2967, "rows": 348}},
+    "sglang/bf16": {"tpot": {"q10": -0.0623, "q90": 0.2677, "median_abs": 0.0623, "rows": 51}, "ttft": {"q10": -0.0681, "q90": 0.7974, "median_abs": 0.2579, "rows": 51}},
+    "sglang/fp4": {"tpot": {"q10": -0.2843, "q90": 0.0918, "median_abs": 0.0959, "rows": 100}, "ttft": {"q10": -0.8945, "q90": 0.5961, "median_abs": 0.3002, "rows": 100}},
+    "sglang/fp8": {"tpot": {"q10": -0.257, "q90": 0.3148, "median_abs": 0.1643, "rows": 197}, "ttft": {"q10": -0.4632, "q90": 0.6654, "median_abs": 0.3055, "rows": 197}},
+    "trtllm/*": {"tpot": {"q10": -0.1517, "q90": 0.3372, "median_abs": 0.1481, "rows": 318}, "ttft": {"q10": -0.5222, "q90": 0.3317, "median_abs": 0.1667, "rows": 318}},
+    "trtllm/fp4": {"tpot": {"q10": -0.1284, "q90": 0.3464, "median_abs": 0.1514, "rows": 219}, "ttft": {"q10": -0.5239, "q90": 0.3989, "median_abs": 0.1861, "rows": 219}},
+    "trtllm/fp8": {"tpot": {"q10": -0.197, "q90": 0.2963, "median_abs": 0.1452, "rows": 99}, "ttft": {"q10": -0.4498, "q90": 0.1806, "median_abs": 0.1374, "rows": 99}},
     "vllm/*": {"tpot": {"q10": -0.1729, "q90": 0.1593, "median_abs": 0.1001, "rows": 592}, "ttft": {"q10": -0.3808, "q90": 0.4254, "median_abs": 0.2069, "rows": 592}},
     "vllm/fp4": {"tpot": {"q10": -0.1703, "q90": 0.1696, "median_abs": 0.1054, "rows": 320}, "ttft": {"q10": -0.393, "q90": 0.4756, "median_abs": 0.2514, "rows": 320}},
     "vllm/fp8": {"tpot": {"q10": -0.1707, "q90": 0.1468, "median_abs": 0.0938, "rows": 242}, "ttft": {"q10": -0.3729, "q90": 0.1784, "median_abs": 0.1803, "rows": 242}},

@@ -104,3 +104,31 @@ def test_concurrency_is_the_instances_when_the_client_spread_over_replicas(tmp_p
     kept, _ = _load(tmp_path, [replicas, tp_ep, odd, unsaid])
     assert [(r.id, r.concurrency) for r in kept] == [("r0", 13), ("r1", 512), ("r2", 100), ("r3", 8)]
     assert kept[1].layout.dp == 1 and kept[1].layout.moe_ep == 2
+
+
+def test_one_run_listed_under_two_model_names_counts_once(tmp_path: Path) -> None:
+    """The sample lists some DeepSeek-R1 runs again as DeepSeek-V3 (same shapes): same point,
+    same TPOT and TTFT. Counted once, under the first name; a V3 run of its own stays."""
+    r1, v3 = "deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-V3"
+    same = [_row(0, "sglang", r1, "b200_sxm", 8, 1, 1), _row(0, "sglang", v3, "b200_sxm", 8, 1, 1)]
+    same[1]["id"] = "r0-as-v3"
+    own = _row(1, "sglang", v3, "b200_sxm", 8, 1, 1, conc=32)
+    # same point and TPOT under the other name but another TTFT: another run
+    other_ttft = _row(0, "sglang", r1, "b200_sxm", 8, 1, 1, conc=32) | {
+        "id": "r2", "silicon_tpot_ms": own["silicon_tpot_ms"], "silicon_ttft_ms": "510"}
+    kept, dropped = _load(tmp_path, [*same, own, other_ttft])
+    assert [r.id for r in kept] == ["r0", "r1", "r2"]
+    assert dropped["one run under two model names"] == 1
+
+
+def test_a_trtllm_deepseek_v3_run_is_the_repeat_that_exposes_an_mtp_run(tmp_path: Path) -> None:
+    """TRT-LLM DeepSeek-R1 rows that step about 2x faster than DeepSeek-V3 (same shapes) at
+    the same point are MTP runs (rule 4 keeps the slowest); other engines keep both."""
+    r1, v3 = "deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-V3"
+    rows = [_row(0, "trtllm", r1, "b200_sxm", 8, 1, 1, conc=16) | {"silicon_tpot_ms": "11.2"},
+            _row(1, "trtllm", v3, "b200_sxm", 8, 1, 1, conc=16) | {"silicon_tpot_ms": "21.6"},
+            _row(2, "sglang", r1, "b200_sxm", 8, 1, 1, conc=16) | {"silicon_tpot_ms": "11.2"},
+            _row(3, "sglang", v3, "b200_sxm", 8, 1, 1, conc=16) | {"silicon_tpot_ms": "16.0"}]  # fmt: skip
+    kept, dropped = _load(tmp_path, rows)
+    assert [r.id for r in kept] == ["r1", "r2", "r3"]
+    assert dropped["TRT-LLM DeepSeek-R1 MTP repeats"] == 1
