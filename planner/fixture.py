@@ -12,8 +12,10 @@ sample, Blackwell, aggregated serving; its README lists the defects). Filter rul
    a whole multiple of it, the client's concurrency is the instance's.
 2. vLLM TP+EP rows encoded as attention-DP (tp = attention_dp = T, moe_ep = T x T): read as
    TP=T, EP=T, DP=1 on T GPUs (their TPOT matches the ``tp*_ep*`` rows of the same point).
-3. Exact repeats (same point, same TPOT, imported from two source files) count once; so does
-   one run listed under two model names (same point, TPOT and TTFT to the microsecond: 96 of
+3. Repeats of one run count once: exact ones (same point, same TPOT, imported from two source
+   files); copies rounded to 0.01 ms (a "gap analysis" file restates 71 Qwen3.5 SGLang and
+   Kimi-K2.5 vLLM runs as 8.07 / 231.85 for 8.0652 / 231.8479, without their date: the dated
+   copy is kept); and one run listed under two model names (same point, TPOT and TTFT to the microsecond: 96 of
    the DeepSeek-V3 rows are DeepSeek-R1 runs, same shapes), kept under the first name.
 4. TRT-LLM DeepSeek-R1: MTP (speculative) runs carry no flag but step about 2x faster than a
    repeat of the same point; where repeats differ, keep the slowest (the non-MTP run). A
@@ -144,10 +146,13 @@ def load_rows(path: Path = CSV) -> tuple[list[Row], dict[str, int]]:
     for r in rows:
         groups.setdefault(_point(r), []).append(r)
     out: list[Row] = []
-    dup = mtp = spread = 0
+    dup = rounded = mtp = spread = 0
     for point, g in groups.items():
         uniq = list({round(r.tpot_ms, 6): r for r in g}.values())
         dup += len(g) - len(uniq)
+        kept = _distinct_runs(uniq)
+        rounded += len(uniq) - len(kept)
+        uniq = kept
         if len(uniq) > 1 and point[0] == "trtllm" and "DeepSeek-R1" in point[1]:
             mtp += len(uniq) - 1
             uniq = [max(uniq, key=lambda r: r.tpot_ms)]
@@ -156,7 +161,8 @@ def load_rows(path: Path = CSV) -> tuple[list[Row], dict[str, int]]:
             spread += len(uniq)
             continue
         out += uniq
-    dropped.update({"exact repeats": dup, "one run under two model names": renamed,
+    dropped.update({"exact repeats": dup, "copies rounded to 0.01 ms": rounded,
+                    "one run under two model names": renamed,
                     "TRT-LLM DeepSeek-R1 MTP repeats": mtp,
                     "repeats disagreeing >= 2x": spread})  # fmt: skip
     return out, dropped
@@ -171,6 +177,24 @@ def _point(r: Row) -> tuple:
     """The measured point a row belongs to, for rules 3-5."""
     model = SAME_SHAPES.get((r.engine, r.model_path), r.model_path)
     return (r.key[0], model, *r.key[2:])
+
+
+ROUNDING_MS = 0.005 + 1e-9  # half of the 0.01 ms a rounded copy keeps
+
+
+def _rounded_copy(a: Row, b: Row) -> bool:
+    """Whether ``b`` restates ``a``'s TPOT and TTFT rounded to 0.01 ms (rule 3)."""
+    return (abs(a.tpot_ms - b.tpot_ms) <= ROUNDING_MS
+            and abs(a.ttft_ms - b.ttft_ms) <= ROUNDING_MS)  # fmt: skip
+
+
+def _distinct_runs(g: list[Row]) -> list[Row]:
+    """One point's rows without rounded copies; the dated (full-precision) copy is kept."""
+    kept: list[Row] = []
+    for r in sorted(g, key=lambda r: not r.measured):  # stable: dated rows first
+        if not any(_rounded_copy(k, r) for k in kept):
+            kept.append(r)
+    return kept
 
 
 def _one_run_one_row(rows: list[Row]) -> tuple[list[Row], int]:

@@ -105,27 +105,27 @@ DESCRIBE: dict[str, tuple[str, str]] = {
 # ---- fitted values: `python -m planner.fit` -------------------------------------------
 FITTED = ServingParams(
     bw_eff=0.9200,  # at its bound: no GPU streams more than ~92% of spec (fit.BOUNDS)
-    kernel_us=7.1669,
-    expert_us=0.2030,
-    mfu=0.5344,
-    moe_mfu=0.1208,
-    ttft_fixed_ms={"vllm": 42.41, "sglang": 233.42, "trtllm": 35.56},
-    prompts_per_client={"vllm": 5.715, "sglang": 2.522, "trtllm": 8.394},
+    kernel_us=7.1542,
+    expert_us=0.1987,
+    mfu=0.5508,
+    moe_mfu=0.1309,
+    ttft_fixed_ms={"vllm": 42.85, "sglang": 217.61, "trtllm": 35.87},
+    prompts_per_client={"vllm": 5.433, "sglang": 2.504, "trtllm": 8.143},
 )
 
 # ---- measured error bands: `python -m planner.fit --bands` -----------------------------
 # Leave-one-model-out residuals (predicted / measured - 1) per engine / weight format: the
 # band every page and the CLI draw (planner.bands). Same fixture and fit as FITTED.
 BANDS: dict[str, dict[str, dict[str, float]]] = {
-    "sglang/*": {"tpot": {"q10": -0.2435, "q90": 0.2477, "median_abs": 0.1446, "rows": 348}, "ttft": {"q10": -0.5031, "q90": 0.6847, "median_abs": 0.2967, "rows": 348}},
-    "sglang/bf16": {"tpot": {"q10": -0.0623, "q90": 0.2677, "median_abs": 0.0623, "rows": 51}, "ttft": {"q10": -0.0681, "q90": 0.7974, "median_abs": 0.2579, "rows": 51}},
-    "sglang/fp4": {"tpot": {"q10": -0.2843, "q90": 0.0918, "median_abs": 0.0959, "rows": 100}, "ttft": {"q10": -0.8945, "q90": 0.5961, "median_abs": 0.3002, "rows": 100}},
-    "sglang/fp8": {"tpot": {"q10": -0.257, "q90": 0.3148, "median_abs": 0.1643, "rows": 197}, "ttft": {"q10": -0.4632, "q90": 0.6654, "median_abs": 0.3055, "rows": 197}},
-    "trtllm/*": {"tpot": {"q10": -0.1517, "q90": 0.3372, "median_abs": 0.1481, "rows": 318}, "ttft": {"q10": -0.5222, "q90": 0.3317, "median_abs": 0.1667, "rows": 318}},
-    "trtllm/fp4": {"tpot": {"q10": -0.1284, "q90": 0.3464, "median_abs": 0.1514, "rows": 219}, "ttft": {"q10": -0.5239, "q90": 0.3989, "median_abs": 0.1861, "rows": 219}},
-    "trtllm/fp8": {"tpot": {"q10": -0.197, "q90": 0.2963, "median_abs": 0.1452, "rows": 99}, "ttft": {"q10": -0.4498, "q90": 0.1806, "median_abs": 0.1374, "rows": 99}},
-    "vllm/*": {"tpot": {"q10": -0.1729, "q90": 0.1593, "median_abs": 0.1001, "rows": 592}, "ttft": {"q10": -0.3808, "q90": 0.4254, "median_abs": 0.2069, "rows": 592}},
-    "vllm/fp4": {"tpot": {"q10": -0.1703, "q90": 0.1696, "median_abs": 0.1054, "rows": 320}, "ttft": {"q10": -0.393, "q90": 0.4756, "median_abs": 0.2514, "rows": 320}},
-    "vllm/fp8": {"tpot": {"q10": -0.1707, "q90": 0.1468, "median_abs": 0.0938, "rows": 242}, "ttft": {"q10": -0.3729, "q90": 0.1784, "median_abs": 0.1803, "rows": 242}},
-    "vllm/int4": {"tpot": {"q10": -0.1756, "q90": -0.0581, "median_abs": 0.1034, "rows": 30}, "ttft": {"q10": -0.2909, "q90": 0.0274, "median_abs": 0.1484, "rows": 30}},
+    "sglang/*": {"tpot": {"q10": -0.2481, "q90": 0.2405, "median_abs": 0.1419, "rows": 294}, "ttft": {"q10": -0.5401, "q90": 0.7597, "median_abs": 0.3158, "rows": 294}},
+    "sglang/bf16": {"tpot": {"q10": -0.0614, "q90": 0.271, "median_abs": 0.1655, "rows": 36}, "ttft": {"q10": -0.0664, "q90": 0.7907, "median_abs": 0.4185, "rows": 36}},
+    "sglang/fp4": {"tpot": {"q10": -0.2879, "q90": 0.0843, "median_abs": 0.1015, "rows": 100}, "ttft": {"q10": -0.8983, "q90": 0.5267, "median_abs": 0.2986, "rows": 100}},
+    "sglang/fp8": {"tpot": {"q10": -0.2522, "q90": 0.304, "median_abs": 0.1663, "rows": 158}, "ttft": {"q10": -0.4514, "q90": 0.785, "median_abs": 0.3147, "rows": 158}},
+    "trtllm/*": {"tpot": {"q10": -0.1572, "q90": 0.3317, "median_abs": 0.146, "rows": 318}, "ttft": {"q10": -0.5203, "q90": 0.3226, "median_abs": 0.187, "rows": 318}},
+    "trtllm/fp4": {"tpot": {"q10": -0.1322, "q90": 0.3386, "median_abs": 0.1499, "rows": 219}, "ttft": {"q10": -0.5218, "q90": 0.3698, "median_abs": 0.1962, "rows": 219}},
+    "trtllm/fp8": {"tpot": {"q10": -0.2033, "q90": 0.2857, "median_abs": 0.1417, "rows": 99}, "ttft": {"q10": -0.4563, "q90": 0.2311, "median_abs": 0.1538, "rows": 99}},
+    "vllm/*": {"tpot": {"q10": -0.2117, "q90": 0.1479, "median_abs": 0.1069, "rows": 575}, "ttft": {"q10": -0.398, "q90": 0.4207, "median_abs": 0.2297, "rows": 575}},
+    "vllm/fp4": {"tpot": {"q10": -0.2128, "q90": 0.162, "median_abs": 0.1246, "rows": 318}, "ttft": {"q10": -0.3969, "q90": 0.4445, "median_abs": 0.2395, "rows": 318}},
+    "vllm/fp8": {"tpot": {"q10": -0.2095, "q90": 0.0859, "median_abs": 0.0842, "rows": 242}, "ttft": {"q10": -0.4076, "q90": 0.104, "median_abs": 0.2199, "rows": 242}},
+    "vllm/int4": {"tpot": {"q10": -0.1749, "q90": -0.0587, "median_abs": 0.1034, "rows": 15}, "ttft": {"q10": -0.2485, "q90": -0.0059, "median_abs": 0.1484, "rows": 15}},
 }  # fmt: skip

@@ -132,3 +132,20 @@ def test_a_trtllm_deepseek_v3_run_is_the_repeat_that_exposes_an_mtp_run(tmp_path
     kept, dropped = _load(tmp_path, rows)
     assert [r.id for r in kept] == ["r1", "r2", "r3"]
     assert dropped["TRT-LLM DeepSeek-R1 MTP repeats"] == 1
+
+
+def test_a_copy_rounded_to_hundredths_counts_once_and_the_dated_one_stays(tmp_path: Path) -> None:
+    """A gap-analysis file restates runs as 8.07 / 231.85 ms without their date: one run. The
+    dated full-precision copy is kept, whichever comes first; a repeat 0.02 ms apart stays."""
+    qwen = "Qwen/Qwen3.5-397B-A17B"
+    copy = _row(0, "sglang", qwen, "b200_sxm", 8, 1, 1, conc=4, quant="") | {
+        "silicon_data_source": "source_file=gap-analysis.csv; silicon_concurrency=4",
+        "silicon_tpot_ms": "8.07", "silicon_ttft_ms": "231.85"}
+    dated = _row(1, "sglang", qwen, "b200_sxm", 8, 1, 1, conc=4, quant="") | {
+        "silicon_tpot_ms": "8.065206402314423", "silicon_ttft_ms": "231.8478822184261"}
+    repeat = _row(2, "sglang", qwen, "b200_sxm", 8, 1, 1, conc=4, quant="") | {
+        "silicon_tpot_ms": "8.09", "silicon_ttft_ms": "231.85"}
+    kept, dropped = _load(tmp_path, [copy, dated, repeat])
+    assert sorted(r.id for r in kept) == ["r1", "r2"]
+    assert next(r for r in kept if r.id == "r1").measured == "2026-01-01"
+    assert dropped["copies rounded to 0.01 ms"] == 1

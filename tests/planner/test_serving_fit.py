@@ -29,6 +29,12 @@ def test_filter_rules_remove_the_known_defects(rows) -> None:
     for key in {k for k in keys if keys.count(k) > 1}:
         vals = [r.tpot_ms for r in kept if r.key == key]
         assert max(vals) < 2 * min(vals)  # rule 5
+    # rule 3: the gap-analysis file's copies rounded to 0.01 ms are gone, dated runs kept
+    assert dropped["copies rounded to 0.01 ms"] > 0
+    gap = [r for r in kept if "gap_analysis" in r.id]
+    assert not [r for r in gap if any(o is not r and o.key == r.key and abs(o.tpot_ms - r.tpot_ms)
+                                      <= 0.005 and abs(o.ttft_ms - r.ttft_ms) <= 0.005
+                                      for o in kept)]  # fmt: skip
     ds_trt = [r for r in kept if r.engine == "trtllm" and "DeepSeek-R1" in r.model_path]
     assert len({r.key for r in ds_trt}) == len(ds_trt)  # rule 4: one run per point
 
@@ -125,7 +131,7 @@ def test_sglang_rows_ran_with_the_recv_interval_their_scripts_set(rows) -> None:
         on += list(pr.ttft_ms / g.ttft - 1)
         off += list(serving.predict(g.model, g.host, g.rows[0].layout, w, g.conc).ttft_ms
                     / g.ttft - 1)  # fmt: skip
-    assert len(on) >= 300
+    assert len(on) >= 250
     assert np.median(off) < -0.15 and abs(np.median(on)) < 0.1
     assert np.median(np.abs(on)) < np.median(np.abs(off)) - 0.05
 
