@@ -263,12 +263,16 @@ ADP_BALANCE_ITERS = {
 # stood when they were measured (benchmarks/single_node/fixed_seq_len/, git history): the
 # DeepSeek-R1 and Qwen3.5 scripts poll every 30 steps at concurrency >= 16, else every 10
 # ("recv every ~10 requests; if CONC >= 16, relax to ~30"), since their first versions;
-# exceptions below. GLM-5 FP8 never sets it; GLM-5 NVFP4's B200 rows (2026-03-29) predate
+# exceptions below; the H100 / H200 scripts never set it before 2026-05 (the sample's last
+# dump is 2026-04-27). GLM-5 FP8 never sets it; GLM-5 NVFP4's B200 rows (2026-03-29) predate
 # its ``--scheduler-recv-interval 10`` (475cc1dbc, 2026-04-09).
 RECV_FIXED = {
     ("zhipuai/GLM-5", "fp8_block"): 1, ("zhipuai/GLM-5", "nvfp4"): 1,
     ("Qwen/Qwen3.5-397B-A17B", "fp8_block", "b300_sxm"): 10,  # qwen3.5_fp8_b300.sh
 }  # fmt: skip
+
+
+HOPPER = ("h100_sxm", "h200_sxm")
 
 
 def sglang_recv_interval(row: Row) -> int:
@@ -279,19 +283,24 @@ def sglang_recv_interval(row: Row) -> int:
                            RECV_FIXED.get((row.model_path, row.quant)))  # fmt: skip
     if fixed is not None:
         return fixed
+    if row.system in HOPPER:
+        return 1  # dsr1_fp8_h200.sh, qwen3.5_fp8_h200.sh, glm5_fp8_h200.sh: never set it
     if "DeepSeek" in row.model_path and row.quant.startswith("fp8") and row.layout.tp == 4:
         return 10  # dsr1_fp8_b200.sh / dsr1_fp8_b300.sh, their TP=4 branch
     return 30 if row.concurrency >= 16 else 10
 
 
 # TensorRT-LLM rows ran with the --max_num_tokens and batch waiting of their InferenceX launch
-# script (benchmarks/, git history) as it stood when they were measured, all on B200:
-# - 70b_fp{8,4}_b200_trt_{slurm,docker}.sh (2025-09-18 to their removal on 2025-10-29):
+# script (benchmarks/, git history) as it stood when they were measured, on B200 and H200
+# alike (the *_h200_trt*.sh scripts set the same, without DELAY_BATCHING):
+# - 70b_fp{8,4}_b200_trt_{slurm,docker}.sh (2025-09-18 to their removal on 2025-10-29;
+#   70b_fp8_h200_trt_slurm.sh to 2025-10-31):
 #   --max_num_tokens 16384; at 1k/1k below TP=8 batch_wait_timeout_iters 20 and
 #   batch_wait_max_tokens_ratio 0.9 ("will improve the performance").
 # - gptoss_fp4_b200_trt*.sh (since 2025-09-19): MAX_NUM_TOKENS=20000.
 # - dsr1_fp{4,8}_b200_trt*.sh: MAX_NUM_TOKENS = (C + I + 64 + 63) / 64 x 64 (one prompt a
-#   step) since 2025-09-18, at least 8192 from 64af5a771 (2026-01-21); dsr1_fp8_b200_trt.sh
+#   step) since 2025-09-18, at least 8192 from 64af5a771 (2026-01-21; dsr1_fp8_h200_trt*.sh
+#   from 5409158d0 the same day); dsr1_fp8_b200_trt.sh
 #   from ec7bafaae (2026-01-29, its rows measured minutes after) DELAY_BATCHING at 1k/1k from
 #   C = 64: batch_wait_timeout_iters 40, batch_wait_max_tokens_ratio 0.8.
 DSR1_TRT = ("deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-V3", "nvidia/DeepSeek-R1-NVFP4")
@@ -300,7 +309,7 @@ DSR1_TRT = ("deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-V3", "nvidia/DeepSe
 def trtllm_launch(row: Row) -> tuple[int, int, float]:
     """(--max_num_tokens, batch_wait_timeout_iters, batch_wait_max_tokens_ratio) the row's
     TensorRT-LLM server ran with; (0, 0, 0.0) = TensorRT-LLM's defaults or not TensorRT-LLM."""
-    if row.engine != "trtllm" or row.system != "b200_sxm":
+    if row.engine != "trtllm" or row.system not in ("b200_sxm", "h200_sxm"):
         return 0, 0, 0.0
     one_k = row.isl == 1024 and row.osl == 1024
     if row.model_path == "meta-llama/Llama-3.1-70B":
@@ -311,7 +320,8 @@ def trtllm_launch(row: Row) -> tuple[int, int, float]:
         tokens = (row.concurrency + row.isl + 64 + 63) // 64 * 64
         if row.measured >= "2026-01-21":
             tokens = max(tokens, 8192)
-        delay = (row.quant.startswith("fp8") and row.measured >= "2026-01-29" and one_k
+        delay = (row.system == "b200_sxm" and row.quant.startswith("fp8")
+                 and row.measured >= "2026-01-29" and one_k
                  and row.concurrency >= 64 and row.layout.dp == 1)  # fmt: skip
         return (tokens, 40, 0.8) if delay else (tokens, 0, 0.0)
     return 0, 0, 0.0

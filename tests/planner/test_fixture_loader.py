@@ -52,7 +52,8 @@ def test_hopper_rows_load_and_trtllm_dp_rows_carry_their_scripts_balance(tmp_pat
 def test_sglang_rows_carry_their_scripts_recv_interval(tmp_path: Path) -> None:
     """InferenceX's SGLang scripts poll every 30 steps from concurrency 16, else every 10
     (dsr1_*, qwen3.5_*); qwen3.5_fp8_b300.sh always 10; the DeepSeek FP8 TP=4 branch 10;
-    GLM-5's rows ran without it. Other engines: 1 (no such flag)."""
+    GLM-5's rows ran without it, and so did every H100 / H200 script (dsr1_fp8_h200.sh,
+    qwen3.5_fp8_h200.sh) before 2026-05. Other engines: 1 (no such flag)."""
     ds, qwen, glm = "deepseek-ai/DeepSeek-R1", "Qwen/Qwen3.5-397B-A17B", "zhipuai/GLM-5"
     rows = [_row(0, "sglang", ds, "b200_sxm", 8, 1, 1, conc=64, quant="fp8_block"),
             _row(1, "sglang", ds, "b200_sxm", 8, 1, 1, conc=8, quant="nvfp4"),
@@ -60,17 +61,21 @@ def test_sglang_rows_carry_their_scripts_recv_interval(tmp_path: Path) -> None:
             _row(3, "sglang", qwen, "b300_sxm", 4, 1, 1, conc=64, quant="fp8_block"),
             _row(4, "sglang", qwen, "b200_sxm", 4, 1, 1, conc=16, quant="fp8_block"),
             _row(5, "sglang", glm, "b200_sxm", 8, 1, 1, conc=64, quant="fp8_block"),
-            _row(6, "vllm", ds, "b200_sxm", 8, 1, 1, conc=64, quant="fp8_block")]  # fmt: skip
+            _row(6, "vllm", ds, "b200_sxm", 8, 1, 1, conc=64, quant="fp8_block"),
+            _row(7, "sglang", ds, "h200_sxm", 8, 1, 1, conc=64, quant="fp8_block"),
+            _row(8, "sglang", qwen, "h200_sxm", 8, 1, 1, conc=8, quant="fp8_block")]  # fmt: skip
     kept, _ = _load(tmp_path, rows)
-    assert [fixture.workload_for(r).recv_interval for r in kept] == [30, 10, 10, 10, 30, 1, 1]
+    assert [fixture.workload_for(r).recv_interval for r in kept] == [30, 10, 10, 10, 30, 1, 1,
+                                                                     1, 1]  # fmt: skip
 
 
 def test_trtllm_rows_carry_their_scripts_token_budget_and_batch_waiting(tmp_path: Path) -> None:
     """InferenceX's TensorRT-LLM scripts as they stood at each row's date: Llama-3.1-70B
     --max_num_tokens 16384, batch waiting (20 steps, 0.9) at 1k/1k below TP=8; gpt-oss 20000;
     DeepSeek-R1 (C + I + 127) rounded down to 64, at least 8192 from 2026-01-21, and FP8's
-    DELAY_BATCHING (40 steps, 0.8) at 1k/1k from C = 64 from 2026-01-29; other engines and
-    rows without a date keep the defaults."""
+    DELAY_BATCHING (40 steps, 0.8) at 1k/1k from C = 64 from 2026-01-29; the H200 scripts the
+    same without DELAY_BATCHING; other engines, other GPUs and rows without a date keep the
+    defaults."""
     llama, oss, ds = "meta-llama/Llama-3.1-70B", "openai/gpt-oss-120b", "deepseek-ai/DeepSeek-R1"
     rows = [_row(0, "trtllm", llama, "b200_sxm", 2, 1, 1, conc=4),
             _row(1, "trtllm", llama, "b200_sxm", 8, 1, 1, conc=4),
@@ -81,13 +86,18 @@ def test_trtllm_rows_carry_their_scripts_token_budget_and_batch_waiting(tmp_path
             _row(6, "trtllm", ds, "b200_sxm", 8, 1, 1, conc=64, quant="nvfp4",
                  measured="2026-02-05T00:00:00Z"),
             _row(7, "trtllm", ds, "b200_sxm", 8, 1, 1, conc=32, measured="undated"),
-            _row(8, "vllm", ds, "b200_sxm", 8, 1, 1, conc=64)]  # fmt: skip
+            _row(8, "vllm", ds, "b200_sxm", 8, 1, 1, conc=64),
+            _row(9, "trtllm", ds, "h200_sxm", 8, 1, 1, conc=64, measured="2026-01-29T15:27:29Z"),
+            _row(10, "trtllm", oss, "h200_sxm", 1, 1, 1, conc=4, quant="nvfp4"),
+            _row(11, "trtllm", llama, "h200_sxm", 2, 1, 1, conc=4),
+            _row(12, "trtllm", oss, "b300_sxm", 1, 1, 1, conc=4, quant="nvfp4")]  # fmt: skip
     kept, _ = _load(tmp_path, rows)
     assert [r.measured for r in kept][4:7] == ["2025-11-02", "2026-01-29", "2026-02-05"]
     got = [(w.token_budget, w.batch_wait_iters, w.batch_wait_ratio)
            for w in map(fixture.workload_for, kept)]  # fmt: skip
     assert got == [(16384, 20, 0.9), (16384, 0, 0.0), (16384, 0, 0.0), (20000, 0, 0.0),
                    (1152, 0, 0.0), (8192, 40, 0.8), (8192, 0, 0.0), (0, 0, 0.0),
+                   (0, 0, 0.0), (8192, 0, 0.0), (20000, 0, 0.0), (16384, 20, 0.9),
                    (0, 0, 0.0)]  # fmt: skip
 
 
