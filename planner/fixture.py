@@ -327,11 +327,42 @@ def trtllm_launch(row: Row) -> tuple[int, int, float]:
     return 0, 0, 0.0
 
 
+# vLLM rows ran with the KV-cache dtype and --max-num-batched-tokens of their InferenceX
+# launch script (benchmarks/, git history) as it stood when they were measured:
+# - 70b_fp{8,4}_b200_{slurm,docker}.sh (all their versions): ``kv-cache-dtype: fp8``.
+# - gptoss_fp4_b200*.sh: ``kv-cache-dtype: fp8`` from 2025-12-03 (gptoss_fp4_b200.sh from its
+#   first version, 2026-01-05).
+# - minimaxm2.5_fp8_b200.sh: ``--kv-cache-dtype fp8`` from 2026-03-27, ``--max-num-batched-tokens
+#   $((ISL * 2))`` from bddbf4031 (2026-04-03); minimaxm2.5_fp4_b200.sh: FP8 KV from 2026-04-02,
+#   2 x ISL from 2026-04-07; minimaxm2.5_fp{8,4}_b300.sh both from their first versions.
+# - kimik2.5_fp4_b200.sh: 2 x ISL from 2026-04-16 (the NVFP4 checkpoint ships FP8 KV already).
+# Their --gpu-memory-utilization (0.9 to 0.97) is not modelled per row: the model's 0.9 stands.
+def vllm_launch(row: Row) -> tuple[str, int]:
+    """(KV-cache dtype, --max-num-batched-tokens) the row's vLLM server ran with; ("", 0) =
+    the checkpoint's KV dtype and vLLM's default budget, or not vLLM."""
+    if row.engine != "vllm":
+        return "", 0
+    day, model, fp4 = row.measured, row.model_path, row.quant == "nvfp4"
+    if model == "meta-llama/Llama-3.1-70B":
+        return "fp8_e4m3", 0
+    if model == "openai/gpt-oss-120b":
+        return ("fp8_e4m3" if day >= "2025-12-03" else ""), 0
+    if model == "MiniMaxAI/MiniMax-M2.5":
+        fp8_kv = day >= ("2026-04-02" if fp4 else "2026-03-27")
+        twice = day >= ("2026-04-07" if fp4 else "2026-04-03")
+        return ("fp8_e4m3" if fp8_kv else ""), (2 * row.isl if twice else 0)
+    if model == "moonshotai/Kimi-K2.5" and fp4 and row.system == "b200_sxm":
+        return "", (2 * row.isl if day >= "2026-04-16" else 0)
+    return "", 0
+
+
 def workload_for(row: Row) -> Workload:
     balance = 0
     if row.engine == "trtllm" and row.layout.dp > 1:
         balance = ADP_BALANCE_ITERS.get((row.model_path, row.system), 0)
     tokens, wait_iters, wait_ratio = trtllm_launch(row)
+    kv_dtype, vllm_tokens = vllm_launch(row)
     return Workload(isl=row.isl, osl=row.osl, engine=row.engine, adp_balance_iters=balance,
-                    recv_interval=sglang_recv_interval(row), token_budget=tokens,
+                    recv_interval=sglang_recv_interval(row), token_budget=tokens or vllm_tokens,
+                    kv_dtype=kv_dtype,
                     batch_wait_iters=wait_iters, batch_wait_ratio=wait_ratio)

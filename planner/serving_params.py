@@ -105,27 +105,27 @@ DESCRIBE: dict[str, tuple[str, str]] = {
 # ---- fitted values: `python -m planner.fit` -------------------------------------------
 FITTED = ServingParams(
     bw_eff=0.9200,  # at its bound: no GPU streams more than ~92% of spec (fit.BOUNDS)
-    kernel_us=7.1542,
-    expert_us=0.1987,
-    mfu=0.5508,
-    moe_mfu=0.1309,
-    ttft_fixed_ms={"vllm": 42.85, "sglang": 217.61, "trtllm": 35.87},
-    prompts_per_client={"vllm": 5.433, "sglang": 2.504, "trtllm": 8.143},
+    kernel_us=7.1000,
+    expert_us=0.2087,
+    mfu=0.5071,
+    moe_mfu=0.1163,
+    ttft_fixed_ms={"vllm": 42.93, "sglang": 213.37, "trtllm": 35.58},
+    prompts_per_client={"vllm": 6.178, "sglang": 2.749, "trtllm": 8.746},
 )
 
 # ---- measured error bands: `python -m planner.fit --bands` -----------------------------
 # Leave-one-model-out residuals (predicted / measured - 1) per engine / weight format: the
 # band every page and the CLI draw (planner.bands). Same fixture and fit as FITTED.
 BANDS: dict[str, dict[str, dict[str, float]]] = {
-    "sglang/*": {"tpot": {"q10": -0.2481, "q90": 0.2405, "median_abs": 0.1419, "rows": 294}, "ttft": {"q10": -0.5401, "q90": 0.7597, "median_abs": 0.3158, "rows": 294}},
-    "sglang/bf16": {"tpot": {"q10": -0.0614, "q90": 0.271, "median_abs": 0.1655, "rows": 36}, "ttft": {"q10": -0.0664, "q90": 0.7907, "median_abs": 0.4185, "rows": 36}},
-    "sglang/fp4": {"tpot": {"q10": -0.2879, "q90": 0.0843, "median_abs": 0.1015, "rows": 100}, "ttft": {"q10": -0.8983, "q90": 0.5267, "median_abs": 0.2986, "rows": 100}},
-    "sglang/fp8": {"tpot": {"q10": -0.2522, "q90": 0.304, "median_abs": 0.1663, "rows": 158}, "ttft": {"q10": -0.4514, "q90": 0.785, "median_abs": 0.3147, "rows": 158}},
-    "trtllm/*": {"tpot": {"q10": -0.1572, "q90": 0.3317, "median_abs": 0.146, "rows": 318}, "ttft": {"q10": -0.5203, "q90": 0.3226, "median_abs": 0.187, "rows": 318}},
-    "trtllm/fp4": {"tpot": {"q10": -0.1322, "q90": 0.3386, "median_abs": 0.1499, "rows": 219}, "ttft": {"q10": -0.5218, "q90": 0.3698, "median_abs": 0.1962, "rows": 219}},
-    "trtllm/fp8": {"tpot": {"q10": -0.2033, "q90": 0.2857, "median_abs": 0.1417, "rows": 99}, "ttft": {"q10": -0.4563, "q90": 0.2311, "median_abs": 0.1538, "rows": 99}},
-    "vllm/*": {"tpot": {"q10": -0.2117, "q90": 0.1479, "median_abs": 0.1069, "rows": 575}, "ttft": {"q10": -0.398, "q90": 0.4207, "median_abs": 0.2297, "rows": 575}},
-    "vllm/fp4": {"tpot": {"q10": -0.2128, "q90": 0.162, "median_abs": 0.1246, "rows": 318}, "ttft": {"q10": -0.3969, "q90": 0.4445, "median_abs": 0.2395, "rows": 318}},
-    "vllm/fp8": {"tpot": {"q10": -0.2095, "q90": 0.0859, "median_abs": 0.0842, "rows": 242}, "ttft": {"q10": -0.4076, "q90": 0.104, "median_abs": 0.2199, "rows": 242}},
-    "vllm/int4": {"tpot": {"q10": -0.1749, "q90": -0.0587, "median_abs": 0.1034, "rows": 15}, "ttft": {"q10": -0.2485, "q90": -0.0059, "median_abs": 0.1484, "rows": 15}},
+    "sglang/*": {"tpot": {"q10": -0.2443, "q90": 0.2475, "median_abs": 0.1398, "rows": 294}, "ttft": {"q10": -0.5388, "q90": 0.748, "median_abs": 0.3097, "rows": 294}},
+    "sglang/bf16": {"tpot": {"q10": -0.052, "q90": 0.2882, "median_abs": 0.1653, "rows": 36}, "ttft": {"q10": -0.0615, "q90": 0.819, "median_abs": 0.4277, "rows": 36}},
+    "sglang/fp4": {"tpot": {"q10": -0.2829, "q90": 0.0976, "median_abs": 0.0991, "rows": 100}, "ttft": {"q10": -0.8978, "q90": 0.5121, "median_abs": 0.2952, "rows": 100}},
+    "sglang/fp8": {"tpot": {"q10": -0.2446, "q90": 0.306, "median_abs": 0.1654, "rows": 158}, "ttft": {"q10": -0.4459, "q90": 0.7553, "median_abs": 0.3066, "rows": 158}},
+    "trtllm/*": {"tpot": {"q10": -0.1542, "q90": 0.3417, "median_abs": 0.1479, "rows": 318}, "ttft": {"q10": -0.526, "q90": 0.3146, "median_abs": 0.1618, "rows": 318}},
+    "trtllm/fp4": {"tpot": {"q10": -0.1304, "q90": 0.3497, "median_abs": 0.1502, "rows": 219}, "ttft": {"q10": -0.5264, "q90": 0.3852, "median_abs": 0.1857, "rows": 219}},
+    "trtllm/fp8": {"tpot": {"q10": -0.1954, "q90": 0.2886, "median_abs": 0.1424, "rows": 99}, "ttft": {"q10": -0.446, "q90": 0.1328, "median_abs": 0.1108, "rows": 99}},
+    "vllm/*": {"tpot": {"q10": -0.1988, "q90": 0.1451, "median_abs": 0.0978, "rows": 575}, "ttft": {"q10": -0.4033, "q90": 0.2896, "median_abs": 0.2338, "rows": 575}},
+    "vllm/fp4": {"tpot": {"q10": -0.1892, "q90": 0.1671, "median_abs": 0.111, "rows": 318}, "ttft": {"q10": -0.3958, "q90": 0.4414, "median_abs": 0.2664, "rows": 318}},
+    "vllm/fp8": {"tpot": {"q10": -0.2092, "q90": 0.0826, "median_abs": 0.0877, "rows": 242}, "ttft": {"q10": -0.4107, "q90": 0.0308, "median_abs": 0.2193, "rows": 242}},
+    "vllm/int4": {"tpot": {"q10": -0.1687, "q90": -0.0536, "median_abs": 0.1007, "rows": 15}, "ttft": {"q10": -0.236, "q90": -0.0194, "median_abs": 0.1598, "rows": 15}},
 }  # fmt: skip

@@ -159,3 +159,28 @@ def test_a_copy_rounded_to_hundredths_counts_once_and_the_dated_one_stays(tmp_pa
     assert sorted(r.id for r in kept) == ["r1", "r2"]
     assert next(r for r in kept if r.id == "r1").measured == "2026-01-01"
     assert dropped["copies rounded to 0.01 ms"] == 1
+
+
+def test_vllm_rows_carry_their_scripts_kv_dtype_and_token_budget(tmp_path: Path) -> None:
+    """InferenceX's vLLM scripts at each row's date: Llama-3.1-70B FP8 KV always; gpt-oss FP8
+    KV from 2025-12-03; MiniMax-M2.5 FP8 KV from 2026-03-27 (NVFP4: 04-02) and
+    --max-num-batched-tokens 2 x ISL from 2026-04-03 (NVFP4: 04-07); Kimi-K2.5 NVFP4 on B200
+    2 x ISL from 2026-04-16. Other rows and engines: the checkpoint's KV, the default budget."""
+    llama, oss, mm, kimi = ("meta-llama/Llama-3.1-70B", "openai/gpt-oss-120b",
+                            "MiniMaxAI/MiniMax-M2.5", "moonshotai/Kimi-K2.5")  # fmt: skip
+    rows = [_row(0, "vllm", llama, "b200_sxm", 2, 1, 1, measured="2025-10-02T00:00:00Z"),
+            _row(1, "vllm", oss, "b200_sxm", 1, 1, 1, quant="nvfp4", measured="2025-11-02T00:00:00Z"),
+            _row(2, "vllm", oss, "b200_sxm", 1, 1, 1, quant="nvfp4", measured="2026-02-05T00:00:00Z"),
+            _row(3, "vllm", mm, "b200_sxm", 4, 1, 1, measured="2026-03-20T00:00:00Z"),
+            _row(4, "vllm", mm, "b200_sxm", 4, 1, 1, measured="2026-03-30T00:00:00Z"),
+            _row(5, "vllm", mm, "b200_sxm", 4, 1, 1, isl=8192, measured="2026-04-10T00:00:00Z"),
+            _row(6, "vllm", mm, "b200_sxm", 4, 1, 1, quant="nvfp4", measured="2026-04-05T00:00:00Z"),
+            _row(7, "vllm", kimi, "b200_sxm", 4, 1, 1, quant="nvfp4", measured="2026-04-20T00:00:00Z"),
+            _row(8, "vllm", kimi, "b300_sxm", 4, 1, 1, quant="nvfp4", measured="2026-04-20T00:00:00Z"),
+            _row(9, "vllm", kimi, "b200_sxm", 4, 1, 1, quant="int4_wo", measured="2026-04-20T00:00:00Z"),
+            _row(10, "sglang", mm, "b200_sxm", 4, 1, 1, measured="2026-04-10T00:00:00Z")]  # fmt: skip
+    kept, _ = _load(tmp_path, rows)
+    got = [(w.kv_dtype, w.token_budget) for w in map(fixture.workload_for, kept)]
+    fp8 = "fp8_e4m3"
+    assert got == [(fp8, 0), ("", 0), (fp8, 0), ("", 0), (fp8, 0), (fp8, 16384), (fp8, 0),
+                   ("", 2048), ("", 0), ("", 0), ("", 0)]  # fmt: skip

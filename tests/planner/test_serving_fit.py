@@ -152,3 +152,22 @@ def test_trtllm_rows_ran_with_the_batch_waiting_their_scripts_set(rows) -> None:
                     / g.ttft - 1)  # fmt: skip
     assert len(on) >= 30
     assert np.median(off) < -0.4 and abs(np.median(on)) < 0.25
+
+
+def test_vllm_rows_ran_with_the_kv_dtype_and_budget_their_scripts_set(rows) -> None:
+    """InferenceX's vLLM scripts ran FP8 KV caches (Llama-3.1-70B, gpt-oss, MiniMax-M2.5 from
+    2026-03-27) and MiniMax's --max-num-batched-tokens 2 x ISL: predicted as launched, those
+    rows' TPOT is closer than with the checkpoint's BF16 KV and vLLM's default budget."""
+    v = [r for r in rows[0] if r.engine == "vllm"]
+    groups = [g for g in fit.groups(v) if g.workload.kv_dtype or g.workload.token_budget]
+    assert {g.workload.token_budget for g in groups} >= {0, 2048, 16384}
+    on, off = [], []
+    for g, pr in zip(groups, fit.predict_groups(groups, FITTED), strict=True):
+        if pr is None:
+            continue
+        w = dataclasses.replace(g.workload, kv_dtype="", token_budget=0)
+        on += list(pr.tpot_ms / g.tpot - 1)
+        off += list(serving.predict(g.model, g.host, g.rows[0].layout, w, g.conc).tpot_ms
+                    / g.tpot - 1)  # fmt: skip
+    assert len(on) >= 400
+    assert np.median(np.abs(on)) < np.median(np.abs(off))
