@@ -15,8 +15,9 @@ sample, Blackwell, aggregated serving; its README lists the defects). Filter rul
 3. Repeats of one run count once: exact ones (same point, same TPOT, imported from two source
    files); copies rounded to 0.01 ms (a "gap analysis" file restates 71 Qwen3.5 SGLang and
    Kimi-K2.5 vLLM runs as 8.07 / 231.85 for 8.0652 / 231.8479, without their date: the dated
-   copy is kept); and one run listed under two model names (same point, TPOT and TTFT to the microsecond: 96 of
-   the DeepSeek-V3 rows are DeepSeek-R1 runs, same shapes), kept under the first name.
+   copy is kept); and one run listed under two model names (same point, TPOT and TTFT to the
+   microsecond: 96 of the DeepSeek-V3 rows are DeepSeek-R1 runs, same shapes), kept under the
+   first name.
 4. TRT-LLM DeepSeek-R1: MTP (speculative) runs carry no flag but step about 2x faster than a
    repeat of the same point; where repeats differ, keep the slowest (the non-MTP run). A
    DeepSeek-V3 run of the same point is such a repeat (same shapes): 8 R1 rows stepped
@@ -74,6 +75,7 @@ FP8_CONFIGS = {
     "meta-llama/Llama-3.1-70B": "nvidia--Llama-3.1-70B-Instruct-FP8",
 }
 _BYTES = {"fp8": 1.0 + 4.0 / (128 * 128), "nvfp4": 0.5625, "int4_wo": 0.5 + 2.0 / 32}
+FP8 = "fp8_e4m3"
 
 
 @dataclass(frozen=True)
@@ -237,8 +239,8 @@ def in_format(m: ModelSpec, quant: str) -> ModelSpec:
     comp = {"attention": b, "dense_mlp": b, "shared": b, "experts": b, "lm_head": 2.0}
     if q == "nvfp4" and m.attention == "mla":
         comp["attention"] = 2.0
-    weights = "fp8_e4m3" if q == "fp8" else "nvfp4"
-    kv = "fp8_e4m3" if q == "nvfp4" else m.native.kv_cache
+    weights = FP8 if q == "fp8" else "nvfp4"
+    kv = FP8 if q == "nvfp4" else m.native.kv_cache
     native = replace(m.native, weights=weights, kv_cache=kv)
     return replace(m, native=native, bytes_per_param=tuple(sorted(comp.items())))
 
@@ -303,13 +305,14 @@ def sglang_recv_interval(row: Row) -> int:
 #   from 5409158d0 the same day); dsr1_fp8_b200_trt.sh
 #   from ec7bafaae (2026-01-29, its rows measured minutes after) DELAY_BATCHING at 1k/1k from
 #   C = 64: batch_wait_timeout_iters 40, batch_wait_max_tokens_ratio 0.8.
+TRT_SCRIPTED = ("b200_sxm", "h200_sxm")  # systems whose scripts the rules above read
 DSR1_TRT = ("deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-V3", "nvidia/DeepSeek-R1-NVFP4")
 
 
 def trtllm_launch(row: Row) -> tuple[int, int, float]:
     """(--max_num_tokens, batch_wait_timeout_iters, batch_wait_max_tokens_ratio) the row's
     TensorRT-LLM server ran with; (0, 0, 0.0) = TensorRT-LLM's defaults or not TensorRT-LLM."""
-    if row.engine != "trtllm" or row.system not in ("b200_sxm", "h200_sxm"):
+    if row.engine != "trtllm" or row.system not in TRT_SCRIPTED:
         return 0, 0, 0.0
     one_k = row.isl == 1024 and row.osl == 1024
     if row.model_path == "meta-llama/Llama-3.1-70B":
@@ -344,13 +347,13 @@ def vllm_launch(row: Row) -> tuple[str, int]:
         return "", 0
     day, model, fp4 = row.measured, row.model_path, row.quant == "nvfp4"
     if model == "meta-llama/Llama-3.1-70B":
-        return "fp8_e4m3", 0
+        return FP8, 0
     if model == "openai/gpt-oss-120b":
-        return ("fp8_e4m3" if day >= "2025-12-03" else ""), 0
+        return (FP8 if day >= "2025-12-03" else ""), 0
     if model == "MiniMaxAI/MiniMax-M2.5":
         fp8_kv = day >= ("2026-04-02" if fp4 else "2026-03-27")
         twice = day >= ("2026-04-07" if fp4 else "2026-04-03")
-        return ("fp8_e4m3" if fp8_kv else ""), (2 * row.isl if twice else 0)
+        return (FP8 if fp8_kv else ""), (2 * row.isl if twice else 0)
     if model == "moonshotai/Kimi-K2.5" and fp4 and row.system == "b200_sxm":
         return "", (2 * row.isl if day >= "2026-04-16" else 0)
     return "", 0
