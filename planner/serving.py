@@ -213,8 +213,10 @@ def predict(
     ttft = ttft_ms(eng, B, want, w.isl, w.osl, budget, tpot, step_fixed, t_tok, t_own,
                    p.ttft_fixed_ms.get(w.engine, p.ttft_fixed_ms["vllm"]), k, wait,
                    pooled)  # fmt: skip
-    served = np.minimum(c, B * lay.dp)
-    out_tok_s = served * w.osl / (ttft + (w.osl - 1) * tpot) * 1e3
+    # Little's law over the closed loop: every client gets osl tokens per request lifetime,
+    # queueing for a KV slot included (the admission wait is in ttft), so past the KV
+    # capacity the rate stays at the running sequences' (B x DP / TPOT), it does not fall.
+    out_tok_s = c * w.osl / (ttft + (w.osl - 1) * tpot) * 1e3
     dummy = np.maximum(lay.dp - c, 0.0) if lay.dp > 1 else np.zeros_like(c)
     return Prediction(c, tpot, ttft, out_tok_s, B, float(cap), held / 1e9, terms, dummy,
                       want <= B, sc.allreduce_calls, sc.ops)  # fmt: skip

@@ -65,6 +65,23 @@ def test_more_concurrency_costs_tpot_and_buys_throughput() -> None:
     assert tpot == sorted(tpot) and tput == sorted(tput)
 
 
+def test_clients_past_the_kv_capacity_queue_without_lowering_throughput() -> None:
+    # Kimi-K2.5 at TP=8 on H200 holds about 92 sequences of 8,192 + 1,024 tokens: the
+    # clients past that wait for a slot (TTFT), while the engine still streams the running
+    # sequences' tokens (Little's law over the closed loop), so tokens/s holds its level.
+    d = answer("--model", "kimi-k2.5", "--host", "h200-sxm-8x", "--tp", "8", "--isl", "8192",
+               "--osl", "1024", "--concurrency", "64,128,256", "--json")  # fmt: skip
+    cap = d["kv_capacity_seqs_per_rank"]
+    at64, at128, at256 = d["points"]
+    assert at64["running_per_rank"] == 64 < cap < 128
+    assert at128["running_per_rank"] == at256["running_per_rank"] == int(cap)
+    assert at256["ttft_ms"] > 2 * at128["ttft_ms"] > 4 * at64["ttft_ms"]
+    running_rate = int(cap) / at256["tpot_ms"] * 1e3
+    for pt in (at128, at256):
+        assert pt["output_tok_s"] == pytest.approx(running_rate, rel=0.05)
+    assert at256["output_tok_s"] >= at128["output_tok_s"] > at64["output_tok_s"]
+
+
 def test_decode_only_has_no_prefill_interference() -> None:
     common = ("--model", "deepseek-v3", "--host", "b200-sxm-8x", "--tp", "8", "--osl", "1024",
               "--concurrency", "64")  # fmt: skip
