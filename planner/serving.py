@@ -170,7 +170,10 @@ def predict(
     want = np.ceil(c / lay.dp)  # clients per attention rank
     B = np.minimum(want, max(np.floor(cap), 1.0))  # running sequences per attention rank
 
-    terms = decode_terms(m, hw, lay, w, B, p)
+    # Under attention DP the step waits for the busiest rank (ceil(C / DP) sequences), while
+    # the MoE runs the C tokens there are (an idle rank sends a dummy one), not DP x that.
+    moe_tokens = np.minimum(np.maximum(c, lay.dp), B * lay.dp)
+    terms = decode_terms(m, hw, lay, w, B, p, moe_tokens)
     cost = prefill_cost(m, hw, lay, w, p)
     ranks = np.minimum(c, lay.dp)  # attention ranks with requests
     budget = eng.token_budget(hw, w.isl, lay.dp, w.token_budget)

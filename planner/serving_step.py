@@ -91,15 +91,19 @@ def weights_per_gpu(m: ModelSpec, lay: ServeLayout) -> float:
 
 
 def decode_terms(m: ModelSpec, hw: HardwareSpec, lay: ServeLayout, w: Workload,
-                 B: np.ndarray, p: ServingParams) -> dict[str, np.ndarray]:  # fmt: skip
-    """Milliseconds of each compute op of one decode step with ``B`` sequences per rank."""
+                 B: np.ndarray, p: ServingParams,
+                 moe_tokens: np.ndarray | None = None) -> dict[str, np.ndarray]:  # fmt: skip
+    """Milliseconds of each compute op of one decode step with ``B`` sequences on the busiest
+    rank; ``moe_tokens``: the tokens every attention rank sends the MoE together (default
+    B x DP: every rank as busy as the busiest)."""
     bw = hw.mem_bandwidth_gbps * 1e9 * p.bw_eff
     wts, act = m.native.weights, w.activations
     kv_b = dtype_bytes(w.kv_dtype or m.native.kv_cache)
     ctx = w.isl + w.osl / 2.0  # mean context over a request's decode
     floor = p.kernel_us + (0.0 if w.cuda_graphs else EAGER_LAUNCH_US)
     L, Lm, Ld = m.num_layers, m.num_moe_layers, m.num_dense_layers
-    moe_tok = B * lay.dp  # every attention rank's tokens (or dummy token) meet in the MoE
+    # Every attention rank's tokens (or dummy token) meet in the MoE.
+    moe_tok = B * lay.dp if moe_tokens is None else moe_tokens
     terms: dict[str, np.ndarray] = {t: np.zeros_like(B, dtype=float) for t in COMPUTE_TERMS}
 
     def roof(nbytes, flops, fam: str, eff: float = 1.0) -> np.ndarray:
