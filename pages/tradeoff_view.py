@@ -130,12 +130,13 @@ def recommendation(res: PlanResult, calibrated: bool, at: int) -> None:
     if call.layout and call.too_close:
         st.warning(
             f"At concurrency {at}: too close to call - {call.layout} "
-            f"({call.tpot_ms:.2f} ms, band {call.tpot_ms_low:.2f}-{call.tpot_ms_high:.2f}) and "
+            f"({call.tpot_ms:.2f} ms; 80% of measured runs {call.tpot_ms_low:.2f}-"
+            f"{call.tpot_ms_high:.2f}) and "
             f"{', '.join(call.too_close)} overlap within the model's measured error. Measure "
             "both:\n" + "\n".join(_commands(res, [call.layout, *call.too_close])))  # fmt: skip
     elif call.layout:
-        st.success(f"At concurrency {at}: {call.layout} ({call.tpot_ms:.2f} ms, band "
-                   f"{call.tpot_ms_low:.2f}-{call.tpot_ms_high:.2f}) beats every other "
+        st.success(f"At concurrency {at}: {call.layout} ({call.tpot_ms:.2f} ms; 80% of "
+                   f"measured runs {call.tpot_ms_low:.2f}-{call.tpot_ms_high:.2f}) beats every other "
                    "recommendable layout beyond the model's measured error.")  # fmt: skip
     hyps = [r for r in res.layouts if r.compliant and r.hypothesis]
     if hyps:

@@ -203,19 +203,33 @@ def predict(
 
     ratio = p.prompts_per_slot(w.engine)
     k = w.num_prompts / c if w.num_prompts else np.full_like(c, ratio)
-    # A later prompt meets the other ranks mostly decoding: each is prefilling a share rho
-    # of the time (its prompts' prefill over their lifetimes), the mean overlap its own
-    # prompt's experts share the GPUs with.
-    rho = prefill_share(B, w.isl * ttft_cost.per_token(1), w.osl, tpot)
-    t_own = ttft_cost.per_token(1 + (ranks - 1) * rho)
-    batch_held, batch_pooled = batch_wait(B, w.isl, w.osl, budget, w.batch_wait_iters,
-                                          w.batch_wait_ratio)  # fmt: skip
-    wait = (adp_balance_wait_steps(B, lay.dp, w.osl, w.adp_balance_iters)
-            + recv_wait_steps(w.recv_interval) + batch_held)  # fmt: skip
-    pooled = recv_pooled_prompts(B, w.osl, w.recv_interval) + batch_pooled
-    ttft = ttft_ms(eng, B, want, w.isl, w.osl, budget, tpot, step_fixed, t_tok, t_own,
-                   p.ttft_fixed_ms.get(w.engine, p.ttft_fixed_ms["vllm"]), k, wait,
-                   pooled)  # fmt: skip
+    fixed_ms = p.ttft_fixed_ms.get(w.engine, p.ttft_fixed_ms["vllm"])
+
+    def rank_ttft(b: np.ndarray, clients: np.ndarray) -> np.ndarray:
+        """Mean TTFT on an attention rank running ``b`` of its ``clients`` requests."""
+        # A later prompt meets the other ranks mostly decoding: each is prefilling a share
+        # rho of the time (its prompts' prefill over their lifetimes), the mean overlap its
+        # own prompt's experts share the GPUs with.
+        rho = prefill_share(b, w.isl * ttft_cost.per_token(1), w.osl, tpot)
+        t_own = ttft_cost.per_token(1 + (ranks - 1) * rho)
+        batch_held, batch_pooled = batch_wait(b, w.isl, w.osl, budget, w.batch_wait_iters,
+                                              w.batch_wait_ratio)  # fmt: skip
+        wait = (adp_balance_wait_steps(b, lay.dp, w.osl, w.adp_balance_iters)
+                + recv_wait_steps(w.recv_interval) + batch_held)  # fmt: skip
+        pooled = recv_pooled_prompts(b, w.osl, w.recv_interval) + batch_pooled
+        return ttft_ms(eng, b, clients, w.isl, w.osl, budget, tpot, step_fixed, t_tok, t_own,
+                       fixed_ms, k, wait, pooled)  # fmt: skip
+
+    ttft = rank_ttft(B, want)
+    # C clients over DP ranks: C mod DP ranks hold ceil(C / DP), the others floor(C / DP); the
+    # mean over clients weighs each kind of rank by its clients (the step is the busiest's).
+    lo = np.floor(c / lay.dp)
+    mixed = (lo >= 1) & (want > lo)
+    if lay.dp > 1 and mixed.any():
+        lo_b = np.minimum(np.maximum(lo, 1.0), max(np.floor(cap), 1.0))
+        busiest_share = (c - lay.dp * lo) * want / c
+        ttft = np.where(mixed, busiest_share * ttft
+                        + (1 - busiest_share) * rank_ttft(lo_b, np.maximum(lo, 1.0)), ttft)  # fmt: skip
     # Little's law over the closed loop: every client gets osl tokens per request lifetime,
     # queueing for a KV slot included (the admission wait is in ttft), so past the KV
     # capacity the rate stays at the running sequences' (B x DP / TPOT), it does not fall.

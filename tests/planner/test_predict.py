@@ -84,13 +84,16 @@ def test_clients_past_the_kv_capacity_queue_without_lowering_throughput() -> Non
 
 def test_attention_dp_moe_runs_the_clients_tokens_not_dp_times_the_busiest_ranks() -> None:
     # 9 clients on DP=8: one rank holds 2 sequences (the step waits for it), but the experts
-    # see 9 tokens, not 16: TPOT climbs between multiples of DP and tokens/s never falls.
+    # see 9 tokens, not 16, and 7 of the 9 prompts are alone on their rank: TPOT and TTFT
+    # climb between multiples of DP, and tokens/s never falls.
     d = answer("--model", "kimi-k2.5", "--host", "h200-sxm-8x", "--tp", "1", "--dp", "8",
                "--ep", "--isl", "1024", "--osl", "1024", "--concurrency", "8,9,12,16,17")  # fmt: skip
     pts = d["points"]
     assert [p["running_per_rank"] for p in pts] == [1, 2, 2, 2, 3]
     tpot = [p["tpot_ms"] for p in pts]
     assert tpot == sorted(tpot) and len(set(tpot)) == len(tpot)
+    ttft = [p["ttft_ms"] for p in pts]
+    assert ttft == sorted(ttft) and len(set(ttft)) == len(ttft)
     tput = [p["output_tok_s"] for p in pts]
     assert tput == sorted(tput)
 
