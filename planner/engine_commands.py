@@ -35,8 +35,8 @@ def _launches(kind: str, tp: int, dp: int, ep: int, model: str, a2a: str) -> dic
     n = tp * dp
     if kind == "tp":
         return {"vllm": f"vllm serve {model} -tp {tp}", "sglang": _sglang(model, f"--tp {tp}")}
-    if kind == "tp_fast_allreduce":
-        return {"vllm": f"vllm serve {model} -tp {tp}"}
+    if kind == "tp_fast_allreduce":  # PCIe-only hosts (planner.layouts); REFERENCE §2
+        return {"vllm": f"VLLM_ALLREDUCE_USE_FLASHINFER_PCIE_IPC=1 vllm serve {model} -tp {tp}"}
     if kind == "tp_ep_dp1":
         return {"vllm": f"vllm serve {model} -tp {tp} --enable-expert-parallel",
                 "sglang": _sglang(model, f"--tp {tp} --ep {tp}")}  # fmt: skip

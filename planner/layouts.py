@@ -90,13 +90,15 @@ def default_layouts(model: ModelSpec, hw: HardwareSpec) -> list[Layout]:
         if n % k == 0:
             out.append(Layout(f"TP={k} x DP={n // k}", "tp_dp", k, n // k, 1,
                               how=f"{n // k} independent vllm serve -tp {k} replicas"))  # fmt: skip
-    if n > 1:
-        fast = "FlashInfer PCIe-IPC" if hw.interconnect == "pcie" else "custom"
+    # Only PCIe-only hosts have a faster AllReduce than TP's default to offer: with full
+    # NVLink, vLLM's TP already runs its custom AllReduce (vllm-project/vllm,
+    # vllm/distributed/device_communicators/custom_all_reduce.py: disabled only "on more than
+    # two PCIe-only GPUs"), which the NVLink latency class and the fit already carry.
+    if n > 1 and hw.interconnect == "pcie":
         out.append(Layout(
-            f"TP={n} + {fast} AllReduce", "tp_fast_allreduce", n, 1, 1,
+            f"TP={n} + FlashInfer PCIe-IPC AllReduce", "tp_fast_allreduce", n, 1, 1,
             allreduce_op="all_reduce_fast",
-            how=f"vllm serve MODEL -tp {n} with VLLM_ALLREDUCE_USE_FLASHINFER_PCIE_IPC=1"
-            if hw.interconnect == "pcie" else f"vllm serve MODEL -tp {n} (custom AllReduce)",
+            how=f"VLLM_ALLREDUCE_USE_FLASHINFER_PCIE_IPC=1 vllm serve MODEL -tp {n}",
         ))  # fmt: skip
     out += _downcasts(model, n, moe)
     return out
@@ -134,6 +136,9 @@ def select(layouts: list[Layout], wanted: list[str] | None) -> list[Layout]:
     out: list[Layout] = []
     for w in wanted:
         hits = [lay for lay in layouts if w in (lay.name, lay.kind)]
+        if not hits and w == "tp_fast_allreduce":
+            raise PlannerInputError("layout 'tp_fast_allreduce' is for PCIe-only hosts of 2+ GPUs: with "
+                                    "full NVLink, TP already runs vLLM's custom AllReduce")  # fmt: skip
         if not hits:
             names = "; ".join(lay.name for lay in layouts)
             raise PlannerInputError(f"layout {w!r} unknown on this host (kinds: "

@@ -78,6 +78,9 @@ def profiler_kind(server_args: str | None, info: Any = None) -> str | None:
     return str(cfg.get("profiler")) if isinstance(cfg, dict) and cfg.get("profiler") else None
 
 
+_ENV_SETTING = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+
+
 def from_server_args(text: str) -> Layout:
     """Parse a ``vllm serve`` command line (or just its flags)."""
     values, flags, positional = split_flags(text)
@@ -89,7 +92,9 @@ def from_server_args(text: str) -> Layout:
     layout.all2all_backend = values.get("--all2all-backend")
     layout.kv_cache_dtype = values.get("--kv-cache-dtype")
     layout.quantization = values.get("--quantization") or values.get("-q")
-    words = [p for p in positional if p not in ("vllm", "serve", "python", "-m")]
+    # A pasted command may start with environment settings (VLLM_...=1 vllm serve MODEL).
+    words = [p for p in positional
+             if p not in ("vllm", "serve", "python", "-m") and not _ENV_SETTING.match(p)]
     layout.model = values.get("--model") or (words[0] if words else None)
     return layout
 

@@ -62,3 +62,19 @@ def test_select_by_kind_and_name() -> None:
     assert len(select(lays, ["dp_attn_ep"])) == 2
     with pytest.raises(PlannerInputError, match="layout 'tp9' unknown"):
         select(lays, ["tp9"])
+
+
+def test_a_faster_allreduce_is_offered_only_where_tp_runs_nccl() -> None:
+    # Full NVLink: vLLM's TP already runs its custom AllReduce, so a "fast AllReduce" layout
+    # would promise a saving the default has taken. PCIe-only: TP runs NCCL, and FlashInfer's
+    # PCIe-IPC AllReduce is the launchable alternative, with the variable that turns it on.
+    kimi = models.preset("kimi-k2.5")
+    for host in ("h100-sxm-8x", "h200-sxm-8x", "b200-sxm-8x"):
+        lays = default_layouts(kimi, hardware.preset(host))
+        assert "tp_fast_allreduce" not in {x.kind for x in lays}
+        with pytest.raises(PlannerInputError, match="for PCIe-only hosts"):
+            select(lays, ["tp_fast_allreduce"])
+    (fast,) = select(default_layouts(kimi, hardware.preset("rtx-pro-6000-pcie-8x")),
+                     ["tp_fast_allreduce"])  # fmt: skip
+    assert fast.name == "TP=8 + FlashInfer PCIe-IPC AllReduce"
+    assert fast.how.startswith("VLLM_ALLREDUCE_USE_FLASHINFER_PCIE_IPC=1 vllm serve")

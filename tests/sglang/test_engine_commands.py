@@ -51,6 +51,13 @@ def test_a_launched_budget_rides_on_the_launch_and_bench_commands(kind, tp, dp, 
     assert all(" 4096" not in c.launch for c in ec.commands(kind, tp, dp, ep, "org/Model", a2a))
 
 
+def test_pcie_ipc_allreduce_launch_sets_its_variable_and_parses_back() -> None:
+    (c,) = ec.commands("tp_fast_allreduce", 8, 1, 1, "org/Model")
+    assert c.launch.startswith("VLLM_ALLREDUCE_USE_FLASHINFER_PCIE_IPC=1 vllm serve org/Model")
+    lay = vllm_layout.from_server_args(c.launch)
+    assert (lay.kind, lay.world_size, lay.model) == ("tp", 8, "org/Model")
+
+
 def test_sglang_only_layouts_and_full_precision_dispatch() -> None:
     assert ec.engines("tp_attn_ep_moe") == ["sglang"]
     assert ec.engines("tp_fast_allreduce") == ["vllm"]
