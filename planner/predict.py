@@ -154,6 +154,12 @@ def run(args: argparse.Namespace, params: ServingParams = FITTED) -> dict[str, A
                  args.batch_wait_ratio)  # fmt: skip
     comm = CommSet(curves + (published_for(hw.gpu_model, hw.gpu_count) if fill else []), hw,
                    params.link_eff)  # fmt: skip
+    if (lay.allreduce == "all_reduce_fast" and hw.interconnect != "pcie"
+            and comm.kind("all_reduce_fast", lay.tp) == "derived"):  # fmt: skip
+        raise PlannerInputError(
+            "--allreduce fast: with full NVLink, vLLM's TP already runs its custom AllReduce "
+            "(--allreduce nccl costs it); compare another one with --comm-run RUN_ID of a "
+            "measured fast AllReduce")  # fmt: skip
     pr = predict_instance(model, Instance(lay, args.replicas, w), hw, np.asarray(conc), params,
                           comm)  # fmt: skip
     try:

@@ -205,6 +205,7 @@ def test_slower_memory_means_slower_decode() -> None:
         (["--engine", "trtllm", "--tp", "1", "--dp", "8", "--batch-wait-iters", "20"],
          "with --engine trtllm and --dp 1"),
         (["--engine", "trtllm", "--batch-wait-ratio", "1.5"], "between 0 and 1"),
+        (["--allreduce", "fast"], "with full NVLink, vLLM's TP already runs its custom"),
     ],
 )
 def test_bad_input_is_one_line_exit_1(args: list[str], needle: str) -> None:
