@@ -18,10 +18,13 @@ sample, Blackwell, aggregated serving; its README lists the defects). Filter rul
    copy is kept); and one run listed under two model names (same point, TPOT and TTFT to the
    microsecond: 96 of the DeepSeek-V3 rows are DeepSeek-R1 runs, same shapes), kept under the
    first name.
-4. TRT-LLM DeepSeek-R1: MTP (speculative) runs carry no flag but step about 2x faster than a
-   repeat of the same point; where repeats differ, keep the slowest (the non-MTP run). A
-   DeepSeek-V3 run of the same point is such a repeat (same shapes): 8 R1 rows stepped
-   0.5-0.6x as long as V3 at their point.
+4. MTP (speculative) runs carry no flag. The runs of InferenceX's ``*-mtp`` configs, named by
+   the commit that triggered them, are dropped (planner.fixture_mtp: TRT-LLM DeepSeek-R1 on
+   B200 2026-01-14, 02-05, 02-06; SGLang Qwen3.5 FP8 2026-03-20; SGLang DeepSeek-R1 FP8
+   2026-03-25, whose run swept the non-MTP config too: there the faster run of a point both
+   swept). TRT-LLM DeepSeek-R1 runs of other days step about 2x faster than a repeat of the
+   same point when speculative: where repeats differ, keep the slowest (the non-MTP run). A
+   DeepSeek-V3 run of the same point is such a repeat (same shapes).
 5. Any other point whose repeats disagree by 2x or more is dropped (which one is right is
    unknowable).
 """
@@ -35,6 +38,7 @@ from pathlib import Path
 
 from planner import hardware, models
 from planner.errors import PlannerInputError
+from planner.fixture_mtp import without_mtp_runs
 from planner.hardware import HardwareSpec
 from planner.models import ModelSpec
 from planner.serving import ServeLayout, Workload
@@ -143,6 +147,7 @@ def load_rows(path: Path = CSV) -> tuple[list[Row], dict[str, int]]:
     parsed = [_parse(r) for r in raw]
     rows = [r for r in parsed if r is not None]
     dropped = {"out of scope (disagg, > 8 GPUs, no config)": len(raw) - len(rows)}
+    rows, dropped["runs of InferenceX MTP configs"] = without_mtp_runs(rows)
     rows, renamed = _one_run_one_row(rows)
     groups: dict[tuple, list[Row]] = {}
     for r in rows:

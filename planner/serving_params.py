@@ -109,21 +109,21 @@ FITTED = ServingParams(
     expert_us=0.2087,
     mfu=0.5071,
     moe_mfu=0.1163,
-    ttft_fixed_ms={"vllm": 42.93, "sglang": 213.37, "trtllm": 35.58},
-    prompts_per_client={"vllm": 6.178, "sglang": 2.749, "trtllm": 8.746},
+    ttft_fixed_ms={"vllm": 42.93, "sglang": 211.40, "trtllm": 34.91},
+    prompts_per_client={"vllm": 6.178, "sglang": 2.740, "trtllm": 8.847},
 )
 
 # ---- measured error bands: `python -m planner.fit --bands` -----------------------------
 # Leave-one-model-out residuals (predicted / measured - 1) per engine / weight format: the
 # band every page and the CLI draw (planner.bands). Same fixture and fit as FITTED.
 BANDS: dict[str, dict[str, dict[str, float]]] = {
-    "sglang/*": {"tpot": {"q10": -0.2443, "q90": 0.2475, "median_abs": 0.1398, "rows": 294}, "ttft": {"q10": -0.5388, "q90": 0.748, "median_abs": 0.3097, "rows": 294}},
-    "sglang/bf16": {"tpot": {"q10": -0.052, "q90": 0.2882, "median_abs": 0.1653, "rows": 36}, "ttft": {"q10": -0.0615, "q90": 0.819, "median_abs": 0.4277, "rows": 36}},
-    "sglang/fp4": {"tpot": {"q10": -0.2829, "q90": 0.0976, "median_abs": 0.0991, "rows": 100}, "ttft": {"q10": -0.8978, "q90": 0.5121, "median_abs": 0.2952, "rows": 100}},
-    "sglang/fp8": {"tpot": {"q10": -0.2446, "q90": 0.306, "median_abs": 0.1654, "rows": 158}, "ttft": {"q10": -0.4459, "q90": 0.7553, "median_abs": 0.3066, "rows": 158}},
-    "trtllm/*": {"tpot": {"q10": -0.1542, "q90": 0.3417, "median_abs": 0.1479, "rows": 318}, "ttft": {"q10": -0.526, "q90": 0.3146, "median_abs": 0.1618, "rows": 318}},
-    "trtllm/fp4": {"tpot": {"q10": -0.1304, "q90": 0.3497, "median_abs": 0.1502, "rows": 219}, "ttft": {"q10": -0.5264, "q90": 0.3852, "median_abs": 0.1857, "rows": 219}},
-    "trtllm/fp8": {"tpot": {"q10": -0.1954, "q90": 0.2886, "median_abs": 0.1424, "rows": 99}, "ttft": {"q10": -0.446, "q90": 0.1328, "median_abs": 0.1108, "rows": 99}},
+    "sglang/*": {"tpot": {"q10": -0.2419, "q90": 0.2144, "median_abs": 0.1313, "rows": 270}, "ttft": {"q10": -0.5881, "q90": 0.7418, "median_abs": 0.3191, "rows": 270}},
+    "sglang/bf16": {"tpot": {"q10": -0.052, "q90": 0.2882, "median_abs": 0.1653, "rows": 36}, "ttft": {"q10": -0.1159, "q90": 0.8311, "median_abs": 0.3646, "rows": 36}},
+    "sglang/fp4": {"tpot": {"q10": -0.2829, "q90": 0.0976, "median_abs": 0.0991, "rows": 100}, "ttft": {"q10": -0.8992, "q90": 0.5025, "median_abs": 0.2869, "rows": 100}},
+    "sglang/fp8": {"tpot": {"q10": -0.2409, "q90": 0.2278, "median_abs": 0.1495, "rows": 134}, "ttft": {"q10": -0.4906, "q90": 0.7549, "median_abs": 0.3266, "rows": 134}},
+    "trtllm/*": {"tpot": {"q10": -0.1602, "q90": 0.3203, "median_abs": 0.1424, "rows": 304}, "ttft": {"q10": -0.4699, "q90": 0.2978, "median_abs": 0.1507, "rows": 304}},
+    "trtllm/fp4": {"tpot": {"q10": -0.1351, "q90": 0.3335, "median_abs": 0.1435, "rows": 207}, "ttft": {"q10": -0.4724, "q90": 0.3629, "median_abs": 0.1727, "rows": 207}},
+    "trtllm/fp8": {"tpot": {"q10": -0.1993, "q90": 0.2807, "median_abs": 0.1424, "rows": 97}, "ttft": {"q10": -0.4339, "q90": 0.0965, "median_abs": 0.0972, "rows": 97}},
     "vllm/*": {"tpot": {"q10": -0.1988, "q90": 0.1451, "median_abs": 0.0978, "rows": 575}, "ttft": {"q10": -0.4033, "q90": 0.2896, "median_abs": 0.2338, "rows": 575}},
     "vllm/fp4": {"tpot": {"q10": -0.1892, "q90": 0.1671, "median_abs": 0.111, "rows": 318}, "ttft": {"q10": -0.3958, "q90": 0.4414, "median_abs": 0.2664, "rows": 318}},
     "vllm/fp8": {"tpot": {"q10": -0.2092, "q90": 0.0826, "median_abs": 0.0877, "rows": 242}, "ttft": {"q10": -0.4107, "q90": 0.0308, "median_abs": 0.2193, "rows": 242}},

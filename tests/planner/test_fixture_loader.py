@@ -184,3 +184,28 @@ def test_vllm_rows_carry_their_scripts_kv_dtype_and_token_budget(tmp_path: Path)
     fp8 = "fp8_e4m3"
     assert got == [(fp8, 0), ("", 0), (fp8, 0), ("", 0), (fp8, 0), (fp8, 16384), (fp8, 0),
                    ("", 2048), ("", 0), ("", 0), ("", 0)]  # fmt: skip
+
+
+def test_runs_of_inferencex_mtp_configs_are_dropped(tmp_path: Path) -> None:
+    """The runs a commit to InferenceX's MTP configs triggered (planner.fixture_mtp): all of a
+    run that swept only MTP configs; of a run that swept the non-MTP config too, the points
+    only the MTP config swept and, where both did, the faster run (under either DeepSeek
+    name). Other days, models and engines stay."""
+    ds, v3, qwen, glm = ("deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-V3",
+                         "Qwen/Qwen3.5-397B-A17B", "zhipuai/GLM-5")  # fmt: skip
+    day = "{}T17:21:58Z".format
+    rows = [_row(0, "trtllm", ds, "b200_sxm", 8, 1, 1, conc=8, quant="nvfp4", measured=day("2026-02-06")),
+            _row(1, "trtllm", ds, "b200_sxm", 8, 1, 1, conc=8, quant="nvfp4", measured=day("2026-02-03")),
+            _row(2, "trtllm", ds, "b200_sxm", 8, 1, 1, conc=4, quant="fp8", measured=day("2026-02-05")),
+            _row(3, "sglang", qwen, "b200_sxm", 4, 1, 1, conc=4, quant="fp8_block", measured=day("2026-03-20")),
+            _row(4, "sglang", glm, "b200_sxm", 8, 1, 1, conc=4, quant="fp8_block", measured=day("2026-03-20")),
+            _row(5, "sglang", ds, "b200_sxm", 8, 1, 1, conc=4, quant="fp8_block", measured=day("2026-03-25")),
+            _row(6, "sglang", v3, "b200_sxm", 8, 1, 1, conc=4, quant="fp8_block", measured=day("2026-03-25")),
+            _row(7, "sglang", ds, "b200_sxm", 8, 1, 1, conc=128, quant="fp8_block", measured=day("2026-03-25")),
+            _row(8, "sglang", ds, "b200_sxm", 4, 1, 1, conc=8, quant="fp8_block", isl=8192, measured=day("2026-03-25")),
+            _row(9, "sglang", ds, "b200_sxm", 8, 1, 1, conc=8, quant="fp8_block", isl=8192, measured=day("2026-03-25")),
+            _row(10, "vllm", ds, "b200_sxm", 8, 1, 1, conc=4, quant="fp8_block", measured=day("2026-02-06"))]  # fmt: skip
+    rows[5]["silicon_tpot_ms"], rows[6]["silicon_tpot_ms"] = "6.70", "8.76"  # MTP, non-MTP
+    kept, dropped = _load(tmp_path, rows)
+    assert sorted(r.id for r in kept) == ["r1", "r10", "r4", "r6", "r8"]
+    assert dropped["runs of InferenceX MTP configs"] == 6
