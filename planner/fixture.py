@@ -22,9 +22,10 @@ sample, Blackwell, aggregated serving; its README lists the defects). Filter rul
    the commit that triggered them, are dropped (planner.fixture_mtp: TRT-LLM DeepSeek-R1 on
    B200 2026-01-14, 02-05, 02-06; SGLang Qwen3.5 FP8 2026-03-20; SGLang DeepSeek-R1 FP8
    2026-03-25, whose run swept the non-MTP config too: there the faster run of a point both
-   swept). TRT-LLM DeepSeek-R1 runs of other days step about 2x faster than a repeat of the
-   same point when speculative: where repeats differ, keep the slowest (the non-MTP run). A
-   DeepSeek-V3 run of the same point is such a repeat (same shapes).
+   swept), with their undated copies rounded to 0.01 ms (rule 3's). TRT-LLM DeepSeek-R1
+   runs of other days step about 2x faster than a repeat of the same point when speculative:
+   where repeats differ, keep the slowest (the non-MTP run). A DeepSeek-V3 run of the same
+   point is such a repeat (same shapes).
 5. Any other point whose repeats disagree by 2x or more is dropped (which one is right is
    unknowable).
 """
@@ -38,7 +39,7 @@ from pathlib import Path
 
 from planner import hardware, models
 from planner.errors import PlannerInputError
-from planner.fixture_mtp import without_mtp_runs
+from planner.fixture_mtp import split_mtp_runs
 from planner.hardware import HardwareSpec
 from planner.models import ModelSpec
 from planner.serving import ServeLayout, Workload
@@ -147,7 +148,15 @@ def load_rows(path: Path = CSV) -> tuple[list[Row], dict[str, int]]:
     parsed = [_parse(r) for r in raw]
     rows = [r for r in parsed if r is not None]
     dropped = {"out of scope (disagg, > 8 GPUs, no config)": len(raw) - len(rows)}
-    rows, dropped["runs of InferenceX MTP configs"] = without_mtp_runs(rows)
+    rows, mtp_runs = split_mtp_runs(rows)
+    # ... and their undated copies rounded to 0.01 ms (rule 3's gap-analysis file)
+    by_point: dict[tuple, list[Row]] = {}
+    for m in mtp_runs:
+        by_point.setdefault((m.engine, *m.key[2:]), []).append(m)
+    kept = [r for r in rows if not any(_rounded_copy(m, r) for m in
+                                       by_point.get((r.engine, *r.key[2:]), ()))]  # fmt: skip
+    dropped["runs of InferenceX MTP configs"] = len(mtp_runs) + len(rows) - len(kept)
+    rows = kept
     rows, renamed = _one_run_one_row(rows)
     groups: dict[tuple, list[Row]] = {}
     for r in rows:

@@ -69,18 +69,22 @@ def sweep_of(r: Row) -> MtpSweep | None:
     return next((s for s in SWEEPS if s.holds(r)), None)
 
 
-def without_mtp_runs(rows: list[Row]) -> tuple[list[Row], int]:
-    """The rows less those of MTP runs, and how many that removed. At a point both configs of
-    one run swept, the slowest run stays (its exact repeats too: rule 3 counts them)."""
+def split_mtp_runs(rows: list[Row]) -> tuple[list[Row], list[Row]]:
+    """(the rows less those of MTP runs, those). At a point both configs of one run swept,
+    the slowest run stays (its exact repeats too: rule 3 counts them)."""
     out: list[Row] = []
     both: dict[tuple, list[Row]] = {}
+    mtp: list[Row] = []
     for r in rows:
         s = sweep_of(r)
         if s is None:
             out.append(r)
         elif s.stp_swept(r):  # R1 and V3 names of one point together
             both.setdefault((s.commit, r.isl, r.osl, r.layout, r.concurrency), []).append(r)
+        else:
+            mtp.append(r)
     for g in both.values():
         slowest = max(r.tpot_ms for r in g)
         out += [r for r in g if r.tpot_ms >= slowest - 1e-6]
-    return out, len(rows) - len(out)
+        mtp += [r for r in g if r.tpot_ms < slowest - 1e-6]
+    return out, mtp

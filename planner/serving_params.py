@@ -109,18 +109,18 @@ FITTED = ServingParams(
     expert_us=0.2087,
     mfu=0.5071,
     moe_mfu=0.1163,
-    ttft_fixed_ms={"vllm": 42.93, "sglang": 211.40, "trtllm": 34.91},
-    prompts_per_client={"vllm": 6.178, "sglang": 2.740, "trtllm": 8.847},
+    ttft_fixed_ms={"vllm": 42.93, "sglang": 208.95, "trtllm": 34.91},
+    prompts_per_client={"vllm": 6.178, "sglang": 3.309, "trtllm": 8.847},
 )
 
 # ---- measured error bands: `python -m planner.fit --bands` -----------------------------
 # Leave-one-model-out residuals (predicted / measured - 1) per engine / weight format: the
 # band every page and the CLI draw (planner.bands). Same fixture and fit as FITTED.
 BANDS: dict[str, dict[str, dict[str, float]]] = {
-    "sglang/*": {"tpot": {"q10": -0.2419, "q90": 0.2144, "median_abs": 0.1313, "rows": 270}, "ttft": {"q10": -0.5881, "q90": 0.7418, "median_abs": 0.3191, "rows": 270}},
+    "sglang/*": {"tpot": {"q10": -0.2412, "q90": 0.1981, "median_abs": 0.1258, "rows": 249}, "ttft": {"q10": -0.6385, "q90": 0.65, "median_abs": 0.2925, "rows": 249}},
     "sglang/bf16": {"tpot": {"q10": -0.052, "q90": 0.2882, "median_abs": 0.1653, "rows": 36}, "ttft": {"q10": -0.1159, "q90": 0.8311, "median_abs": 0.3646, "rows": 36}},
-    "sglang/fp4": {"tpot": {"q10": -0.2829, "q90": 0.0976, "median_abs": 0.0991, "rows": 100}, "ttft": {"q10": -0.8992, "q90": 0.5025, "median_abs": 0.2869, "rows": 100}},
-    "sglang/fp8": {"tpot": {"q10": -0.2409, "q90": 0.2278, "median_abs": 0.1495, "rows": 134}, "ttft": {"q10": -0.4906, "q90": 0.7549, "median_abs": 0.3266, "rows": 134}},
+    "sglang/fp4": {"tpot": {"q10": -0.2829, "q90": 0.0976, "median_abs": 0.0991, "rows": 100}, "ttft": {"q10": -0.9019, "q90": 0.4701, "median_abs": 0.2995, "rows": 100}},
+    "sglang/fp8": {"tpot": {"q10": -0.2395, "q90": 0.1963, "median_abs": 0.1402, "rows": 113}, "ttft": {"q10": -0.4461, "q90": 0.6543, "median_abs": 0.2796, "rows": 113}},
     "trtllm/*": {"tpot": {"q10": -0.1602, "q90": 0.3203, "median_abs": 0.1424, "rows": 304}, "ttft": {"q10": -0.4699, "q90": 0.2978, "median_abs": 0.1507, "rows": 304}},
     "trtllm/fp4": {"tpot": {"q10": -0.1351, "q90": 0.3335, "median_abs": 0.1435, "rows": 207}, "ttft": {"q10": -0.4724, "q90": 0.3629, "median_abs": 0.1727, "rows": 207}},
     "trtllm/fp8": {"tpot": {"q10": -0.1993, "q90": 0.2807, "median_abs": 0.1424, "rows": 97}, "ttft": {"q10": -0.4339, "q90": 0.0965, "median_abs": 0.0972, "rows": 97}},

@@ -204,8 +204,11 @@ def test_runs_of_inferencex_mtp_configs_are_dropped(tmp_path: Path) -> None:
             _row(7, "sglang", ds, "b200_sxm", 8, 1, 1, conc=128, quant="fp8_block", measured=day("2026-03-25")),
             _row(8, "sglang", ds, "b200_sxm", 4, 1, 1, conc=8, quant="fp8_block", isl=8192, measured=day("2026-03-25")),
             _row(9, "sglang", ds, "b200_sxm", 8, 1, 1, conc=8, quant="fp8_block", isl=8192, measured=day("2026-03-25")),
-            _row(10, "vllm", ds, "b200_sxm", 8, 1, 1, conc=4, quant="fp8_block", measured=day("2026-02-06"))]  # fmt: skip
+            _row(10, "vllm", ds, "b200_sxm", 8, 1, 1, conc=4, quant="fp8_block", measured=day("2026-02-06")),
+            _row(11, "sglang", qwen, "b200_sxm", 4, 1, 1, conc=4, quant="fp8_block", measured="")]  # fmt: skip
     rows[5]["silicon_tpot_ms"], rows[6]["silicon_tpot_ms"] = "6.70", "8.76"  # MTP, non-MTP
+    rows[3]["silicon_tpot_ms"], rows[11]["silicon_tpot_ms"] = "6.3317", "6.33"  # undated copy
+    rows[11]["silicon_data_source"] = "source_file=gap_analysis.csv"
     kept, dropped = _load(tmp_path, rows)
     assert sorted(r.id for r in kept) == ["r1", "r10", "r4", "r6", "r8"]
-    assert dropped["runs of InferenceX MTP configs"] == 6
+    assert dropped["runs of InferenceX MTP configs"] == 7

@@ -27,6 +27,9 @@ def test_filter_rules_remove_the_known_defects(rows) -> None:
     assert dropped["runs of InferenceX MTP configs"] > 100
     mixed = [r for r in kept if sweep_of(r)]
     assert mixed and all(sweep_of(r).stp and sweep_of(r).stp_swept(r) for r in mixed)
+    # ... nor the undated copies of the Qwen3.5 MTP run (TP=4 EP=1, a layout only it swept)
+    assert not [r for r in kept if "Qwen3.5" in r.model_path and r.system == "b200_sxm"
+                and r.quant.startswith("fp8") and (r.layout.tp, r.layout.moe_ep) == (4, 1)]  # fmt: skip
     points = [(r.isl, r.osl, r.layout, r.concurrency) for r in mixed]
     assert len(set(points)) == len(points)
     assert min(r.tpot_ms for r in mixed if r.layout.tp == 8 and r.concurrency == 4
@@ -141,9 +144,9 @@ def test_sglang_rows_ran_with_the_recv_interval_their_scripts_set(rows) -> None:
         on += list(pr.ttft_ms / g.ttft - 1)
         off += list(serving.predict(g.model, g.host, g.rows[0].layout, w, g.conc).ttft_ms
                     / g.ttft - 1)  # fmt: skip
-    assert len(on) >= 220
+    assert len(on) >= 200
     assert np.median(off) < -0.15 and abs(np.median(on)) < 0.1
-    assert np.median(np.abs(on)) < np.median(np.abs(off)) - 0.02  # 32% vs 36%
+    assert np.median(np.abs(on)) < np.median(np.abs(off)) - 0.05
 
 
 def test_trtllm_rows_ran_with_the_batch_waiting_their_scripts_set(rows) -> None:
