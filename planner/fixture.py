@@ -148,15 +148,7 @@ def load_rows(path: Path = CSV) -> tuple[list[Row], dict[str, int]]:
     parsed = [_parse(r) for r in raw]
     rows = [r for r in parsed if r is not None]
     dropped = {"out of scope (disagg, > 8 GPUs, no config)": len(raw) - len(rows)}
-    rows, mtp_runs = split_mtp_runs(rows)
-    # ... and their undated copies rounded to 0.01 ms (rule 3's gap-analysis file)
-    by_point: dict[tuple, list[Row]] = {}
-    for m in mtp_runs:
-        by_point.setdefault((m.engine, *m.key[2:]), []).append(m)
-    kept = [r for r in rows if not any(_rounded_copy(m, r) for m in
-                                       by_point.get((r.engine, *r.key[2:]), ()))]  # fmt: skip
-    dropped["runs of InferenceX MTP configs"] = len(mtp_runs) + len(rows) - len(kept)
-    rows = kept
+    rows, dropped["runs of InferenceX MTP configs"] = _without_mtp_runs(rows)
     rows, renamed = _one_run_one_row(rows)
     groups: dict[tuple, list[Row]] = {}
     for r in rows:
@@ -211,6 +203,18 @@ def _distinct_runs(g: list[Row]) -> list[Row]:
         if not any(_rounded_copy(k, r) for k in kept):
             kept.append(r)
     return kept
+
+
+def _without_mtp_runs(rows: list[Row]) -> tuple[list[Row], int]:
+    """Rows less the runs of MTP configs (rule 4) and their undated copies rounded to 0.01 ms
+    (rule 3's gap-analysis file), and how many that removed."""
+    rows, mtp_runs = split_mtp_runs(rows)
+    by_point: dict[tuple, list[Row]] = {}
+    for m in mtp_runs:
+        by_point.setdefault((m.engine, *m.key[2:]), []).append(m)
+    kept = [r for r in rows if not any(_rounded_copy(m, r) for m in
+                                       by_point.get((r.engine, *r.key[2:]), ()))]  # fmt: skip
+    return kept, len(mtp_runs) + len(rows) - len(kept)
 
 
 def _one_run_one_row(rows: list[Row]) -> tuple[list[Row], int]:

@@ -19,6 +19,17 @@ KINDS = ("tp", "tp_ep_dp1", "tp_attn_ep_moe", "dp_attn_ep", "tp_dp", "tp_fast_al
 EP_KINDS = ("tp_ep_dp1", "tp_attn_ep_moe", "dp_attn_ep")
 
 
+# Only PCIe-only hosts have a faster AllReduce than TP's default to offer: with full NVLink,
+# vLLM's TP already runs its custom AllReduce (vllm-project/vllm,
+# vllm/distributed/device_communicators/custom_all_reduce.py: disabled only "on more than two
+# PCIe-only GPUs"), which the NVLink latency class and the fit already carry.
+NVLINK_RUNS_CUSTOM_ALLREDUCE = "with full NVLink, vLLM's TP already runs its custom AllReduce"
+
+
+def offers_fast_allreduce(hw: HardwareSpec) -> bool:
+    return hw.interconnect == "pcie"
+
+
 @dataclass(frozen=True)
 class Layout:
     name: str
@@ -90,11 +101,7 @@ def default_layouts(model: ModelSpec, hw: HardwareSpec) -> list[Layout]:
         if n % k == 0:
             out.append(Layout(f"TP={k} x DP={n // k}", "tp_dp", k, n // k, 1,
                               how=f"{n // k} independent vllm serve -tp {k} replicas"))  # fmt: skip
-    # Only PCIe-only hosts have a faster AllReduce than TP's default to offer: with full
-    # NVLink, vLLM's TP already runs its custom AllReduce (vllm-project/vllm,
-    # vllm/distributed/device_communicators/custom_all_reduce.py: disabled only "on more than
-    # two PCIe-only GPUs"), which the NVLink latency class and the fit already carry.
-    if n > 1 and hw.interconnect == "pcie":
+    if n > 1 and offers_fast_allreduce(hw):
         out.append(Layout(
             f"TP={n} + FlashInfer PCIe-IPC AllReduce", "tp_fast_allreduce", n, 1, 1,
             allreduce_op="all_reduce_fast",
@@ -137,8 +144,8 @@ def select(layouts: list[Layout], wanted: list[str] | None) -> list[Layout]:
     for w in wanted:
         hits = [lay for lay in layouts if w in (lay.name, lay.kind)]
         if not hits and w == "tp_fast_allreduce":
-            raise PlannerInputError("layout 'tp_fast_allreduce' is for PCIe-only hosts of 2+ GPUs: with "
-                                    "full NVLink, TP already runs vLLM's custom AllReduce")  # fmt: skip
+            raise PlannerInputError("layout 'tp_fast_allreduce' is for PCIe-only hosts of 2+ "
+                                    f"GPUs: {NVLINK_RUNS_CUSTOM_ALLREDUCE}")  # fmt: skip
         if not hits:
             names = "; ".join(lay.name for lay in layouts)
             raise PlannerInputError(f"layout {w!r} unknown on this host (kinds: "

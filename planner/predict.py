@@ -31,6 +31,7 @@ from planner.cli import add_workload_arguments, parse_ints, stored_curves
 from planner.comm import CommSet, published_for
 from planner.engines import budget_text
 from planner.errors import PlannerInputError
+from planner.layouts import NVLINK_RUNS_CUSTOM_ALLREDUCE, offers_fast_allreduce
 from planner.policy import PolicyError, check_precision, load_policy
 from planner.serving import ServeLayout, Workload
 from planner.serving_comm import A2A_BACKENDS
@@ -154,12 +155,11 @@ def run(args: argparse.Namespace, params: ServingParams = FITTED) -> dict[str, A
                  args.batch_wait_ratio)  # fmt: skip
     comm = CommSet(curves + (published_for(hw.gpu_model, hw.gpu_count) if fill else []), hw,
                    params.link_eff)  # fmt: skip
-    if (lay.allreduce == "all_reduce_fast" and hw.interconnect != "pcie"
+    if (lay.allreduce == "all_reduce_fast" and not offers_fast_allreduce(hw)
             and comm.kind("all_reduce_fast", lay.tp) == "derived"):  # fmt: skip
         raise PlannerInputError(
-            "--allreduce fast: with full NVLink, vLLM's TP already runs its custom AllReduce "
-            "(--allreduce nccl costs it); compare another one with --comm-run RUN_ID of a "
-            "measured fast AllReduce")  # fmt: skip
+            f"--allreduce fast: {NVLINK_RUNS_CUSTOM_ALLREDUCE} (--allreduce nccl costs it); "
+            "compare another one with --comm-run RUN_ID of a measured fast AllReduce")
     pr = predict_instance(model, Instance(lay, args.replicas, w), hw, np.asarray(conc), params,
                           comm)  # fmt: skip
     try:

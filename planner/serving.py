@@ -225,7 +225,7 @@ def predict(
     # mean over clients weighs each kind of rank by its clients (the step is the busiest's).
     lo = np.floor(c / lay.dp)
     mixed = (lo >= 1) & (want > lo)
-    if lay.dp > 1 and mixed.any():
+    if mixed.any():
         lo_b = np.minimum(np.maximum(lo, 1.0), max(np.floor(cap), 1.0))
         busiest_share = (c - lay.dp * lo) * want / c
         ttft = np.where(mixed, busiest_share * ttft
