@@ -7,7 +7,7 @@ import subprocess
 import sys
 from importlib import metadata
 
-from collectors.env import package_version
+from collectors.inventory.env import package_version
 from tests.helpers import ROOT
 
 

@@ -1,4 +1,4 @@
-"""The host choice (pages/host_choice.py) in a real browser: presets, the store's hosts
+"""The host choice (pages/helpers/host_choice.py) in a real browser: presets, the store's hosts
 (`gpu` runs through the NVML stand-in) and uploaded host files, good and bad, on the Tradeoff
 page, and the same choice on the Serving page."""
 

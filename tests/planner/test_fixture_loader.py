@@ -1,4 +1,4 @@
-"""planner.fixture reads a measured-serving CSV in the AIConfigurator silicon-sample format:
+"""fitting.fixture reads a measured-serving CSV in the AIConfigurator silicon-sample format:
 which rows it keeps and the benchmark each row ran (written here, no ../shared needed)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from planner import fixture
+from fitting import fixture
 
 COLUMNS = ["id", "silicon_data_source", "backend", "backend_version", "model_path", "system",
            "precision", "mode", "isl", "osl", "gemm_quant_mode", "moe_quant_mode", "batch_size",
@@ -187,7 +187,7 @@ def test_vllm_rows_carry_their_scripts_kv_dtype_and_token_budget(tmp_path: Path)
 
 
 def test_runs_of_inferencex_mtp_configs_are_dropped(tmp_path: Path) -> None:
-    """The runs a commit to InferenceX's MTP configs triggered (planner.fixture_mtp): all of a
+    """The runs a commit to InferenceX's MTP configs triggered (fitting.fixture_mtp): all of a
     run that swept only MTP configs; of a run that swept the non-MTP config too, the points
     only the MTP config swept and, where both did, the faster run (under either DeepSeek
     name). Other days, models and engines stay."""

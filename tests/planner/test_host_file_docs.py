@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from planner import hardware, host_file
+from planner.specs import hardware, host_file
 from tests.helpers import ROOT
 
 README = (ROOT / "README.md").read_text()

@@ -7,9 +7,10 @@ import dataclasses
 import numpy as np
 import pytest
 
-from planner import fit, fixture, holdout, serving
-from planner.fixture_mtp import sweep_of
-from planner.serving_params import FITTED
+from fitting import fit, fixture, holdout
+from fitting.fixture_mtp import sweep_of
+from planner.cost import serving
+from planner.cost.params import FITTED
 
 pytestmark = pytest.mark.skipif(not fixture.CSV.is_file(), reason=f"{fixture.CSV} absent")
 
@@ -53,8 +54,8 @@ def test_filter_rules_remove_the_known_defects(rows) -> None:
 
 
 def test_refit_reproduces_the_recorded_constants(rows) -> None:
-    """Fails when the model or the data changes the fit: re-run `python -m planner.fit` and
-    paste the new values into planner/serving_params.py (with the new accuracy figures)."""
+    """Fails when the model or the data changes the fit: re-run `python -m fitting --write` and
+    commit the new planner/cost/fitted.json (with the new accuracy figures)."""
     p = fit.fit_all(rows[0])
     for name in fit.FREE:
         got, want = getattr(p, name), getattr(FITTED, name)
