@@ -38,7 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser, with_store: bool = False,
     group = parser.add_mutually_exclusive_group(required=required)
     group.add_argument("--host", metavar="PRESET|FILE",
                        help="host preset (" + ", ".join(hardware.HARDWARE_PRESETS) + ") or a "
-                       "host file, JSON or TOML (README: Hosts)")  # fmt: skip
+                       "host file, JSON or TOML (docs/planner.md: Hosts)")  # fmt: skip
     group.add_argument("--host-from-store", metavar="HOST",
                        help="this host's newest `gpu` run in the store (NVML), the known-GPU "
                        f"table filling TFLOPS and generation; `{COLLECT}` records one")  # fmt: skip

@@ -17,7 +17,7 @@ from pages.helpers import ui
 from planner.api import PlannerInputError, hardware, host_file, hosts
 
 FILE = "file"
-WAITING = "Upload a host file (JSON or TOML) to plan for it: its fields are in the README."
+WAITING = "Upload a host file (JSON or TOML) to plan for it: its fields are in docs/planner.md."
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ def host_select(title: str, gpu_hosts: pd.DataFrame, notes: list[str], *, param:
 def _uploaded(param: str) -> HostPick:
     fields = ", ".join(host_file.FIELDS)
     up = st.file_uploader("Host file (JSON or TOML)", type=["json", "toml"], key=f"{param}_file",
-                          help=f"Fields: {fields} (README: Hosts). A link cannot carry "
+                          help=f"Fields: {fields} (docs/planner.md: Hosts). A link cannot carry "
                           "the file: whoever opens the link uploads it again.")  # fmt: skip
     if up is None:  # nothing to answer for yet: not an error
         st.info(WAITING)

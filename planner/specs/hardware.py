@@ -197,7 +197,7 @@ def from_gpu_run(host: dict[str, Any], devices: list[dict[str, Any]]) -> Hardwar
         raise PlannerInputError(
             f"host {name!r}: GPU {model!r} (gpu run {run_id}) is not in the known-GPU table "
             f"({', '.join(known_gpu_names())}), so its TFLOPS and generation are unknown: "
-            "describe the host in a host file and pass --host FILE (README: Hosts)"
+            "describe the host in a host file and pass --host FILE (docs/planner.md: Hosts)"
         )
     mems = [float(d["memory_bytes"]) for d in devices if _num(d.get("memory_bytes"))]
     bws = [float(d["mem_bandwidth_gbps"]) for d in devices if _num(d.get("mem_bandwidth_gbps"))]

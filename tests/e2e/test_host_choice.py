@@ -27,7 +27,7 @@ pytestmark = pytest.mark.e2e
 HOST = "rtx-node-2"
 TRADEOFF = "tradeoff?setup=custom&model=kimi-k2.5"
 SLOW_MS = 30_000  # a replan on 2 shared cores can take longer than expect's 5 s default
-WAITING = "Upload a host file (JSON or TOML) to plan for it: its fields are in the README."
+WAITING = "Upload a host file (JSON or TOML) to plan for it: its fields are in docs/planner.md."
 
 
 @pytest.fixture(scope="module")
