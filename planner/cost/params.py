@@ -9,7 +9,7 @@ chunking, overlap, KV memory rules) is not fitted: planner/specs/engines.py read
     python -m fitting --bands --write   # refits FITTED and BANDS into planner/cost/fitted.json
 
 Hardware enters only through spec-sheet numbers (planner.specs.hardware); nothing here is per host.
-A test (tests/planner/test_serving_fit.py) refits and fails when these drift.
+A test (tests/fitting/test_serving_fit.py) refits and fails when these drift.
 """
 
 from __future__ import annotations
