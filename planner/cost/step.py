@@ -66,20 +66,20 @@ def weights_per_gpu(m: ModelSpec, lay: ServeLayout) -> float:
 
 def _joint(ops: list[StepOp]) -> list[StepOp]:
     """The ops as the prediction prices them: ops sharing a ``roof`` as one (bytes and FLOPs
-    summed), in the order their first op runs."""
+    summed into the group's first op: the ops are this call's own), in execution order."""
     out: list[StepOp] = []
-    at: dict[str, int] = {}
+    first: dict[str, StepOp] = {}
     for op in ops:
-        if op.roof and op.roof in at:
-            i = at[op.roof]
-            first = out[i]
-            out[i] = StepOp(first.term, first.category, first.what, first.nbytes + op.nbytes,
-                            first.flops + op.flops, first.family, first.kernels + op.kernels,
-                            first.roof)  # fmt: skip
+        head = first.get(op.roof) if op.roof else None
+        if head is None:
+            if op.roof:
+                first[op.roof] = op
+            out.append(op)
             continue
-        if op.roof:
-            at[op.roof] = len(out)
-        out.append(op)
+        head.nbytes = head.nbytes + op.nbytes
+        if not (isinstance(op.flops, float) and op.flops == 0.0):
+            head.flops = head.flops + op.flops
+        head.kernels += op.kernels
     return out
 
 
@@ -95,7 +95,10 @@ def decode_terms(m: ModelSpec, hw: HardwareSpec, lay: ServeLayout, w: Workload,
     # Every attention rank's tokens (or dummy token) meet in the MoE.
     moe_tok = B * lay.dp if moe_tokens is None else moe_tokens
     shape = StepShape.decode(B, w.isl + w.osl / 2.0, moe_tok)  # mean context over a decode
-    terms: dict[str, np.ndarray] = {t: np.zeros_like(B, dtype=float) for t in COMPUTE_TERMS}
+    terms: dict[str, np.ndarray] = {}  # a term is its first op's time, then the sum
+
+    def add(term: str, ms: np.ndarray) -> None:
+        terms[term] = ms if term not in terms else terms[term] + ms
 
     def roof(nbytes, flops, fam: str, eff: float = 1.0) -> np.ndarray:
         fmt = FORMAT_BW[(fam, native_format(fam, hw))]
@@ -117,14 +120,18 @@ def decode_terms(m: ModelSpec, hw: HardwareSpec, lay: ServeLayout, w: Workload,
             # Small batches run the shared expert on a second stream beside the routed experts
             # (planner.specs.engines.Engine.shared_overlap_tokens): its kernels' floors hide
             # behind the routed experts' time; its bytes still share the same HBM bandwidth.
-            terms[op.term] = terms[op.term] + roof(op.nbytes, op.flops, op.family)
+            add(op.term, roof(op.nbytes, op.flops, op.family))
             routed = terms["experts"] + terms["expert_imbalance"]
             hidden = np.where(shared_overlap_tokens(w.engine) >= B,
                               np.minimum(kernels_ms, routed), 0.0)  # fmt: skip
             terms[op.term] = terms[op.term] + kernels_ms - hidden
-        else:
+        elif op.term in terms:
             terms[op.term] = terms[op.term] + roof(op.nbytes, op.flops, op.family) + kernels_ms
-    return {t: v * p.compute_scale for t, v in terms.items()}
+        else:
+            terms[op.term] = roof(op.nbytes, op.flops, op.family) + kernels_ms
+    scale = p.compute_scale
+    return {t: (terms[t] if scale == 1.0 else terms[t] * scale) if t in terms
+            else np.zeros_like(B, dtype=float) for t in COMPUTE_TERMS}  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -50,7 +50,7 @@ def allreduce_calls(m: ModelSpec, lay: ServeLayout) -> int:
     return m.num_layers + m.num_dense_layers + moe_ar + 1
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Message:
     """One collective of a step: ``calls`` per step of ``op`` (a planner.cost.comm curve op) on
     ``world`` GPUs, ``nbytes`` on the curve's x axis, filed under the trace ``category``."""
@@ -93,16 +93,15 @@ def step_comm(m: ModelSpec, lay: ServeLayout, w: Workload, tokens: np.ndarray,
               a2a_scale: float = 1.0) -> StepComm:  # fmt: skip
     """Collective time per step; ``tokens`` = tokens one attention rank runs in the step."""
     ops: list[tuple[str, int]] = []
-    ar = np.zeros_like(tokens, dtype=float)
-    a2a = np.zeros_like(tokens, dtype=float)
+    us: dict[bool, np.ndarray] = {}  # microseconds x calls: AllReduce (True), the rest
     for msg in messages(m, lay, w, tokens):
         if (msg.op, msg.world) not in ops:
             ops.append((msg.op, msg.world))
-        ms = msg.calls * comm.latency_us(msg.op, msg.world, msg.nbytes) / 1e3
-        if msg.category == "allreduce":
-            ar = ar + ms
-        else:
-            a2a = a2a + ms
+        t = msg.calls * comm.latency_us(msg.op, msg.world, msg.nbytes)
+        key = msg.category == "allreduce"
+        us[key] = us[key] + t if key in us else t
+    zero = np.zeros_like(tokens, dtype=float)
+    ar, a2a = us.get(True, zero) / 1e3, us.get(False, zero) / 1e3
     return StepComm(ar * allreduce_scale, a2a * a2a_scale, allreduce_calls(m, lay), ops)
 
 

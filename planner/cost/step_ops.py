@@ -72,25 +72,24 @@ def kv_read_per_seq(m: ModelSpec, ctx: np.ndarray, b: float, tp: int) -> np.ndar
     return out
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Attend:
     """Sequences reading their KV cache in a step: ``seqs`` sequences of ``keys`` KV tokens
     each, whose ``queries`` query tokens attend ``keys_per_query`` keys each (a decode
     sequence: one query over its whole context; a prompt chunk: many, causally)."""
 
     seqs: np.ndarray
-    keys: np.ndarray
+    keys: np.ndarray | float
     queries: np.ndarray
-    keys_per_query: np.ndarray
+    keys_per_query: np.ndarray | float
     prefill: bool = False
 
     @classmethod
     def decode(cls, seqs: np.ndarray, context: np.ndarray | float) -> Attend:
-        ctx = np.asarray(context, dtype=float)
-        return cls(seqs, ctx, seqs, ctx)
+        return cls(seqs, context, seqs, context)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class StepShape:
     """What one attention rank runs in a step: ``tokens`` through the layers, ``sampled`` rows
     through the LM head, who reads which KV, and the tokens every attention rank sends the MoE
@@ -108,7 +107,7 @@ class StepShape:
         return cls(B, B, (Attend.decode(B, context),), moe_tokens)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ExpertLoad:
     """The routed experts of a step: how many the mean and the busiest EP rank run per MoE
     layer, one expert's bytes over all MoE layers on one GPU, and its grouped-GEMM kernels."""
@@ -120,7 +119,7 @@ class ExpertLoad:
     fused: bool
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # plain and slotted: the fit builds ~10^6 of them
 class StepOp:
     """One op of a step on the busiest GPU.
 
@@ -161,9 +160,13 @@ def decode_ops(m: ModelSpec, hw: HardwareSpec, lay: ServeLayout, w: Workload,
         att_kernels += KERNELS["dsa_indexer"]
     ops = [StepOp("attention", "gemm", "attention projections", att_p * m.bpp("attention"),
                   2 * B * att_p, family(m.bpp("attention"), wts), L * att_kernels)]  # fmt: skip
-    kv = sum(a.seqs * kv_read_per_seq(m, np.asarray(a.keys), kv_b, lay.tp) for a in shape.attends)
-    kv_flops = sum(a.queries * m.attention_flops_per_token(a.keys_per_query, prefill=a.prefill)
-                   for a in shape.attends) / lay.tp  # fmt: skip
+    kv = kv_flops = None
+    for a in shape.attends:
+        b = a.seqs * kv_read_per_seq(m, np.asarray(a.keys), kv_b, lay.tp)
+        f = a.queries * m.attention_flops_per_token(a.keys_per_query, prefill=a.prefill)
+        kv, kv_flops = (b, f) if kv is None else (kv + b, kv_flops + f)
+    kv_flops = kv_flops / lay.tp if kv_flops is not None else 0.0
+    kv = 0.0 if kv is None else kv
     ops.append(StepOp("kv_cache", "attention", "KV-cache reads", kv, kv_flops, "bf16"))
     if Ld:
         dp_ = Ld * m.dense_params / lay.tp
@@ -187,10 +190,10 @@ def decode_ops(m: ModelSpec, hw: HardwareSpec, lay: ServeLayout, w: Workload,
                           family(m.bpp("shared"), wts), Lm * KERNELS["dense_mlp"],
                           overlaps_experts=True))  # fmt: skip
     lm = m.embed_params / lay.tp
-    logits = shape.sampled * m.vocab * LOGIT_BYTES
+    logits = shape.sampled * (m.vocab * LOGIT_BYTES)
     ops.append(StepOp("lm_head", "gemm", "LM head (+ the logits it writes and their fp32 copy)",
                       lm * m.bpp("lm_head") + logits * (LOGIT_PASSES - 1), 2 * shape.sampled * lm,
                       "bf16", 4, roof="lm_head"))  # fmt: skip
     ops.append(StepOp("lm_head", "sampling", "the sampler's read of the logits", logits,
-                      np.zeros_like(logits), "bf16", roof="lm_head"))  # fmt: skip
+                      0.0, "bf16", roof="lm_head"))  # fmt: skip
     return ops
