@@ -51,7 +51,7 @@ class RunFacts:
     ep: bool | None = None
     a2a: str | None = None
     kv_dtype: str | None = None
-    batch: int | None = None  # the trace import's --batch / --context, when given
+    batch: int | None = None  # the run's recorded --batch / --context (trace, profile)
     context: float | None = None
 
 
@@ -89,7 +89,7 @@ def resolve(facts: RunFacts, model: str | None = None, host: str | None = None,
         if flag is not None:
             described[what] = f"{flag:g} [--{what}]"
         elif saved is not None:
-            described[what] = f"{saved:g} [--{what} of the trace import]"
+            described[what] = f"{saved:g} [recorded with the run: its --{what}]"
     batch = batch if batch is not None else facts.batch
     context = context if context is not None else facts.context
     spec, why = _model(facts, model)
@@ -239,7 +239,7 @@ def facts_from_row(row: dict[str, Any]) -> RunFacts:
         run_id=str(row.get("run_id") or ""), host=text("host"),
         world_size=max(number("world_size") or 0, number("ranks") or 0, 1),
         devices=tuple(d for d in (text("devices") or "").split("\n") if d),
-        has_gpu=row.get("has_gpu") is not False,
+        has_gpu=_flag(row.get("has_gpu"), True),
         engine=text("engine") or "", model_id=text("model_id") or text("config_model_id"),
         model_config=config,
         config_source=f"config.json recorded with run {row.get('run_id')} "
@@ -249,6 +249,11 @@ def facts_from_row(row: dict[str, Any]) -> RunFacts:
         a2a=text("all2all_backend"), kv_dtype=text("kv_cache_dtype"),
         batch=number("args_batch"), context=_float(row.get("args_context")),
     )  # fmt: skip
+
+
+def _flag(v: Any, default: bool) -> bool:
+    """A store boolean (numpy's, or NULL / NaN: ``default``)."""
+    return default if v is None or v != v else bool(v)
 
 
 def _float(v: Any) -> float | None:

@@ -169,7 +169,7 @@ def build(inp: FloorInputs, steps: list[dict[str, Any]],
         floors: dict[str, list[tuple[float, str]]] = defaultdict(list)
         for s in rows:
             shape, lacks = step_shape(s, inp)
-            for what in lacks:
+            for what in lacks if inp.has_gpu else ():
                 lacking.setdefault(what, _LACKS[what].format(source=s.get("source") or "?"))
             cats = per_step.get((rank, int(s["step"])), {})
             calls = {c: n for c, (n, _t) in cats.items() if n > 0}

@@ -65,7 +65,7 @@ def run_facts(loc: StoreLocation, run_id: str) -> dict:
         "json_extract(r.args, '$.model') END AS args_model, CASE WHEN json_valid(r.args) THEN "
         "json_extract(r.args, '$.batch') END AS args_batch, CASE WHEN json_valid(r.args) THEN "
         "json_extract(r.args, '$.context') END AS args_context, t.world_size, t.ranks, "
-        "t.devices "
+        "t.devices, t.has_gpu "
         "FROM v_runs r JOIN (SELECT run_id, max(world_size) AS world_size, count(*) AS ranks, "
         "string_agg(DISTINCT device_name, '\n') AS devices, bool_or(has_gpu) AS has_gpu "
         "FROM trace_ranks "

@@ -112,3 +112,17 @@ def test_mi300x_is_a_known_gpu_by_the_name_traces_record() -> None:
     assert hw is not None and hw.name == "MI300X"
     assert (hw.mem_bandwidth_gbps, hw.bf16_tflops, hw.fp4_tflops) == (5300, 1307.4, 0.0)
     assert hardware.from_gpu_name("AMD Instinct MI250X", 1, "trace") is None
+
+
+def test_a_cpu_only_run_gets_no_floors() -> None:
+    """A store's booleans arrive as numpy's: a CPU-only run (``profile`` over gloo) is named."""
+    from planner.floor_inputs import facts_from_row, resolve
+    from planner.floor_report import build
+
+    facts = facts_from_row({"run_id": "r1", "has_gpu": np.bool_(False), "world_size": 2})
+    assert not facts.has_gpu
+    report = build(resolve(facts), [{"rank": 0, "step": 0, "wall_us": 100.0}],
+                   [{"rank": 0, "step": 0, "category": "gemm", "calls": 4, "total_us": 60.0}])
+    top = report.to_json()
+    assert top["categories"]["gemm"]["floor_us_per_step"] is None
+    assert top["step"]["floor_us"] is None and "CPU-only" in top["missing"][0]

@@ -70,7 +70,7 @@ def test_a_preset_model_given_at_import_is_recorded(tmp_path: Path) -> None:
     run_id = run_cli(store, "trace", str(trace), "--model", "minimax-m2.5", "--batch", "8",
                      "--json").json["run_id"]  # fmt: skip
     got = run_cli(store, "floor", run_id).stdout
-    assert "model: minimax-m2.5" in got and "batch: 8 [--batch of the trace import]" in got
+    assert "model: minimax-m2.5" in got and "batch: 8 [recorded with the run: its --batch]" in got
 
 
 def test_vllm_detailed_annotation_gives_batch_context_and_prompt_attention(tmp_path) -> None:
@@ -98,3 +98,17 @@ def test_the_store_keeps_the_step_context(tmp_path: Path) -> None:
     assert run_cli(store, "trace", str(trace)).code == 0
     assert query(store, "SELECT generation_requests, generation_kv_tokens, context_attended "
                  "FROM v_trace_steps") == [(32, 55086, 0)]  # fmt: skip
+
+
+def test_a_cpu_only_profile_run_gets_no_floors(tmp_path: Path) -> None:
+    """The built-in profile over gloo: its steps are CPU ops, never floored as GPU kernels;
+    its recorded shape and --batch / --context are still read."""
+    store = tmp_path / "stepscope.duckdb"
+    prof = run_cli(store, "profile", "--json", "--layers", "2", "--steps", "2", "--batch", "4",
+                   "--context", "64")  # fmt: skip
+    assert prof.code == 0, prof.stderr
+    got = run_cli(store, "floor", prof.json["run_id"], "--json").json
+    assert got["categories"] and all(c["floor_us_per_step"] is None
+                                     for c in got["categories"].values())  # fmt: skip
+    assert got["step"]["floor_us"] is None
+    assert got["missing"] == ["host: a CPU-only trace (no GPU events): floors are of GPU steps"]
