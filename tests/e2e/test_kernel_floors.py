@@ -79,3 +79,12 @@ def test_missing_inputs_are_named_on_the_page(dash, page) -> None:
     expect(warning).to_contain_text("model:")
     expect(warning).not_to_contain_text("host:")
     assert "fhost=MI300X" in page.url
+
+
+def test_the_reference_case_says_how_much_allreduce_is_above_its_floor(dash, page) -> None:
+    d, _, _ = dash
+    open_app(page, d.link("tradeoff"))  # the published reference case is its default view
+    expect(page.get_by_text("Published figures vs the model")).to_be_visible()
+    text = _main(page).inner_text()
+    assert "127 calls x 26.9 us at 14,336 B = 3.42 ms" in text
+    assert "at most 7.75 ms (69%) of the published 11.17 ms is above the PCIe latency floor" in text
