@@ -57,6 +57,9 @@ VERBS: tuple[Verb, ...] = (
     # Import what was measured elsewhere
     Verb("trace", "collectors.trace.command", "import PyTorch-profiler (Kineto) traces: per-rank, "
          "per-step kernel breakdown"),  # fmt: skip
+    Verb("floor", "collectors.trace.floor", "a stored trace run's decode steps against their "
+         "physical floors, per category: how much each part could still win",
+         writes=False),  # fmt: skip
     Verb("nccl-tests", "collectors.comm.nccl_tests", "import nccl-tests output (text logs of every "
          "era, or -J JSON)"),  # fmt: skip
     Verb("import", "collectors.upkeep.import_run", "commit a run exported by `export` into this "

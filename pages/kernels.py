@@ -10,7 +10,13 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from pages.helpers import ui
+from pages.helpers import floor_view, ui
+from pages.helpers.kernel_text import (
+    accounting_sentence,
+    anatomy_sentences,
+    comm_sentences,
+    provenance_notes,
+)
 from store.errors import StoreError, StoreMissing
 from store.queries import trace as qt
 
@@ -79,69 +85,6 @@ def stacked(frame: pd.DataFrame, x: str, y: str, title: str, y_title: str) -> go
     return fig
 
 
-SOURCE_LABEL = {"attention": "Attention", "moe": "MoE", "mlp": "Dense MLP",
-                "embedding": "Embedding", "logits": "Logits", "other": "Other"}  # fmt: skip
-COMM_LABEL = {"allreduce": "AllReduce", "all_to_all": "all-to-all", "allgather": "AllGather",
-              "reduce_scatter": "ReduceScatter", "other_comm": "collective"}  # fmt: skip
-WHY = {"moe": " - what expert parallelism would remove"}
-
-
-def anatomy_sentences(rows: pd.DataFrame) -> list[str]:
-    """ "MoE AllReduce: 60 calls/step, 4.68 ms (21.6% of step) - what expert parallelism
-    would remove", one per (collective, issuing module)."""
-    out = []
-    for r in rows.to_dict("records"):
-        who = f"{SOURCE_LABEL.get(r['source'], r['source'])} {COMM_LABEL.get(r['category'], r['category'])}"
-        why = WHY.get(r["source"], "") if r["category"] in ("allreduce", "all_to_all") else ""
-        out.append(f"**{who}**: {r['calls_per_step']:.0f} calls/step, "
-                   f"{r['us_per_step'] / 1000:.2f} ms ({r['pct_of_step']:.1f}% of step){why}")  # fmt: skip
-    return out
-
-
-def accounting_sentence(counts: pd.DataFrame, outside: pd.DataFrame) -> str:
-    """Every GPU event (top-level CPU op of a CPU-only trace) once: in a step or outside."""
-    if counts.empty or pd.isna(counts.iloc[0]["accounted"]) or not counts.iloc[0]["accounted"]:
-        return ""
-    c = counts.iloc[0]
-    total = int(c["in_steps"]) + int(c["outside"])
-    if pd.notna(c["events"]):
-        text = f"All {int(c['events']):,} GPU events counted once: "
-    else:
-        text = f"All {total:,} top-level CPU ops (CPU-only trace) counted once: "
-    text += f"{int(c['in_steps']):,} in steps, {int(c['outside']):,} outside steps"
-    if not outside.empty:
-        parts = ", ".join(f"{r['category']} {int(r['calls'])} ({r['total_us']:.0f} us)"
-                          for r in outside.head(6).to_dict("records"))  # fmt: skip
-        text += f" ({parts})"
-    return text + "."
-
-
-def provenance_notes(info: pd.Series) -> list[str]:
-    """How steps and categories were found, when it limits what the numbers mean."""
-    notes = []
-    graph = info.get("graph_kernels")
-    if pd.notna(graph) and graph > 0:
-        notes.append(f"{int(graph):,} of {int(info['gpu_events']):,} GPU events ran in CUDA-graph "
-                     "replays: no CPU op runs during a replay, so their categories come from "
-                     "kernel names only (expert GEMMs between MoE kernels by kernel order).")  # fmt: skip
-    if info.get("step_source") == "gap":
-        notes.append("Steps by gap: the trace has no step annotation (vLLM `execute_*`, "
-                     "`ProfilerStep#`, SGLang `step[...]`, `execute_model` frames or one graph "
-                     "launch per step), so steps are split at idle gaps.")  # fmt: skip
-    return notes
-
-
-def comm_sentences(summary: pd.DataFrame) -> list[str]:
-    lines = []
-    for row in summary[summary["is_comm"]].to_dict("records"):
-        dtypes = f", {row['dtypes']}" if isinstance(row["dtypes"], str) and row["dtypes"] else ""
-        lines.append(
-            f"**{row['category']}**: {row['calls_per_step']:.0f} calls/step, "
-            f"{row['avg_us']:.1f} us avg, {row['pct_of_step']:.1f}% of step{dtypes}"
-        )
-    return lines
-
-
 st.title("Kernel breakdown")
 link_slot = st.container()  # the share link is drawn last, once every picker set the URL
 loc = ui.store()
@@ -187,6 +130,12 @@ st.markdown(
     f"Step: **{top['step_us'] / 1000:.2f} ms** mean wall per step and rank; largest category: "
     f"**{top['category']}** ({top['pct_of_step']:.1f}% of step)."
 )
+floors = floor_view.show(run_id, COLORS)
+st.subheader("Breakdown")
+st.caption("Per category, per step and rank; the floor is the busiest rank's (docs/floors.md).")
+breakdown = summary.drop(columns=["step_us", "is_comm"]).merge(
+    floors.drop(columns=["measured_us_per_step", "assumption"]), on="category", how="left")
+st.dataframe(breakdown, hide_index=True, width="stretch")
 st.subheader("Communication")
 sentences = comm_sentences(summary)
 st.markdown("\n".join(f"- {s}" for s in sentences) or "No communication in this run's steps.")
@@ -198,13 +147,6 @@ if anatomy.empty:
 else:
     st.caption("Each collective by the module that issued it, per step and rank:")
     st.markdown("\n".join(f"- {s}" for s in anatomy_sentences(anatomy)))
-st.subheader("Outside steps")
-outside = qt.outside_steps(loc, run_id)
-st.markdown(accounting_sentence(qt.event_counts(loc, run_id), outside)
-            or "This run was imported before per-event accounting: import its traces again "
-            "to see what ran outside steps.")  # fmt: skip
-if not outside.empty:
-    st.dataframe(outside, hide_index=True, width="stretch")
 
 st.subheader("Categories per rank")
 per_rank = qt.rank_categories(loc, run_id)
@@ -236,6 +178,14 @@ if not per_step.empty:
                                  values="us", aggfunc="sum", fill_value=0).reset_index()  # fmt: skip
     st.caption(f"{len(table)} step(s) ({who}); microseconds per category:")
     st.dataframe(table, hide_index=True, width="stretch")
+
+st.subheader("Outside steps")
+outside = qt.outside_steps(loc, run_id)
+st.markdown(accounting_sentence(qt.event_counts(loc, run_id), outside)
+            or "This run was imported before per-event accounting: import its traces again "
+            "to see what ran outside steps.")  # fmt: skip
+if not outside.empty:
+    st.dataframe(outside, hide_index=True, width="stretch")
 
 st.subheader("Top kernels")
 kernels = qt.top_kernels(loc, run_id, limit=25)

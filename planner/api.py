@@ -8,7 +8,9 @@ What lies behind it (each package's ``__init__`` says what it owns):
   calibration from a host's own measurements;
 - ``planner.tradeoff``: ``plan(...)``, the layouts and everything a plan report shows;
 - ``planner.policy``: the full-precision policy, the launch-command linter, trace checks;
-- ``planner.hosts``: a host from a preset, a host file or the store's NVML run.
+- ``planner.hosts``: a host from a preset, a host file or the store's NVML run;
+- ``planner.floor_inputs`` / ``planner.floor_report``: a trace run's steps against their
+  physical floors (planner.cost.floors), per category.
 
 Modules a page reads several names of (``hardware``, ``models``, ``host_file``, ``hosts``,
 ``reference``) are exported whole; everything else by name.
@@ -20,9 +22,14 @@ from planner import hosts
 from planner.cost.bands import band
 from planner.cost.calibrate import Calibration, Measured, calibrate
 from planner.cost.comm import curves_from_rows
+from planner.cost.floors import KERNEL_FLOOR_US
 from planner.cost.params import FITTED
 from planner.cost.serving import ServeLayout, Workload, kv_capacity, params_for_loaded_run, predict
 from planner.errors import PlannerInputError
+from planner.floor_inputs import RunFacts
+from planner.floor_report import FloorReport
+from planner.floor_report import for_stored_run as stored_floors
+from planner.floor_report import from_rows as floors_from_rows
 from planner.policy.check import PolicyError, load_policy
 from planner.policy.lint import lint_text
 from planner.policy.trace_check import check_kernels, quantize_candidates, run_verdict
@@ -45,6 +52,8 @@ __all__ = [
     # the serving cost model
     "FITTED", "ServeLayout", "Workload", "predict", "kv_capacity", "params_for_loaded_run",
     "band", "Calibration", "Measured", "calibrate", "curves_from_rows",
+    # a trace run's steps against their physical floors
+    "RunFacts", "FloorReport", "floors_from_rows", "stored_floors", "KERNEL_FLOOR_US",
     # the tradeoff plan and its report
     "plan", "MAX_CONCURRENCY", "PlanResult", "Layout", "default_layouts", "REPORT_CONCURRENCIES",
     "TERMS", "call_at", "result_commands", "sglang_only_lines", "reference",

@@ -188,7 +188,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.preset:
             data["published"] = {"name": reference.NAME, "label": "published figures",
                                  "figures": reference.PUBLISHED,
-                                 "checks": reference.checks(res)}  # fmt: skip
+                                 "checks": reference.checks(res),
+                                 "allreduce_floor": reference.allreduce_floor().as_dict()}  # fmt: skip
         print(json.dumps(data, default=_jsonable))
     else:
         print(render_text(res, cs, bool(args.preset)))

@@ -108,3 +108,23 @@ def model_config_tables(model_id: str | None, model_root: str | None = None,
         return {}
     found, _ = find(model_id or str(model_root), model_root, env)
     return {TABLE: [asdict(found)]} if found else {}
+
+
+def config_file_tables(path: str) -> dict[str, list[dict]]:
+    """``{"serving_model_config": [row]}`` for a config.json the user named (``trace --model
+    FILE``, or a directory holding one), with ModelOpt's quantization beside it
+    (``hf_quant_config.json``, or ``X_hf_quant_config.json`` for an ``X_config.json``);
+    ``{}`` when it cannot be read (the planner then says why)."""
+    p = Path(path).expanduser()
+    if p.is_dir():
+        p = p / "config.json"
+    text = _read_json_text(p) if p.is_file() else None
+    if text is None:
+        return {}
+    qtext = None
+    for quant in (p.with_name("hf_quant_config.json"),
+                  p.with_name(p.name.replace("_config.json", "_hf_quant_config.json"))):  # fmt: skip
+        if quant != p and quant.is_file() and (qtext := _read_json_text(quant)) is not None:
+            break
+    model_id = p.parent.name if p.name == "config.json" else p.name.removesuffix(".json").removesuffix("_config")
+    return {TABLE: [asdict(Found(model_id, str(p.resolve()), text, qtext))]}

@@ -1,10 +1,16 @@
 """``trace``: import PyTorch-profiler (Kineto) traces as one run, per rank and per step.
 
     python -m collectors trace PATH... [--store S] [--label L] [--json]
+                                       [--model PRESET|CONFIG] [--batch N] [--context TOKENS]
 
 PATHs are trace files (.json, .json.gz, or a crashed run's unterminated .tmp) or
 directories holding them; all of them together are the ranks of one run. Re-importing
 the same files is a no-op (the run id is derived from their content).
+
+``--json`` adds ``floors``: every step category against its physical floor, with the inputs
+the trace lacks named under ``missing`` (``python -m collectors floor RUN_ID`` gives them
+later; docs/floors.md). ``--model`` is recorded with the run (a preset's name, or the
+config.json itself), and so are ``--batch`` / ``--context``.
 """
 
 from __future__ import annotations
@@ -13,21 +19,27 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from collectors.core.errors import InputError
+
 if TYPE_CHECKING:
     from collectors.core.context import Context
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from collectors.trace.floor import add_floor_inputs
+
     parser.add_argument(
         "paths", nargs="+", type=Path, metavar="PATH",
         help="trace files (.json, .json.gz, .tmp) or directories of them; one run",
     )  # fmt: skip
+    add_floor_inputs(parser)
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
     from collectors.trace.ingest import ingest_traces
     from store.spool.bundle import Bundle, content_run_id
 
+    check_floor_inputs(args)  # a bad --model fails before a long parse
     result = ingest_traces(list(args.paths), log=ctx.log)
     if result.message:
         ctx.log.warning(result.message)
@@ -42,7 +54,56 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
                                                              "nccl_version", "devices")}
     )  # fmt: skip
     record.args["paths"] = [str(p) for p in args.paths]
-    return ctx.submit(Bundle(record, result.tables), result.summary)
+    tables = dict(result.tables)
+    summary = result.summary
+    if args.model:
+        from collectors.serving.model_config import config_file_tables
+
+        tables.update(config_file_tables(args.model) if Path(args.model).exists() else {})
+    if args.json:
+        summary = {**summary, "floors": floors(args, record.host, result)}
+    return ctx.submit(Bundle(record, tables), summary)
+
+
+def check_floor_inputs(args: argparse.Namespace) -> None:
+    """``--model`` / ``--batch`` / ``--context`` checked before a long parse."""
+    if args.batch is not None and args.batch < 1:
+        raise InputError(f"--batch {args.batch}: give the decode sequences per step, >= 1")
+    if args.context is not None and not args.context >= 0:
+        raise InputError(f"--context {args.context}: give the mean KV tokens per sequence, >= 0")
+    if args.model:
+        from planner.api import PlannerInputError, models
+
+        try:
+            models.resolve(args.model)
+        except PlannerInputError as exc:
+            raise InputError(str(exc)) from None
+
+
+def floors(args: argparse.Namespace, host: str, result) -> dict:
+    """The floors of the imported run, from its tables in memory (planner.floor_report)."""
+    from planner.api import PlannerInputError, RunFacts, floors_from_rows
+
+    info = result.run_info
+    facts = RunFacts(host=host, world_size=int(info.get("world_size") or 0) or
+                     len(info.get("ranks") or []) or 1,
+                     devices=tuple(info.get("devices") or ()),
+                     has_gpu=bool(info.get("has_gpu")))  # fmt: skip
+    try:
+        report = floors_from_rows(facts, _rows(result.tables["trace_steps"]),
+                                  _rows(result.tables["trace_step_categories"]), args.model,
+                                  None, args.batch, args.context, args.store)  # fmt: skip
+    except PlannerInputError as exc:
+        return {"categories": {}, "step": {"measured_us": None, "floor_us": None},
+                "missing": [str(exc)]}  # fmt: skip
+    return report.to_json()
+
+
+def _rows(table) -> list[dict]:
+    """A trace table's rows as dicts (NULLs as None)."""
+    names = [n for part in table.parts[:1] for n in part]
+    cols = [table.column(n) for n in names]
+    return [dict(zip(names, vals, strict=True)) for vals in zip(*cols, strict=True)]
 
 
 def trace_env(env: dict, info: dict) -> dict:

@@ -3,10 +3,12 @@
 Sources, first found wins:
   1. vLLM ``execute_*`` CPU annotations. New form ``execute_context_{n}({tokens})_
      generation_{m}({tokens})`` (some builds prefix the total, ``execute_{N}_context_...``,
-     and put ``sq{tokens}sk{...}`` in the brackets); old form
+     and put ``sq{q}sk{k}sqsq{qq}sqsk{qk}`` in the brackets: sums over the phase's requests
+     of query tokens, KV tokens (new ones included), squared query tokens and query x key
+     tokens, as in the real MI300X traces of tests/fixtures/traces/tracelens); old form
      ``execute_new_{n}_cached_{m}`` (request counts only, no token counts).
   2. ``ProfilerStep#N`` (torch.profiler with a schedule).
-  3. SGLang's ``step[MODE bs=N]`` ranges.
+  3. SGLang's ``step[MODE bs=N]`` ranges (``DECODE``: N sequences, one token each).
   4. vLLM 0.10-0.11 (no step annotation): the ``...gpu_model_runner.py(N): execute_model``
      Python frames (``with_stack``, vLLM's default), outermost ones only.
   5. A CUDA-graph trace with one full-model graph launch per step: from each launch to the
@@ -34,6 +36,8 @@ _VLLM_OLD = re.compile(r"^execute_new_(?P<new>\d+)_cached_(?P<cached>\d+)")
 _PROFILER_STEP = re.compile(r"^ProfilerStep#\d+$")
 _SGLANG = re.compile(r"^step\[[A-Za-z_]+[^\]]*\]$")
 _SQ = re.compile(r"sq(\d+)")
+_DETAIL = re.compile(r"^sq(\d+)sk(\d+)sqsq(\d+)sqsk(\d+)$")
+_SGLANG_BS = re.compile(r"^step\[(?P<mode>[A-Za-z_]+)\b[^\]]*?\bbs=(?P<bs>\d+)")
 
 MIN_GAP_US = 200.0
 GAP_FACTOR = 20.0
@@ -49,6 +53,11 @@ class Step:
     generation_tokens: int | None = None
     context_requests: int | None = None
     generation_requests: int | None = None
+    # vLLM's detailed form only (migration 0014): KV tokens the phase's requests read (their
+    # contexts, new tokens included) and the prompt tokens' causal query-key pairs.
+    context_kv_tokens: int | None = None
+    generation_kv_tokens: int | None = None
+    context_attended: int | None = None
 
 
 def _tokens(text: str) -> int | None:
@@ -60,12 +69,24 @@ def _tokens(text: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
+def _detail(text: str) -> tuple[int, int, int, int] | None:
+    """(sq, sk, sqsq, sqsk) of vLLM's detailed brackets, or None."""
+    m = _DETAIL.match(text.strip())
+    return (int(m[1]), int(m[2]), int(m[3]), int(m[4])) if m else None
+
+
 def _vllm(name: str, ts: float, dur: float) -> Step | None:
     m = _VLLM_NEW.match(name)
     if m:
+        ctx, gen = _detail(m["ct"]), _detail(m["gt"])
         return Step(name, "vllm", ts, ts + dur,
                     context_tokens=_tokens(m["ct"]), generation_tokens=_tokens(m["gt"]),
-                    context_requests=int(m["cr"]), generation_requests=int(m["gr"]))  # fmt: skip
+                    context_requests=int(m["cr"]), generation_requests=int(m["gr"]),
+                    context_kv_tokens=ctx[1] if ctx else None,
+                    generation_kv_tokens=gen[1] if gen else None,
+                    # a prompt of q new tokens after c cached ones: token j attends c + j + 1
+                    # keys, q (c + q) - q (q - 1) / 2 in all: sqsk - (sqsq - sq) / 2 summed
+                    context_attended=ctx[3] - (ctx[2] - ctx[0]) // 2 if ctx else None)  # fmt: skip
     m = _VLLM_OLD.match(name)
     if m:
         return Step(name, "vllm", ts, ts + dur,
@@ -78,11 +99,20 @@ def annotated_steps(cpu_annotations: list[tuple[str, float, float, object]]) -> 
     found = [s for name, ts, dur, _tid in cpu_annotations if (s := _vllm(name, ts, dur))]
     if not found:
         for source, rx in (("profiler_step", _PROFILER_STEP), ("sglang", _SGLANG)):
-            found = [Step(n, source, ts, ts + d) for n, ts, d, _ in cpu_annotations if rx.match(n)]
+            found = [_sglang_batch(Step(n, source, ts, ts + d))
+                     for n, ts, d, _ in cpu_annotations if rx.match(n)]  # fmt: skip
             if found:
                 break
     found.sort(key=lambda s: s.cpu_start)
     return found
+
+
+def _sglang_batch(step: Step) -> Step:
+    """SGLang's ``step[DECODE bs=32]``: 32 decode sequences, one token each."""
+    m = _SGLANG_BS.match(step.name)
+    if step.source == "sglang" and m and m["mode"].upper() == "DECODE":
+        step.generation_requests = step.generation_tokens = int(m["bs"])
+    return step
 
 
 def gap_steps(start: np.ndarray, end: np.ndarray) -> list[Step]:

@@ -72,6 +72,9 @@ def build(results: list[RankResult], ranks: list[tuple[int, str]]
                 "context_tokens": s.context_tokens, "generation_tokens": s.generation_tokens,
                 "context_requests": s.context_requests,
                 "generation_requests": s.generation_requests,
+                "context_kv_tokens": s.context_kv_tokens,
+                "generation_kv_tokens": s.generation_kv_tokens,
+                "context_attended": s.context_attended,
             })  # fmt: skip
         cat_rows.append(_categories(res, rank, in_steps=True))
         outside_parts.append(_categories(res, rank, in_steps=False))
@@ -264,5 +267,6 @@ _STEP_SCHEMA = [
     ("rank", "int32"), ("step", "int32"), ("name", "string"), ("source", "string"),
     ("start_us", "double"), ("wall_us", "double"), ("busy_us", "double"),
     ("context_tokens", "int32"), ("generation_tokens", "int32"), ("context_requests", "int32"),
-    ("generation_requests", "int32"),
+    ("generation_requests", "int32"), ("context_kv_tokens", "int64"),
+    ("generation_kv_tokens", "int64"), ("context_attended", "int64"),
 ]  # fmt: skip

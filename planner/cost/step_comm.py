@@ -50,25 +50,32 @@ def allreduce_calls(m: ModelSpec, lay: ServeLayout) -> int:
     return m.num_layers + m.num_dense_layers + moe_ar + 1
 
 
-def step_comm(m: ModelSpec, lay: ServeLayout, w: Workload, tokens: np.ndarray,
-              comm: CommSet, allreduce_scale: float = 1.0,
-              a2a_scale: float = 1.0) -> StepComm:  # fmt: skip
-    """Collective time per step; ``tokens`` = tokens one attention rank runs in the step."""
+@dataclass(slots=True)
+class Message:
+    """One collective of a step: ``calls`` per step of ``op`` (a planner.cost.comm curve op) on
+    ``world`` GPUs, ``nbytes`` on the curve's x axis, filed under the trace ``category``."""
+
+    category: str
+    op: str
+    world: int
+    nbytes: np.ndarray
+    calls: int
+
+
+def messages(m: ModelSpec, lay: ServeLayout, w: Workload, tokens: np.ndarray) -> list[Message]:
+    """The collectives of one step; ``tokens`` = tokens one attention rank runs in the step.
+    The step's collective time and the collectives' floors (planner.cost.floors) both read it."""
     act = dtype_bytes(m.native.communication)
     h, Lm, n = m.hidden, m.num_moe_layers, lay.gpus
+    out: list[Message] = []
     calls = allreduce_calls(m, lay)
-    ops: list[tuple[str, int]] = []
-    ar = np.zeros_like(tokens, dtype=float)
     if calls:
-        ops.append((lay.allreduce, lay.tp))
-        ar = calls * comm.latency_us(lay.allreduce, lay.tp, tokens * h * act) / 1e3
-    a2a = np.zeros_like(tokens, dtype=float)
+        out.append(Message("allreduce", lay.allreduce, lay.tp, tokens * h * act, calls))
     kind = exchange(m, lay)
     if kind == "allgather_reducescatter":
         total = tokens * lay.dp * h * act
-        ops += [("all_gather", n), ("reduce_scatter", n)]
-        a2a = Lm * (comm.latency_us("all_gather", n, total)
-                    + comm.latency_us("reduce_scatter", n, total)) / 1e3  # fmt: skip
+        out += [Message("allgather", "all_gather", n, total, Lm),
+                Message("reduce_scatter", "reduce_scatter", n, total, Lm)]  # fmt: skip
     elif kind == "dispatch_combine":
         # Each rank sends its tokens' hidden states to every destination (the write-up's
         # "14,336 B per destination" at 1 token); under TP attention the ranks split the
@@ -76,10 +83,26 @@ def step_comm(m: ModelSpec, lay: ServeLayout, w: Workload, tokens: np.ndarray,
         per_rank = np.maximum(np.ceil(tokens / lay.tp), 1.0)
         disp = dtype_bytes(w.a2a_dtype or m.native.dispatch or m.native.communication)
         comb = dtype_bytes(w.a2a_dtype or m.native.communication)
-        ops.append(("all_to_all", n))
-        a2a = Lm * (comm.latency_us("all_to_all", n, per_rank * h * disp)
-                    + comm.latency_us("all_to_all", n, per_rank * h * comb)) / 1e3  # fmt: skip
-    return StepComm(ar * allreduce_scale, a2a * a2a_scale, calls, ops)
+        out += [Message("all_to_all", "all_to_all", n, per_rank * h * disp, Lm),
+                Message("all_to_all", "all_to_all", n, per_rank * h * comb, Lm)]  # fmt: skip
+    return out
+
+
+def step_comm(m: ModelSpec, lay: ServeLayout, w: Workload, tokens: np.ndarray,
+              comm: CommSet, allreduce_scale: float = 1.0,
+              a2a_scale: float = 1.0) -> StepComm:  # fmt: skip
+    """Collective time per step; ``tokens`` = tokens one attention rank runs in the step."""
+    ops: list[tuple[str, int]] = []
+    us: dict[bool, np.ndarray] = {}  # microseconds x calls: AllReduce (True), the rest
+    for msg in messages(m, lay, w, tokens):
+        if (msg.op, msg.world) not in ops:
+            ops.append((msg.op, msg.world))
+        t = msg.calls * comm.latency_us(msg.op, msg.world, msg.nbytes)
+        key = msg.category == "allreduce"
+        us[key] = us[key] + t if key in us else t
+    zero = np.zeros_like(tokens, dtype=float)
+    ar, a2a = us.get(True, zero) / 1e3, us.get(False, zero) / 1e3
+    return StepComm(ar * allreduce_scale, a2a * a2a_scale, allreduce_calls(m, lay), ops)
 
 
 def prefill_comm(m: ModelSpec, lay: ServeLayout, w: Workload, chunk: float, comm: CommSet,

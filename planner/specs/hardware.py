@@ -113,6 +113,14 @@ _GPUS: tuple[_Gpu, ...] = (
     _Gpu("L40S", 48 * GB, 864, "pcie", 25, 362, 733,
          "L40S: 48 GB GDDR6, 864 GB/s, 362/733 TFLOPS BF16/FP8 dense, PCIe Gen4 x16, no "
          "NVLink [L40S datasheet]", generation="ada", link_latency_us=30.0),
+    # AMD's GPU-to-GPU fabric (Infinity Fabric / xGMI, a full mesh of 7 links of 64 GB/s per
+    # direction on an 8-GPU platform) is the planner's scale-up class ("nvlink"); no FP4
+    # tensor cores (MXFP4 computes in BF16). NVML cannot see it: it reaches the planner by
+    # the name a trace records ("AMD Instinct MI300X") or a host file.
+    _Gpu("MI300X", 192 * GB, 5300, "nvlink", 448, 1307.4, 2614.9,
+         "AMD Instinct MI300X: 192 GB HBM3, 5.3 TB/s, 1307.4/2614.9 TFLOPS BF16/FP8 dense, "
+         "Infinity Fabric 7 x 128 GB/s bidirectional [AMD Instinct MI300X data sheet]",
+         generation="cdna3"),
 )  # fmt: skip
 
 
@@ -173,6 +181,22 @@ def known_gpu(gpu_model: str) -> _Gpu | None:
 
 def known_gpu_names() -> list[str]:
     return [g.match for g in _GPUS]
+
+
+def from_gpu_name(gpu_model: str, count: int, why: str) -> HardwareSpec | None:
+    """``count`` GPUs of a model the known-GPU table names (a trace's device name, or
+    ``--host MI300X``), spec-sheet figures only; None when the table lacks it. ``why`` says
+    where the name came from."""
+    g = known_gpu(gpu_model)
+    if g is None:
+        return None
+    return HardwareSpec(
+        name=g.match, gpu_model=gpu_model, gpu_count=max(count, 1),
+        memory_bytes=g.memory_bytes, mem_bandwidth_gbps=g.mem_bandwidth_gbps,
+        interconnect=g.interconnect, link_gbps=g.link_gbps, bf16_tflops=g.bf16_tflops,
+        fp8_tflops=g.fp8_tflops, fp4_tflops=g.fp4_tflops, generation=g.generation,
+        link_latency_us=g.link_latency_us, source=f"{why}: {g.source}",
+    )  # fmt: skip
 
 
 def from_gpu_run(host: dict[str, Any], devices: list[dict[str, Any]]) -> HardwareSpec:

@@ -9,9 +9,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from planner.cost.calibrate import Calibration
 from planner.cost.comm import PUBLISHED as PUBLISHED_COMM
 from planner.cost.comm import CommCurve
+from planner.cost.floors import comm_curve
+from planner.cost.step_comm import messages
+from planner.cost.types import ServeLayout, Workload
+from planner.specs import hardware, models
 from planner.tradeoff.types import PlanResult
 
 NAME = "reference-kimi-k25-rtxpro6000"
@@ -80,6 +86,54 @@ def calibration() -> Calibration:
     )  # fmt: skip
 
 
+@dataclass(frozen=True)
+class AllReduceFloor:
+    """The published step's AllReduce against its floor: ``calls`` x the latency of one call
+    at its message size on the host's curve (planner.cost.floors, the trace floors' rule)."""
+
+    calls: int
+    message_bytes: float
+    per_call_us: float
+    measured_ms: float
+    source: str
+
+    @property
+    def floor_ms(self) -> float:
+        return self.calls * self.per_call_us / 1e3
+
+    @property
+    def headroom_ms(self) -> float:
+        """At most this much of the published AllReduce time is above the floor."""
+        return max(self.measured_ms - self.floor_ms, 0.0)
+
+    def sentence(self) -> str:
+        return (f"{self.calls} calls x {self.per_call_us:.1f} us at {self.message_bytes:,.0f} B = "
+                f"{self.floor_ms:.2f} ms: at most {self.headroom_ms:.2f} ms "
+                f"({self.headroom_ms / self.measured_ms:.0%}) of the published "
+                f"{self.measured_ms:g} ms is above the PCIe latency floor [{self.source}]")  # fmt: skip
+
+    def as_dict(self) -> dict[str, object]:
+        return {"calls": self.calls, "message_bytes": self.message_bytes,
+                "per_call_us": round(self.per_call_us, 3), "floor_ms": round(self.floor_ms, 3),
+                "measured_ms": self.measured_ms, "headroom_ms": round(self.headroom_ms, 3),
+                "curve": self.source}  # fmt: skip
+
+
+def allreduce_floor() -> AllReduceFloor:
+    """The 127 AllReduces of the published 1-token step at the PCIe latency floor: one
+    token's hidden state (14,336 B) per call, on AIConfigurator's published NCCL curve for
+    these GPUs (the curve the trace floors would take for this host)."""
+    model, hw = models.preset(MODEL), hardware.preset(HOST)
+    msg = next(x for x in messages(model, ServeLayout(tp=8), Workload(1, 2), np.array([1.0]))
+               if x.category == "allreduce")  # fmt: skip
+    nbytes = float(msg.nbytes[0])
+    curve = min(comm_curve(msg.op, msg.world, comm_curves(), hw),
+                key=lambda c: float(c.latency_us(nbytes)))  # fmt: skip
+    return AllReduceFloor(int(PUBLISHED["allreduce_calls"]), nbytes,
+                          float(curve.latency_us(nbytes)), PUBLISHED["allreduce_ms"],
+                          curve.source)  # fmt: skip
+
+
 def _find(res: PlanResult, kind: str, **attrs: object):
     for r in res.layouts:
         if r.layout.kind == kind and all(getattr(r.layout, k) == v for k, v in attrs.items()):
@@ -91,7 +145,11 @@ def checks(res: PlanResult) -> list[dict[str, object]]:
     """Published figure vs what the model gives, for the reference preset's plan."""
     tp = _find(res, "tp")
     est = _find(res, "tp_attn_ep_moe")
-    out: list[dict[str, object]] = []
+    fl = allreduce_floor()
+    out: list[dict[str, object]] = [{
+        "figure": "AllReduce above the PCIe latency floor (the room a faster AllReduce has)",
+        "published": f"{fl.measured_ms:g} ms in {fl.calls} calls",
+        "model": f"floor {fl.sentence()}"}]  # fmt: skip
     if tp is None or tp.curve.why_not:
         return out
     i1 = tp.curve.at(1)

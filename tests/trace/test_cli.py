@@ -25,6 +25,7 @@ ITEM7 = {
     "gpu_events",
     "graph_mode",
     "step_source",
+    "floors",  # issue 42: every step category against its floor (tests/trace/test_floor*.py)
 }
 
 

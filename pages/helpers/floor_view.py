@@ -1,0 +1,132 @@
+"""The Kernel page's floors: each step category against its physical floor (docs/floors.md).
+
+The inputs the run did not record (model, host, batch, context) are chosen here, bound to the
+URL (``fmodel``, ``fhost``, ``fbatch``, ``fcontext``); the floors are the planner's
+(planner.api.stored_floors), the words and the chart this module's.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from pages.helpers import ui
+from planner.api import PlannerInputError, hardware, models, stored_floors
+from store.errors import StoreError
+from store.queries import planner as qp
+
+RECORDED = "recorded"
+FROM_TRACE = "trace"
+
+
+def _offer(param: str, options: list[str]) -> None:
+    """A link's value this store cannot offer falls back to the default (with a note)."""
+    wanted = st.query_params.get(param)
+    if wanted is not None and wanted not in options:
+        st.caption(f"Floor input {param}={wanted!r} from the link is not offered here.")
+        st.query_params.pop(param, None)
+
+
+def inputs() -> tuple[str | None, str | None, int | None, float | None]:
+    """The model, host, batch and context pickers (defaults: what the run recorded). A bound
+    selectbox keeps its option's text in the URL, so the options are the flags' own values."""
+    model_opts = [RECORDED, *models.MODEL_PRESETS]
+    host_opts = [FROM_TRACE, *hardware.HARDWARE_PRESETS, *hardware.known_gpu_names()]
+    try:
+        stored = qp.gpu_hosts(ui.store())
+    except StoreError:
+        stored = pd.DataFrame()
+    host_opts += [str(h) for h in stored.get("host", []) if str(h) not in host_opts]
+    _offer("fmodel", model_opts)
+    _offer("fhost", host_opts)
+    c1, c2, c3, c4 = st.columns(4)
+    model = c1.selectbox("Model (floors)", model_opts, key="fmodel", bind="query-params",
+                         help=f"`{RECORDED}`: the model the run recorded; else a preset "
+                         "(`--model` of `python -m collectors floor`)")  # fmt: skip
+    host = c2.selectbox("Host (floors)", host_opts, key="fhost", bind="query-params",
+                        help=f"`{FROM_TRACE}`: the GPU the trace names, else its host's `gpu` "
+                        "run; else a preset, a GPU's spec sheet or a stored host "
+                        "(`--host`)")  # fmt: skip
+    batch = c3.number_input("Batch (decode sequences)", min_value=1, value=None, step=1,
+                            key="fbatch", bind="query-params",
+                            help="where the steps do not say (`--batch`)")  # fmt: skip
+    context = c4.number_input("Context (KV tokens per sequence)", min_value=0.0, value=None,
+                              key="fcontext", bind="query-params",
+                              help="where the steps do not say (`--context`)")  # fmt: skip
+    return (None if model in (None, RECORDED) else model,
+            None if host in (None, FROM_TRACE) else host,
+            int(batch) if batch is not None else None,
+            float(context) if context is not None else None)  # fmt: skip
+
+
+def frame(report) -> pd.DataFrame:
+    """The busiest rank's categories: measured, floor, measured / floor, at most to win."""
+    top = report.busiest if report is not None else None
+    rows = [{"category": c.category, "measured_us_per_step": c.measured_us,
+             "floor_us_per_step": c.floor_us, "measured_over_floor": c.ratio,
+             "at_most_to_win_us": c.win_us, "assumption": c.assumption}
+            for c in (top.categories if top else ())]  # fmt: skip
+    return pd.DataFrame(rows, columns=["category", "measured_us_per_step", "floor_us_per_step",
+                                       "measured_over_floor", "at_most_to_win_us",
+                                       "assumption"])  # fmt: skip
+
+
+def chart(data: pd.DataFrame, who: str, colors: dict[str, str]) -> go.Figure:
+    """One bar pair per category: measured, and its floor beside it."""
+    fig = go.Figure()
+    fig.add_bar(x=data["category"], y=data["measured_us_per_step"], name="measured",
+                marker_color=[colors.get(c, "#4C78A8") for c in data["category"]])  # fmt: skip
+    fig.add_bar(x=data["category"], y=data["floor_us_per_step"], name="floor",
+                marker_color="#BBBBBB", customdata=data["assumption"],
+                hovertemplate="%{x} floor: %{y:.1f} us<br>%{customdata}<extra></extra>")  # fmt: skip
+    fig.update_layout(barmode="group", title=f"Measured vs physical floor per step ({who})",
+                      yaxis_title="us / step", height=400, margin={"t": 50, "b": 40},
+                      legend={"orientation": "h"})  # fmt: skip
+    return fig
+
+
+def step_sentence(report) -> str:
+    top = report.busiest
+    if top is None or top.step_floor_us is None:
+        return ""
+    m, f = top.step_measured_us, top.step_floor_us
+    text = (f"Step: **{m / 1e3:.2f} ms** measured vs **{f / 1e3:.2f} ms** sum of floors: at most "
+            f"**{max(m - f, 0) / 1e3:.2f} ms** to win ({m / f:.1f}x the floors).") if f else ""  # fmt: skip
+    best = max((c for c in top.categories if c.win_us is not None), key=lambda c: c.win_us,
+               default=None)  # fmt: skip
+    if best is not None and best.ratio:
+        text += (f" Most to win: **{best.category}**, at most {best.win_us / 1e3:.2f} ms "
+                 f"({best.ratio:.1f}x its floor).")  # fmt: skip
+    return text
+
+
+def show(run_id: str, colors: dict[str, str]) -> pd.DataFrame:
+    """The chart, the step against its floors, what is missing, and the inputs' pickers;
+    returns the floors per category (empty when there are none)."""
+    slot = st.container()
+    with st.expander("Floor inputs: model, host, batch, context"):
+        model, host, batch, context = inputs()
+    with slot:
+        try:
+            report = stored_floors(run_id, None, model, host, batch, context)
+        except PlannerInputError as exc:
+            st.error(f"Floors: {exc}")
+            return frame(None)
+        data = frame(report)
+        top = report.busiest
+        if data.empty or top is None:
+            st.caption("No steps with categorised time: nothing to floor.")
+            return data
+        who = f"rank {top.rank}" + (f", the busiest of {len(report.ranks)}"
+                                    if len(report.ranks) > 1 else "")  # fmt: skip
+        if top.step_floor_us is not None:
+            ui.chart(chart(data, who, colors), data, "floors")
+            st.markdown(step_sentence(report))
+        if report.missing:
+            st.warning("Missing floor inputs (floors take the least they allow):\n"
+                       + "\n".join(f"- {m}" for m in report.missing))  # fmt: skip
+        used = "; ".join(f"{k}: {v}" for k, v in report.described.items())
+        if used:
+            st.caption(f"Floor inputs: {used}.")
+    return data
