@@ -10,7 +10,9 @@ CUDA graphs; the larger-of form fits the fixture worse: 11.6% vs 10.7% median vL
   kernels' floors hidden behind the routed experts where the engine overlaps them);
 - routed experts: the distinct experts the step's tokens touch (E x (1 - (1 - k/E)^T)); under
   EP the busiest rank holds the expected maximum of a binomial over its E / EP experts: the
-  mean rank's share is ``experts``, the busiest rank's extra is ``expert_imbalance``;
+  mean rank's share is ``experts``, the busiest rank's extra is ``expert_imbalance``; with a
+  measured distribution (``Workload.expert_load``) both, and the busiest rank's tokens, come
+  from it (planner.cost.routing.measured);
 - LM head and sampling over the vocabulary.
 
 Collectives are planner.cost.step_comm's; queueing and TTFT planner.cost.ttft's.
@@ -23,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.cost.params import EAGER_LAUNCH_US, FORMAT_BW, KERNELS, ServingParams
-from planner.cost.routing import expected_max_binomial
+from planner.cost.routing import expected_max_binomial, measured
 from planner.cost.types import ServeLayout, Workload
 from planner.specs.engines import shared_overlap_tokens
 from planner.specs.hardware import HardwareSpec
@@ -128,16 +130,22 @@ def decode_terms(m: ModelSpec, hw: HardwareSpec, lay: ServeLayout, w: Workload,
            Ld * KERNELS["dense_mlp"])  # fmt: skip
     if Lm:
         E, k, ep = m.num_experts, m.top_k, max(lay.moe_ep, 1)
-        touched = 1.0 - (1.0 - k / E) ** moe_tok
-        mean = E / ep * touched
-        busiest = expected_max_binomial(E // ep, touched, ep) if ep > 1 else mean
+        hot = 1.0  # the busiest rank's tokens over the mean rank's
+        if w.expert_load is not None:  # a measured distribution (planner.cost.routing)
+            r = measured(w.expert_load, k, moe_tok, ep)
+            mean, busiest, hot = r.mean_experts, r.busiest_experts, r.token_factor
+        else:
+            touched = 1.0 - (1.0 - k / E) ** moe_tok
+            mean = E / ep * touched
+            busiest = expected_max_binomial(E // ep, touched, ep) if ep > 1 else mean
         fam = family(m.bpp("experts"), wts)
         ex_flops = 2 * moe_tok * k * m.expert_params * Lm / lay.gpus
         per = Lm * m.expert_bytes() / lay.moe_tensor
         # Grouped GEMM: each expert the busiest rank runs costs a tile-scheduling / scale-load
         # / tail overhead on top of its bytes, which dominates at 1-2 tokens per expert.
         mean_ms = roof(mean * per, ex_flops, fam, p.moe_eff) + Lm * mean * p.expert_us / 1e3
-        top_ms = roof(busiest * per, ex_flops, fam, p.moe_eff) + Lm * busiest * p.expert_us / 1e3
+        top_ms = (roof(busiest * per, ex_flops * hot, fam, p.moe_eff)
+                  + Lm * busiest * p.expert_us / 1e3)  # fmt: skip
         fused = fam == "fp4" and _native(fam, hw)
         terms["experts"] = mean_ms + Lm * KERNELS["moe_fused" if fused else "moe"] * floor / 1e3
         terms["expert_imbalance"] = top_ms - mean_ms
