@@ -43,7 +43,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="a placement map (JSON or .pt with physical_to_logical_map, the form "
                    "SGLang's --init-expert-location reads) to figure the busiest rank under")  # fmt: skip
     p.add_argument("--ep", type=int, metavar="N",
-                   help="EP size of the placement map (default: the ranks in per_pass files)")
+                   help="the EP size the placement map (--placement, or the one per_pass / "
+                   "per_token dumps carry) spreads its slots over")  # fmt: skip
     record.add_arguments(p)
 
 
@@ -109,12 +110,12 @@ def _placement(args: argparse.Namespace,
             raise InputError("--ep: no placement map (--placement, or per_pass dump files) to "
                              "apply it to")  # fmt: skip
         return None
-    ep = args.ep or (len(rec.ranks) if rec.ranks == list(range(len(rec.ranks))) else None)
-    if not ep or ep < 2 or mapping.shape[1] % ep:
-        if args.placement is not None or args.ep is not None:
-            raise InputError(f"--ep {ep}: the map's {mapping.shape[1]} slots do not split over "
-                             f"{ep} ranks")  # fmt: skip
-        return None  # a per_pass dump of one rank, or an EP size the map cannot have
+    if args.ep is None:  # the ranks in the files are the world, not necessarily the EP group
+        return None
+    ep = args.ep
+    if ep < 2 or mapping.shape[1] % ep:
+        raise InputError(f"--ep {ep}: the map's {mapping.shape[1]} slots do not split over "
+                         f"{ep} ranks")  # fmt: skip
     if mapping.shape[0] != rec.counts.shape[0] or mapping.max() >= rec.counts.shape[1]:
         raise InputError(f"placement map {list(mapping.shape)} does not fit the counts' "
                          f"{rec.counts.shape[0]} layers x {rec.counts.shape[1]} experts")  # fmt: skip
@@ -176,6 +177,10 @@ def check(rec: sglang_files.Recording, model: models_.Model, ctx: Context) -> No
 def _submit(ctx: Context, run_id: str, env: dict, rec: sglang_files.Recording,
             model: models_.Model, placement: tuple[int, np.ndarray] | None,
             extra: dict[str, Any], more: dict[str, Any] | None = None) -> int:  # fmt: skip
+    if placement is None and rec.physical_to_logical is not None:
+        ctx.log.info(f"the dump carries the server's placement map ({rec.physical_to_logical.shape[1]}"
+                     " slots): pass --ep N, the server's EP size, to figure the busiest rank "
+                     "under it too")  # fmt: skip
     figs = figures(rec, model, placement)
     message = (f"{rec.mode} recording of {model.model_id}: worst layer's hottest expert "
                f"{figs.worst_layer:.1f}x the mean")  # fmt: skip
