@@ -88,6 +88,19 @@ def measured(load: ExpertLoad, top_k: int, tokens: np.ndarray, ep: int) -> Measu
                            float(factor[0]))  # fmt: skip
 
 
+def token_factor(load: ExpertLoad, ep: int) -> float:
+    """The busiest EP rank's routed tokens over the mean rank's, averaged over the routed
+    layers (1 without EP): what its grouped GEMMs compute beyond the mean rank's."""
+    if ep <= 1:
+        return 1.0
+    shares = load.shares()
+    ranks = placement_ranks(load.counts[load.routed_layers()], ep, load.placement)
+    per_rank = np.zeros((shares.shape[0], ep))
+    np.add.at(per_rank, (np.repeat(np.arange(shares.shape[0]), shares.shape[1]),
+                         np.ravel(ranks)), np.ravel(shares))  # fmt: skip
+    return float(np.mean(per_rank.max(axis=1) * ep))
+
+
 def _measured_at(load: ExpertLoad, top_k: int, tokens: np.ndarray,
                  ep: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
     shares = load.shares()  # (layers, E), routed layers only
@@ -96,7 +109,7 @@ def _measured_at(load: ExpertLoad, top_k: int, tokens: np.ndarray,
     # Each layer's experts grouped by rank: (layers, ep, E / ep).
     order = np.argsort(ranks, axis=1, kind="stable")
     grouped = np.take_along_axis(shares, order, axis=1).reshape(layers, ep, experts // ep)
-    factor = float(np.mean(grouped.sum(axis=2).max(axis=1) * ep))
+    factor = token_factor(load, ep)
     q = np.clip(top_k * grouped, 0.0, 1.0)
     p = 1.0 - (1.0 - q[None]) ** tokens[:, None, None, None]  # (T, layers, ep, m)
     mean = p.sum(axis=(2, 3)).mean(axis=1) / ep

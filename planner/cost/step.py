@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.cost.params import EAGER_LAUNCH_US, FORMAT_BW, KERNELS, ServingParams
-from planner.cost.routing import expected_max_binomial, measured
+from planner.cost.routing import expected_max_binomial, measured, token_factor
 from planner.cost.types import ServeLayout, Workload
 from planner.specs.engines import shared_overlap_tokens
 from planner.specs.hardware import HardwareSpec
@@ -208,4 +208,6 @@ def prefill_cost(m: ModelSpec, hw: HardwareSpec, lay: ServeLayout, w: Workload,
     group = lay.moe_tensor * max(lay.moe_ep, 1)
     experts = ms(m.num_moe_layers * m.top_k * m.expert_params / group, m.bpp("experts"),
                  p.moe_mfu)  # fmt: skip
+    if w.expert_load is not None:  # the busiest EP rank computes its measured share
+        experts *= token_factor(w.expert_load, lay.moe_ep)
     return PrefillCost(attention * p.compute_scale, experts * p.compute_scale)
