@@ -26,6 +26,7 @@ def expected_max_binomial(n: int, p: np.ndarray, groups: int) -> np.ndarray:
 def clear_cache() -> None:
     _EMAX_CACHE.clear()
     _MEASURED_CACHE.clear()
+    _RANKS_CACHE.clear()
 
 
 def _emax(n: int, p: np.ndarray, groups: int) -> np.ndarray:
@@ -44,12 +45,14 @@ def _emax(n: int, p: np.ndarray, groups: int) -> np.ndarray:
 
 
 # ---- a measured distribution (planner.cost.expert_load.ExpertLoad) ----------------------
-# Up to EXACT_POINTS batch sizes are computed exactly; above (the Tradeoff grid has 512
-# concurrencies) at KNOTS points spaced evenly in log(tokens), interpolated between them:
-# within 0.07% of exact on a lognormal DeepSeek-V3-shaped distribution, at a fifth of the time.
-EXACT_POINTS = 64
-KNOTS = 32
-_MEASURED_CACHE: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+# The figures are computed once per (distribution, placement, top-k, EP size) on a fixed grid
+# of tokens per step: every count up to EXACT_POINTS, then four points per doubling (32, 64,
+# 128, ... exactly), interpolated in log(tokens) between them: within 0.15% of exact on
+# a lognormal DeepSeek-V3-shaped distribution.
+EXACT_POINTS = 16
+PER_DOUBLING = 4
+_MEASURED_CACHE: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray, float]] = {}
+_RANKS_CACHE: dict[tuple, np.ndarray] = {}
 
 
 @dataclass(frozen=True)
@@ -73,19 +76,38 @@ def measured(load: ExpertLoad, top_k: int, tokens: np.ndarray, ep: int) -> Measu
     expectation is sum_j (1 - prod_r P(X_r <= j)). With equal shares this is exactly
     ``expected_max_binomial``, so a uniform measurement prices as uniform routing does.
     """
-    t = np.asarray(tokens, dtype=float)
-    flat = np.unique(np.maximum(t.ravel(), 1.0))
-    if len(flat) > EXACT_POINTS:
-        flat = np.unique(np.geomspace(flat[0], flat[-1], KNOTS))
-    key = (load.digest, load.placement, top_k, ep, flat.tobytes())
-    if key not in _MEASURED_CACHE:
+    t = np.maximum(np.asarray(tokens, dtype=float), 1.0)
+    key = (load.digest, load.placement, top_k, ep)
+    cached = _MEASURED_CACHE.get(key)
+    if cached is None or cached[0][-1] < t.max():
         if len(_MEASURED_CACHE) > 64:
             _MEASURED_CACHE.clear()
-        _MEASURED_CACHE[key] = _measured_at(load, top_k, flat, ep)
-    mean_k, top_k_, factor = _MEASURED_CACHE[key]
-    x = np.log(np.maximum(t, 1.0))
-    return MeasuredRouting(np.interp(x, np.log(flat), mean_k), np.interp(x, np.log(flat), top_k_),
-                           float(factor[0]))  # fmt: skip
+        grid = token_grid(max(float(t.max()), cached[0][-1] * 2 if cached else 0.0))
+        _MEASURED_CACHE[key] = (grid, *_measured_at(load, top_k, grid, ep),
+                                token_factor(load, ep))  # fmt: skip
+    grid, mean, busiest, factor = _MEASURED_CACHE[key]
+    x, at = np.log(t), np.log(grid)
+    return MeasuredRouting(np.interp(x, at, mean), np.interp(x, at, busiest), factor)
+
+
+def token_grid(top: float) -> np.ndarray:
+    """1, 2, ... EXACT_POINTS, then EXACT_POINTS x 2^(i / PER_DOUBLING) until ``top``."""
+    exact = np.arange(1.0, EXACT_POINTS + 1)
+    if top <= EXACT_POINTS:
+        return exact
+    n = int(np.ceil(PER_DOUBLING * np.log2(top / EXACT_POINTS)))
+    return np.concatenate([exact, EXACT_POINTS * 2.0 ** (np.arange(1, n + 1) / PER_DOUBLING)])
+
+
+def _ranks(load: ExpertLoad, ep: int) -> np.ndarray:
+    """(routed layers x experts) rank of each expert under ``load.placement`` (cached)."""
+    key = (load.digest, load.placement, ep)
+    if key not in _RANKS_CACHE:
+        if len(_RANKS_CACHE) > 64:
+            _RANKS_CACHE.clear()
+        _RANKS_CACHE[key] = placement_ranks(load.counts[load.routed_layers()], ep,
+                                            load.placement)  # fmt: skip
+    return _RANKS_CACHE[key]
 
 
 def token_factor(load: ExpertLoad, ep: int) -> float:
@@ -94,7 +116,7 @@ def token_factor(load: ExpertLoad, ep: int) -> float:
     if ep <= 1:
         return 1.0
     shares = load.shares()
-    ranks = placement_ranks(load.counts[load.routed_layers()], ep, load.placement)
+    ranks = _ranks(load, ep)
     per_rank = np.zeros((shares.shape[0], ep))
     np.add.at(per_rank, (np.repeat(np.arange(shares.shape[0]), shares.shape[1]),
                          np.ravel(ranks)), np.ravel(shares))  # fmt: skip
@@ -102,19 +124,17 @@ def token_factor(load: ExpertLoad, ep: int) -> float:
 
 
 def _measured_at(load: ExpertLoad, top_k: int, tokens: np.ndarray,
-                 ep: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
+                 ep: int) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
     shares = load.shares()  # (layers, E), routed layers only
     layers, experts = shares.shape
-    ranks = placement_ranks(load.counts[load.routed_layers()], ep, load.placement)
     # Each layer's experts grouped by rank: (layers, ep, E / ep).
-    order = np.argsort(ranks, axis=1, kind="stable")
+    order = np.argsort(_ranks(load, ep), axis=1, kind="stable")
     grouped = np.take_along_axis(shares, order, axis=1).reshape(layers, ep, experts // ep)
-    factor = token_factor(load, ep)
     q = np.clip(top_k * grouped, 0.0, 1.0)
     p = 1.0 - (1.0 - q[None]) ** tokens[:, None, None, None]  # (T, layers, ep, m)
     mean = p.sum(axis=(2, 3)).mean(axis=1) / ep
     busiest = mean if ep == 1 else _expected_max(p).mean(axis=1)
-    return mean, busiest, np.array([factor])
+    return mean, busiest
 
 
 def _expected_max(p: np.ndarray) -> np.ndarray:
