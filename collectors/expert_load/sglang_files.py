@@ -81,10 +81,14 @@ def read_one(path: Path) -> Recording:
     try:
         if path.stat().st_size > MAX_JSON_BYTES:
             raise InputError(f"{path}: larger than {MAX_JSON_BYTES >> 20} MiB; not a recording")
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        data = json.loads(text)
+    except OSError as exc:
         raise InputError(f"{path}: cannot read ({exc})") from None
     except json.JSONDecodeError as exc:
+        if "EPLB step:" in text:  # vllm/distributed/eplb/eplb_state.py EplbState.step's line
+            raise InputError(f"{path}: a vLLM log; vLLM's EPLB logs balancedness summed over "
+                             "layers, no per-expert counts to import (docs/expert-load.md)") from None  # fmt: skip
         raise InputError(f"{path}: not JSON ({exc.msg} at line {exc.lineno}); give a .pt dump "
                          "or the JSON {\"logical_count\": [layers][experts]} form") from None  # fmt: skip
     if not isinstance(data, dict) or "logical_count" not in data:

@@ -167,6 +167,13 @@ def test_a_wrong_shape_for_the_model_is_one_line_and_commits_nothing(tmp_path) -
     bad.write_text(json.dumps({"counts": [[1, 2]]}))
     _one_line_error(run_cli(store, "expert-load", str(bad), "--model", "deepseek-v3"),
                     "no logical_count")  # fmt: skip
+    # vLLM's EPLB log line (eplb_state.py EplbState.step): no per-expert counts in it
+    log = tmp_path / "vllm_serve.log"
+    log.write_text("INFO 12-05 10:00:01 [eplb_state.py:512] EPLB step: 120 for model "
+                   "deepseek-ai/DeepSeek-V3: avg_tokens=4096.00, max_tokens=7421, "
+                   "balancedness=0.5519, steps until the next rearrangement: 2880\n")  # fmt: skip
+    _one_line_error(run_cli(store, "expert-load", str(log), "--model", "deepseek-v3"),
+                    "a vLLM log", "no per-expert counts")  # fmt: skip
     assert not store.exists() or query(store, "SELECT count(*) FROM v_runs")[0][0] == 0
 
 
