@@ -20,6 +20,8 @@ PAGES = [
     st.Page("pages/hardware.py", title="Hardware", icon=":material/memory:", url_path="hardware"),
     st.Page("pages/collectives.py", title="Collectives", icon=":material/hub:",
             url_path="collectives"),
+    st.Page("pages/experts.py", title="Expert load", icon=":material/grid_on:",
+            url_path="experts"),
     st.Page("pages/tradeoff.py", title="Tradeoff calculator", icon=":material/balance:",
             url_path="tradeoff"),
     st.Page("pages/policy.py", title="Policy", icon=":material/policy:", url_path="policy"),

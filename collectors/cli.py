@@ -54,6 +54,9 @@ VERBS: tuple[Verb, ...] = (
          "(JSONL or printed logs), or run a concurrency sweep"),  # fmt: skip
     Verb("sglang-metrics", "collectors.serving.sglang.metrics", "one scrape of an SGLang server's "
          "sglang:* Prometheus /metrics (cheap; for cron)"),  # fmt: skip
+    Verb("expert-load", "collectors.expert_load.command", "import SGLang expert distribution "
+         "recordings (.pt of any recorder mode, or JSON logical_count), or record one from a "
+         "running server (--url): routing skew per layer and EP rank"),  # fmt: skip
     # Import what was measured elsewhere
     Verb("trace", "collectors.trace.command", "import PyTorch-profiler (Kineto) traces: per-rank, "
          "per-step kernel breakdown"),  # fmt: skip

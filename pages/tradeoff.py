@@ -4,9 +4,10 @@ State lives in the URL: ``setup`` (the published reference case or a model + hos
 (a preset or ``run:<run id>`` whose arguments record the model),
 ``hw`` (pages/helpers/host_choice.py), ``comm`` (an absolute comm run id), ``calib`` (an
 absolute trace run id), ``layouts``, ``cmin``/``cmax``, ``isl``/``osl`` (the benchmark's
-input / output lengths: every layout is predicted for ``vllm bench serve`` at them) and
-``at``. Numbers come from planner.plan (the one serving model, each prediction with its
-measured-error band); this page only formats them.
+input / output lengths: every layout is predicted for ``vllm bench serve`` at them), ``at``
+and ``experts`` (``uniform`` routing or an absolute expert-load run id). Numbers come from
+planner.plan (the one serving model, each prediction with its measured-error band); this
+page only formats them.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pages.helpers.host_choice import host_select
 from pages.helpers.tradeoff_view import render
 from planner.api import (
     Calibration,
+    ExpertLoad,
     PlannerInputError,
     PlanResult,
     curves_from_rows,
@@ -31,12 +33,14 @@ from planner.api import (
     reference,
 )
 from store.errors import StoreError
+from store.queries import experts as qe
 from store.queries import planner as qp
 
 REF = reference.NAME
 CUSTOM = "custom"
 AUTO = "auto"
 NONE = "none"
+UNIFORM = "uniform"
 
 
 def url_select(title: str, param: str, options: list[str], labels: dict[str, str],
@@ -84,6 +88,32 @@ def model_options(recorded: pd.DataFrame) -> tuple[dict[str, str], dict[str, obj
         labels[key] = f"{name} as recorded by {row['verb']} run {row['run_id']}"
         metas[key] = meta
     return labels, metas
+
+
+def expert_routing(model) -> ExpertLoad | None:
+    """``experts``: uniform top-k routing, or a stored expert-load run of this model's shape
+    (python -m collectors expert-load) that prices the busiest EP rank instead."""
+    try:
+        runs = qe.runs(ui.store())
+    except StoreError:
+        return None
+    fits = runs[(runs["num_layers"] == model.num_layers)
+                & (runs["num_experts"] == model.num_experts)] if not runs.empty else runs  # fmt: skip
+    opts = {UNIFORM: "uniform top-k (assumed)"}
+    for row in fits.to_dict("records"):
+        opts[row["run_id"]] = (f"measured: {row['run_id']} ({row['model_id']}, "
+                               f"{row['recorder_mode']}, {row['host']})")  # fmt: skip
+    pick = url_select("Expert routing", "experts", list(opts), opts,
+                      help="A measured expert load (python -m collectors expert-load) prices "
+                      "the busiest EP rank's expert reads and tokens from the recorded "
+                      "distribution, experts placed contiguously; the findings say what a "
+                      "balanced placement would win.")  # fmt: skip
+    if pick == UNIFORM:
+        return None
+    counts = qe.count_matrix(ui.store(), pick)
+    row = fits[fits["run_id"] == pick].iloc[0]
+    return ExpertLoad(counts, source=f"expert-load run {pick} ({row['model_id']}, "
+                      f"{row['recorder_mode']})", run_id=pick)  # fmt: skip
 
 
 def inputs() -> tuple[dict, list[str]]:
@@ -137,6 +167,9 @@ def inputs() -> tuple[dict, list[str]]:
                          cal_opts, help="Scales the serving model's compute, AllReduce and "
                          "all-to-all so the TP layout of the same world size reproduces that "
                          "measured step; every layout then uses those factors.")  # fmt: skip
+    routing = expert_routing(model)
+    if routing is not None:
+        kwargs["expert_load"] = routing
     if cal != NONE:
         row = traces[traces["run_id"] == cal].iloc[0]
         world = hw.gpu_count if pd.isna(row["world_size"]) else int(row["world_size"])

@@ -13,15 +13,17 @@ What lies behind it (each package's ``__init__`` says what it owns):
   physical floors (planner.cost.floors), per category.
 
 Modules a page reads several names of (``hardware``, ``models``, ``host_file``, ``hosts``,
-``reference``) are exported whole; everything else by name.
+``reference``, ``expert_load``) are exported whole; everything else by name.
 """
 
 from __future__ import annotations
 
 from planner import hosts
+from planner.cost import expert_load
 from planner.cost.bands import band
 from planner.cost.calibrate import Calibration, Measured, calibrate
 from planner.cost.comm import curves_from_rows
+from planner.cost.expert_load import ExpertLoad
 from planner.cost.floors import KERNEL_FLOOR_US
 from planner.cost.params import FITTED
 from planner.cost.serving import ServeLayout, Workload, kv_capacity, params_for_loaded_run, predict
@@ -54,6 +56,8 @@ __all__ = [
     "band", "Calibration", "Measured", "calibrate", "curves_from_rows",
     # a trace run's steps against their physical floors
     "RunFacts", "FloorReport", "floors_from_rows", "stored_floors", "KERNEL_FLOOR_US",
+    # a measured expert-routing distribution and its EP placements
+    "ExpertLoad", "expert_load",
     # the tradeoff plan and its report
     "plan", "MAX_CONCURRENCY", "PlanResult", "Layout", "default_layouts", "REPORT_CONCURRENCIES",
     "TERMS", "call_at", "result_commands", "sglang_only_lines", "reference",

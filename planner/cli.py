@@ -3,6 +3,7 @@
     python -m planner --preset reference-kimi-k25-rtxpro6000 [--json]
     python -m planner --model CONFIG.json|PRESET --host PRESET|HOST_FILE [--json]
     python -m planner --model CONFIG.json|PRESET --host-from-store HOST [--store S] [--json]
+    python -m planner --model PRESET --host PRESET --expert-load RUN_ID [--store S]
 
 Exit codes: 0 ok, 1 bad input (one line on stderr), 2 usage.
 """
@@ -45,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--comm-run", action="append", default=[], metavar="RUN_ID",
                    help="use this stored comm / nccl-tests run's curves (repeatable; default: "
                    "the host's GPU comm runs)")  # fmt: skip
+    add_expert_load_argument(p)
     p.add_argument("--layouts", help="comma list of layout kinds or names (default: all)")
     p.add_argument("--concurrency", default="1-512",
                    help="grid, e.g. 1-512 or 1,2,4,8 (default 1-512)")  # fmt: skip
@@ -73,6 +75,35 @@ def add_workload_arguments(p: argparse.ArgumentParser, required: bool = False) -
                    "--max-num-batched-tokens (per DP engine), SGLang --chunked-prefill-size "
                    "(split over --dp ranks), TRT-LLM --max_num_tokens; default: the engine's "
                    "default for the GPU")  # fmt: skip
+
+
+def add_expert_load_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--expert-load", metavar="RUN_ID",
+                   help="price the routed experts on this stored `expert-load` run's measured "
+                   "routing (python -m collectors expert-load) instead of uniform top-k; "
+                   "with --store")  # fmt: skip
+
+
+def stored_expert_load(run_id: str, store: str | None, model, placement: str = "contiguous"):
+    """The ExpertLoad of a stored ``expert-load`` run, checked against ``model``'s shape."""
+    from planner.cost.expert_load import ExpertLoad
+    from store.errors import StoreError
+    from store.queries import experts as qe
+
+    try:
+        loc = _store(store, "--expert-load")
+        meta = qe.run(loc, run_id)
+        counts = qe.count_matrix(loc, run_id) if not meta.empty else None
+    except StoreError as exc:
+        raise PlannerInputError(f"--expert-load {run_id}: store: {exc}") from None
+    if counts is None:
+        raise PlannerInputError(f"--expert-load {run_id}: no such expert-load run in the store "
+                                f"(python -m collectors expert-load records one)")  # fmt: skip
+    row = meta.iloc[0]
+    load = ExpertLoad(counts, source=f"expert-load run {run_id} ({row['model_id']}, "
+                      f"{row['recorder_mode']})", run_id=run_id, placement=placement)  # fmt: skip
+    load.check(model.num_layers, model.num_experts, model.name)
+    return load
 
 
 def parse_ints(text: str, what: str) -> list[int]:
@@ -154,6 +185,8 @@ def run_plan(args: argparse.Namespace) -> PlanResult:
     layouts = select(default_layouts(model, hw), wanted)
     if args.num_prompts < 0:
         raise PlannerInputError("--num-prompts must be >= 0")
+    if args.expert_load:
+        kwargs["expert_load"] = stored_expert_load(args.expert_load, args.store, model)
     return plan(model, hw, layouts, parse_ints(args.concurrency, "--concurrency"),
                 policy=policy, isl=args.isl, osl=args.osl, engine=args.engine,
                 num_prompts=args.num_prompts, token_budget=args.token_budget,
@@ -163,11 +196,12 @@ def run_plan(args: argparse.Namespace) -> PlanResult:
 def target_args(args: argparse.Namespace) -> str:
     """The --model / --host flags that name this plan's model and host for `predict`."""
     if args.preset:
-        return f"--preset {reference.NAME}"
+        return f"--preset {reference.NAME}" + (
+            f" --store {args.store}" if args.store and args.expert_load else "")  # fmt: skip
     host = (f"--host-from-store {args.host_from_store}" if args.host_from_store
             else f"--host {args.host}")  # fmt: skip
-    store = f" --store {args.store}" if args.store and (args.host_from_store or args.comm_run) \
-        else ""  # fmt: skip
+    store = f" --store {args.store}" if args.store and (
+        args.host_from_store or args.comm_run or args.expert_load) else ""  # fmt: skip
     runs = "".join(f" --comm-run {r}" for r in args.comm_run)
     return f"--model {args.model} {host}{store}{runs}"
 

@@ -26,9 +26,16 @@ from typing import Any
 import numpy as np
 
 from planner import hosts
-from planner.cli import add_workload_arguments, parse_ints, stored_curves
+from planner.cli import (
+    add_expert_load_argument,
+    add_workload_arguments,
+    parse_ints,
+    stored_curves,
+    stored_expert_load,
+)
 from planner.cost.bands import band
 from planner.cost.comm import CommSet, published_for
+from planner.cost.expert_load import PLACEMENTS
 from planner.cost.params import DESCRIBE, FITTED, ServingParams
 from planner.cost.serving import ServeLayout, Workload
 from planner.cost.step_comm import A2A_BACKENDS
@@ -39,6 +46,7 @@ from planner.specs.engines import budget_text
 from planner.tradeoff import reference
 from planner.tradeoff.instances import Instance, predict_instance
 from planner.tradeoff.layouts import NVLINK_RUNS_CUSTOM_ALLREDUCE, offers_fast_allreduce
+from planner.tradeoff.placement import expert_load_block, routing_assumption
 
 MAX_POINTS = 64
 FP8 = "fp8_e4m3"
@@ -66,6 +74,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "and --engine sglang: TP attention + DeepEP MoE)")  # fmt: skip
     p.add_argument("--allreduce", default="nccl", choices=("nccl", "fast"),
                    help="fast: the custom / FlashInfer PCIe-IPC AllReduce")  # fmt: skip
+    add_expert_load_argument(p)
+    p.add_argument("--expert-placement", default="contiguous", choices=PLACEMENTS,
+                   help="with --expert-load: experts placed contiguously (the engines' "
+                   "default) or balanced by the measured load (EPLB-style packing)")  # fmt: skip
     p.add_argument("--replicas", type=int, default=1,
                    help="independent instances behind a load balancer (each gets C / R)")
     add_workload_arguments(p, required=True)
@@ -151,10 +163,15 @@ def run(args: argparse.Namespace, params: ServingParams = FITTED) -> dict[str, A
     kv = FP8 if args.kv_dtype == "fp8" else ""
     a2a = FP8 if args.a2a_dtype == "fp8" else ""
     act = FP8 if args.marlin_input_dtype == "fp8" else ""
+    load = None
+    if args.expert_load:
+        load = stored_expert_load(args.expert_load, args.store, model, args.expert_placement)
+    elif args.expert_placement != "contiguous":
+        raise PlannerInputError("--expert-placement: give --expert-load RUN_ID to place")
     w = Workload(args.isl, args.osl, args.engine, kv, not args.no_cuda_graphs, a2a, act,
                  args.num_prompts, args.token_budget, args.adp_balance_iters,
                  args.scheduler_recv_interval, args.batch_wait_iters,
-                 args.batch_wait_ratio)  # fmt: skip
+                 args.batch_wait_ratio, expert_load=load)  # fmt: skip
     comm = CommSet(curves + (published_for(hw.gpu_model, hw.gpu_count) if fill else []), hw,
                    params.link_eff)  # fmt: skip
     if (lay.allreduce == "all_reduce_fast" and not offers_fast_allreduce(hw)
@@ -162,8 +179,8 @@ def run(args: argparse.Namespace, params: ServingParams = FITTED) -> dict[str, A
         raise PlannerInputError(
             f"--allreduce fast: {NVLINK_RUNS_CUSTOM_ALLREDUCE} (--allreduce nccl costs it); "
             "compare another one with --comm-run RUN_ID of a measured fast AllReduce")
-    pr = predict_instance(model, Instance(lay, args.replicas, w), hw, np.asarray(conc), params,
-                          comm)  # fmt: skip
+    inst = Instance(lay, args.replicas, w)
+    pr = predict_instance(model, inst, hw, np.asarray(conc), params, comm)
     try:
         pol = load_policy(args.policy)
     except PolicyError as exc:
@@ -203,6 +220,8 @@ def run(args: argparse.Namespace, params: ServingParams = FITTED) -> dict[str, A
         "band": {"tpot": tb.describe(), "ttft": fb.describe()},
         "points": points,
         "assumptions": assumptions(model, hw, w, params),
+        **({"expert_load": expert_load_block(model, hw, inst, conc, params, comm, pr.tpot_ms)}
+           if load is not None else {}),
     }  # fmt: skip
 
 
@@ -252,6 +271,7 @@ def assumptions(model, hw, w: Workload, p: ServingParams) -> list[dict[str, str]
          "source": "--token-budget" if w.token_budget else "planner/specs/engines.py"},
         {"what": "CUDA graphs", "value": "on" if w.cuda_graphs else "off (eager)",
          "source": "engine default" if w.cuda_graphs else "--no-cuda-graphs"},
+        vars(routing_assumption(w.expert_load)),
     ]  # fmt: skip
     for name, (what, src) in DESCRIBE.items():
         val = getattr(p, name)
@@ -274,6 +294,14 @@ def render(data: dict[str, Any]) -> str:
                      f"{p['output_tok_s']:>13.1f}   TPOT {p['tpot_ms_low']:.2f}-"
                      f"{p['tpot_ms_high']:.2f}")  # fmt: skip
     lines += ["", f"Band (80% of measured runs): {data['band']['tpot']}"]
+    if "expert_load" in data:
+        el = data["expert_load"]
+        lines += ["", f"Expert load ({el['source']}), priced with {el['placement']} placement:",
+                  f"{'concurrency':>11} {'uniform':>9} {'contiguous':>11} {'balanced':>9} "
+                  f"{'balanced wins':>14}"]  # fmt: skip
+        lines += [f"{q['concurrency']:>11} {q['tpot_ms_uniform']:>9.2f} "
+                  f"{q['tpot_ms_contiguous']:>11.2f} {q['tpot_ms_balanced']:>9.2f} "
+                  f"{q['balanced_win_ms']:>11.2f} ms" for q in el["points"]]  # fmt: skip
     lines += ["", "Assumptions:"] + [f"  {a['what']}: {a['value']} [{a['source']}]"
                                      for a in data["assumptions"]]  # fmt: skip
     return "\n".join(lines)

@@ -61,6 +61,8 @@ AREAS: tuple[Area, ...] = (
          "http://127.0.0.1:8000"),  # fmt: skip
     Area("vllm-profile", "vLLM profile under load", "python -m collectors vllm-profile --url "
          "http://127.0.0.1:8000 --trace-dir TORCH_PROFILER_DIR"),  # fmt: skip
+    Area("expert-load", "Expert load (SGLang expert distribution recorder)", "python -m "
+         "collectors expert-load expert_distribution_recorder_*.pt --model deepseek-v3"),  # fmt: skip
 )
 
 

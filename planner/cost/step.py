@@ -12,7 +12,9 @@ TPOT):
   kernels' floors hidden behind the routed experts where the engine overlaps them);
 - routed experts: the distinct experts the step's tokens touch (E x (1 - (1 - k/E)^T)); under
   EP the busiest rank holds the expected maximum of a binomial over its E / EP experts: the
-  mean rank's share is ``experts``, the busiest rank's extra is ``expert_imbalance``;
+  mean rank's share is ``experts``, the busiest rank's extra is ``expert_imbalance``; with a
+  measured distribution (``Workload.expert_load``) both, and the busiest rank's tokens, come
+  from it (planner.cost.routing.measured);
 - LM head and sampling over the vocabulary.
 
 Collectives are planner.cost.step_comm's; queueing and TTFT planner.cost.ttft's.
@@ -25,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.cost.params import EAGER_LAUNCH_US, FORMAT_BW, ServingParams
+from planner.cost.routing import token_factor
 from planner.cost.step_ops import (
     StepOp,
     StepShape,
@@ -110,7 +113,7 @@ def decode_terms(m: ModelSpec, hw: HardwareSpec, lay: ServeLayout, w: Workload,
             # Grouped GEMM: each expert the busiest rank runs costs a tile-scheduling / scale-
             # load / tail overhead on top of its bytes, which dominates at 1-2 tokens per expert.
             e = op.experts
-            mean_ms = (roof(e.mean * e.bytes_each, op.flops, op.family, p.moe_eff)
+            mean_ms = (roof(e.mean * e.bytes_each, op.flops / e.token_factor, op.family, p.moe_eff)
                        + e.layers * e.mean * p.expert_us / 1e3)  # fmt: skip
             top_ms = (roof(op.nbytes, op.flops, op.family, p.moe_eff)
                       + e.layers * e.busiest * p.expert_us / 1e3)  # fmt: skip
@@ -177,4 +180,6 @@ def prefill_cost(m: ModelSpec, hw: HardwareSpec, lay: ServeLayout, w: Workload,
     group = lay.moe_tensor * max(lay.moe_ep, 1)
     experts = ms(m.num_moe_layers * m.top_k * m.expert_params / group, m.bpp("experts"),
                  p.moe_mfu)  # fmt: skip
+    if w.expert_load is not None:  # the busiest EP rank computes its measured share
+        experts *= token_factor(w.expert_load, lay.moe_ep)
     return PrefillCost(attention * p.compute_scale, experts * p.compute_scale)

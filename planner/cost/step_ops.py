@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.cost.params import KERNELS
-from planner.cost.routing import expected_max_binomial
+from planner.cost.routing import expected_max_binomial, measured
 from planner.cost.types import ServeLayout, Workload
 from planner.specs.hardware import HardwareSpec
 from planner.specs.models import ModelSpec, dtype_bytes
@@ -108,15 +108,18 @@ class StepShape:
 
 
 @dataclass(slots=True)
-class ExpertLoad:
+class RoutedExperts:
     """The routed experts of a step: how many the mean and the busiest EP rank run per MoE
-    layer, one expert's bytes over all MoE layers on one GPU, and its grouped-GEMM kernels."""
+    layer, one expert's bytes over all MoE layers on one GPU, and its grouped-GEMM kernels;
+    ``token_factor``: the busiest rank's tokens over the mean rank's (1 under uniform routing;
+    the op's FLOPs are the busiest rank's)."""
 
     mean: np.ndarray
     busiest: np.ndarray
     bytes_each: float
     layers: int
     fused: bool
+    token_factor: float = 1.0
 
 
 @dataclass(slots=True)  # plain and slotted: the fit builds ~10^6 of them
@@ -138,7 +141,7 @@ class StepOp:
     family: str
     kernels: float = 0.0
     roof: str = ""
-    experts: ExpertLoad | None = None
+    experts: RoutedExperts | None = None
     overlaps_experts: bool = False
 
 
@@ -148,7 +151,8 @@ def decode_ops(m: ModelSpec, hw: HardwareSpec, lay: ServeLayout, w: Workload,
 
     Routed experts: the distinct experts the step's tokens touch (E x (1 - (1 - k/E)^T));
     under EP the busiest rank holds the expected maximum of a binomial over its E / EP
-    experts (planner.cost.routing)."""
+    experts, or with a measured distribution (``Workload.expert_load``) what it gives
+    (planner.cost.routing)."""
     wts = m.native.weights
     kv_b = dtype_bytes(w.kv_dtype or m.native.kv_cache)
     L, Lm, Ld = m.num_layers, m.num_moe_layers, m.num_dense_layers
@@ -174,15 +178,20 @@ def decode_ops(m: ModelSpec, hw: HardwareSpec, lay: ServeLayout, w: Workload,
                           family(m.bpp("dense_mlp"), wts), Ld * KERNELS["dense_mlp"]))  # fmt: skip
     if Lm:
         E, k, ep = m.num_experts, m.top_k, max(lay.moe_ep, 1)
-        touched = 1.0 - (1.0 - k / E) ** shape.moe_tokens
-        mean = E / ep * touched
-        busiest = expected_max_binomial(E // ep, touched, ep) if ep > 1 else mean
+        hot = 1.0  # the busiest rank's tokens over the mean rank's
+        if w.expert_load is not None:  # a measured distribution (planner.cost.routing)
+            r = measured(w.expert_load, k, shape.moe_tokens, ep)
+            mean, busiest, hot = r.mean_experts, r.busiest_experts, r.token_factor
+        else:
+            touched = 1.0 - (1.0 - k / E) ** shape.moe_tokens
+            mean = E / ep * touched
+            busiest = expected_max_binomial(E // ep, touched, ep) if ep > 1 else mean
         fam = family(m.bpp("experts"), wts)
         per = Lm * m.expert_bytes() / lay.moe_tensor
         fused = fam == "fp4" and native_format(fam, hw)
-        load = ExpertLoad(mean, busiest, per, Lm, fused)
+        load = RoutedExperts(mean, busiest, per, Lm, fused, hot)
         ops.append(StepOp("experts", "moe", "routed experts", busiest * per,
-                          2 * shape.moe_tokens * k * m.expert_params * Lm / lay.gpus, fam,
+                          2 * shape.moe_tokens * k * m.expert_params * Lm / lay.gpus * hot, fam,
                           Lm * KERNELS["moe_fused" if fused else "moe"], experts=load))  # fmt: skip
     if Lm and m.shared_params:
         sp = Lm * m.shared_params / lay.tp

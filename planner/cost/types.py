@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from planner.cost.expert_load import ExpertLoad
+
 
 @dataclass(frozen=True)
 class ServeLayout:
@@ -59,3 +61,5 @@ class Workload:
     # (share of max_num_tokens); 0 = off (its default)
     batch_wait_iters: int = 0
     batch_wait_ratio: float = 0.0
+    # A measured routing distribution for the routed experts (None: uniform top-k)
+    expert_load: ExpertLoad | None = None

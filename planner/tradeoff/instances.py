@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.cost.comm import CommSet
+from planner.cost.expert_load import ExpertLoad
 from planner.cost.params import FITTED, ServingParams
 from planner.cost.serving import Prediction, ServeLayout, Workload, predict
 from planner.specs.models import ModelSpec
@@ -57,18 +58,23 @@ class Instance:
         if w.batch_wait_iters or w.batch_wait_ratio:
             args += ["--batch-wait-iters", str(w.batch_wait_iters),
                      "--batch-wait-ratio", f"{w.batch_wait_ratio:g}"]  # fmt: skip
+        if w.expert_load is not None and w.expert_load.run_id:
+            args += ["--expert-load", w.expert_load.run_id]
+            if w.expert_load.placement != "contiguous":
+                args += ["--expert-placement", w.expert_load.placement]
         return args
 
 
 def instance(lay: Layout, n: int, isl: int, osl: int, engine: str = "vllm",
-             num_prompts: int = 0, token_budget: int = 0) -> Instance:  # fmt: skip
+             num_prompts: int = 0, token_budget: int = 0,
+             expert_load: ExpertLoad | None = None) -> Instance:  # fmt: skip
     """The serving instance a Tradeoff layout launches on an n-GPU host."""
     kind = lay.model_kind
     eng = lay.engine or engine
     w = Workload(isl, osl, eng, kv_dtype=lay.kv_dtype,
                  a2a_dtype=lay.dispatch_dtype or lay.combine_dtype,
                  activations=lay.activations, num_prompts=num_prompts,
-                 token_budget=token_budget)  # fmt: skip
+                 token_budget=token_budget, expert_load=expert_load)  # fmt: skip
     ar = lay.allreduce_op
     if kind == "tp_ep_dp1":
         return Instance(ServeLayout(lay.tp, moe_tp=1, moe_ep=lay.tp, allreduce=ar), 1, w)

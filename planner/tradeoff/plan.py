@@ -13,6 +13,7 @@ import numpy as np
 from planner.cost.bands import band
 from planner.cost.calibrate import Calibration, step_factors, with_step_factors
 from planner.cost.comm import FITTED_OPS, CommCurve, CommSet, published_for
+from planner.cost.expert_load import ExpertLoad
 from planner.cost.params import DESCRIBE, FITTED, ServingParams
 from planner.cost.serving import ENGINES, check_budget
 from planner.cost.step import weights_per_gpu
@@ -25,6 +26,7 @@ from planner.specs.precision import UnknownDtype
 from planner.tradeoff.findings import findings
 from planner.tradeoff.instances import Instance, instance, predict_instance
 from planner.tradeoff.layouts import Layout, default_layouts
+from planner.tradeoff.placement import effects, routing_assumption
 from planner.tradeoff.recommend import crossovers, policy_costs, ranges
 from planner.tradeoff.types import (
     REPORT_CONCURRENCIES,
@@ -119,13 +121,19 @@ def plan(
     token_budget: int = 0,
     params: ServingParams = FITTED,
     fill_published: bool = True,
+    expert_load: ExpertLoad | None = None,
 ) -> PlanResult:
-    """Predict every layout over the concurrency grid, check it against the policy, rank."""
+    """Predict every layout over the concurrency grid, check it against the policy, rank.
+
+    ``expert_load``: a measured routing distribution the routed experts are priced on (its
+    placement as given, contiguous by default) instead of uniform top-k routing."""
     if isl < 1 or osl < 2:
         raise PlannerInputError("--isl must be >= 1 and --osl >= 2")
     if engine not in ENGINES:
         raise PlannerInputError(f"--engine {engine!r}: one of {', '.join(ENGINES)}")
     check_budget(engine, isl, token_budget)
+    if expert_load is not None:
+        expert_load.check(model.num_layers, model.num_experts, model.name)
     pol = policy or load_policy()
     conc = _grid(concurrencies)
     lays = layouts if layouts is not None else default_layouts(model, hardware)
@@ -145,7 +153,8 @@ def plan(
             violations = check_precision(model.native, lay.precision(model), pol)
         except UnknownDtype as exc:
             raise PlannerInputError(f"layout {lay.name!r}: {exc}") from None
-        inst = instance(lay, hardware.gpu_count, isl, osl, engine, num_prompts, token_budget)
+        inst = instance(lay, hardware.gpu_count, isl, osl, engine, num_prompts, token_budget,
+                        expert_load)  # fmt: skip
         curve = layout_curve(model, hardware, lay, inst, conc, params, comm)
         used = _collectives(model, hardware, inst, comm)
         weak = [c for c in used if c.op not in FITTED_OPS and c.kind != "measured"]
@@ -159,8 +168,10 @@ def plan(
         policy_costs=policy_costs(curves, [r.compliant for r in results],
                                   [not r.hypothesis for r in results]),
         assumptions=[], isl=isl, osl=osl, engine=engine, num_prompts=num_prompts,
-        token_budget=token_budget,
+        token_budget=token_budget, expert_load=expert_load,
     )  # fmt: skip
+    if expert_load is not None:
+        _placement_effects(res, params, comm)
     if calibration is not None:
         _calibrate(res, calibration, params, comm)
     res.comm_sources = [c.describe() for c in comm.used()]
@@ -183,13 +194,30 @@ def _calibrate(res: PlanResult, cal: Calibration, p: ServingParams, comm: CommSe
     n = res.hardware.gpu_count
     for r in res.layouts:
         inst = instance(r.layout, n, res.isl, res.osl, res.engine, res.num_prompts,
-                        res.token_budget)  # fmt: skip
+                        res.token_budget, res.expert_load)  # fmt: skip
         r.calibrated = layout_curve(res.model, res.hardware, r.layout, inst, res.concurrency,
                                     cp, comm)  # fmt: skip
         r.calibrated.calibrated = True
     res.calibration, res.calibration_factors = cal, {k: round(v, 4) for k, v in factors.items()}
     res.recommended_calibrated = ranges([r.calibrated for r in res.layouts],
                                         [r.recommendable for r in res.layouts])  # fmt: skip
+
+
+def _placement_effects(res: PlanResult, p: ServingParams, comm: CommSet) -> None:
+    """Uniform vs measured vs balanced TPOT of every EP layout at the report concurrencies,
+    and one finding per layout at the first and last of them (planner.tradeoff.placement)."""
+    cs = res.report_concurrencies()
+    for r in res.layouts:
+        inst = instance(r.layout, res.hardware.gpu_count, res.isl, res.osl, res.engine,
+                        res.num_prompts, res.token_budget, res.expert_load)  # fmt: skip
+        if inst.serve.moe_ep < 2 or r.curve.why_not:
+            continue
+        found = effects(res.model, res.hardware, inst, r.layout.name, cs, res.expert_load, p, comm)
+        res.placement_effects += found
+        ends = [e for e in (found[0], found[-1]) if e.contiguous_ms == e.contiguous_ms]
+        if ends:
+            res.findings.append("Measured expert load: " + "; ".join(
+                e.sentence() for e in dict.fromkeys(ends)) + ".")  # fmt: skip
 
 
 def _assumptions(res: PlanResult, p: ServingParams,
@@ -206,8 +234,7 @@ def _assumptions(res: PlanResult, p: ServingParams,
                    f"{res.osl} out, {prompts}; engine {res.engine} (SGLang-only layouts on "
                    f"SGLang), {budget_text(res.engine, hw, res.isl, res.token_budget)}",
                    "--isl / --osl / --engine / --num-prompts / --token-budget"),
-        Assumption("expert routing", "uniform top-k; the busiest EP rank runs the expected "
-                   "maximum of its touched experts", "assumed"),
+        routing_assumption(res.expert_load),
         Assumption("error band", band(res.engine, m).describe(),
                    "planner/cost/fitted.json bands (python -m fitting --bands --write)"),
         Assumption("policy", res.policy.label, res.policy.path or "built-in"),

@@ -96,6 +96,13 @@ def to_json(res: PlanResult, concurrencies: list[int] | None = None,
         "assumptions": [vars(a) for a in res.assumptions],
         "findings": res.findings,
     }  # fmt: skip
+    if res.expert_load is not None:
+        data["expert_load"] = {
+            "run_id": res.expert_load.run_id, "source": res.expert_load.describe(),
+            "placement": res.expert_load.placement,
+            "effects": [{**vars(e), "balanced_win_ms": round(e.balanced_win_ms, 4)}
+                        for e in res.placement_effects],
+        }  # fmt: skip
     if res.calibration is not None:
         data["recommended_calibrated"] = [recommendation(res, c, True) for c in cs]
         data["calibration"] = {"source": res.calibration.source,

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from planner.cost.calibrate import Calibration
+from planner.cost.expert_load import ExpertLoad
 from planner.policy.check import Policy, Violation
 from planner.specs.hardware import HardwareSpec
 from planner.specs.models import ModelSpec
@@ -132,6 +133,28 @@ class Call:
     too_close: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class PlacementEffect:
+    """One EP layout at one concurrency: TPOT under each routing assumption."""
+
+    layout: str
+    concurrency: int
+    uniform_ms: float
+    contiguous_ms: float
+    balanced_ms: float
+
+    @property
+    def balanced_win_ms(self) -> float:
+        return self.contiguous_ms - self.balanced_ms
+
+    def sentence(self) -> str:
+        pct = 100 * self.balanced_win_ms / self.contiguous_ms if self.contiguous_ms else 0.0
+        return (f"{self.layout} at concurrency {self.concurrency}: TPOT {self.uniform_ms:.2f} ms "
+                f"under uniform routing, {self.contiguous_ms:.2f} ms as measured with experts "
+                f"placed contiguously; a balanced placement would win "
+                f"{self.balanced_win_ms:.2f} ms ({pct:.0f}%), {self.balanced_ms:.2f} ms")  # fmt: skip
+
+
 @dataclass
 class PlanResult:
     model: ModelSpec
@@ -153,6 +176,8 @@ class PlanResult:
     calibration_factors: dict[str, float] = field(default_factory=dict)
     recommended_calibrated: list[Range] = field(default_factory=list)
     comm_sources: list[str] = field(default_factory=list)
+    expert_load: ExpertLoad | None = None  # the measured routing the plan is priced on
+    placement_effects: list[PlacementEffect] = field(default_factory=list)
 
     def layout(self, name_or_kind: str) -> LayoutResult:
         for r in self.layouts:

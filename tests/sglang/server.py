@@ -21,6 +21,14 @@ Target: SGLang as stored in the search corpus (sgl-project/sglang; bench_serving
   ``export_chrome_trace(profile_id + f"-TP-{tp_rank}" + ".trace.json.gz")``, one
   ``profile_id`` for every rank). With ``num_steps`` the ranks stop by themselves after
   that many forward steps (``profiler_target_forward_ct``).
+- ``POST /start_expert_distribution_record``, ``/stop_expert_distribution_record``,
+  ``/dump_expert_distribution_record`` -> 200 text (python/sglang/srt/entrypoints/
+  http_server.py); only with ``--expert-distribution-recorder-mode`` (cfg
+  ``recorder_mode``, reported in ``/get_server_info``), else 400 as the recorder raises.
+  The dump writes cfg ``recorder_files`` (dumps built in SGLang's format, collector tests)
+  into ``recorder_dir`` as ``expert_distribution_recorder_{time}[_{rank}].pt``
+  (eplb/expert_distribution.py ``_dump_to_file``), one rank after another; only when a
+  recording was started and stopped (records between start and dump otherwise).
 - ``GET /metrics`` -> prometheus_client text of ``sglang:*`` families with labels
   ``engine_type``, ``model_name``, ``pp_rank``, ``tp_rank`` (python/sglang/srt/metrics/
   collector.py: ``sglang:num_running_reqs``, ``sglang:num_queue_reqs``,
@@ -60,6 +68,7 @@ class State:
                      "sglang:e2e_request_latency_seconds": Histogram(E2E_BUCKETS)}  # fmt: skip
         self.profile: dict | None = None  # the running profile's request body
         self.steps = 0
+        self.recorded = ""  # expert distribution recorder: "" | started | stopped
 
     def server_info(self) -> dict:
         c = self.cfg
@@ -70,7 +79,9 @@ class State:
                 "quantization": None, "port": 30000, "enable_metrics": True,
                 "internal_states": [{"avg_spec_accept_length": c.get("accept_length"),
                                      "last_gen_throughput": 0.0}],
-                "version": c.get("version", "0.5.4"), **c.get("extra_info", {})}  # fmt: skip
+                "version": c.get("version", "0.5.4"),
+                "expert_distribution_recorder_mode": c.get("recorder_mode"),
+                **c.get("extra_info", {})}  # fmt: skip
 
     def metrics_text(self) -> str:
         if self.cfg.get("metrics_file"):  # a real server's recorded exposition, verbatim
@@ -185,6 +196,8 @@ def make_handler(state: State):
                 state.stop()
                 return self._body(b"Stop profiling. This will take some time.\n",
                                   ctype="text/plain")  # fmt: skip
+            if self.path.endswith("_expert_distribution_record"):
+                return self._recorder(self.path.strip("/").split("_", 1)[0])
             if self.path == "/v1/completions":
                 return self._complete(json.loads(raw))
             return self._json({"detail": "Not Found"}, 404)
@@ -226,6 +239,27 @@ def make_handler(state: State):
                 state.prompt_tokens += n_in
                 state.requests += 1
                 state.hist["sglang:e2e_request_latency_seconds"].observe(time.monotonic() - start)
+
+        def _recorder(self, what: str) -> None:
+            if not cfg.get("recorder_mode"):  # the no-op recorder raises; FastAPI answers 500
+                return self._body(b"Please set ServerArgs.expert_distribution_recorder_mode to "
+                                  b"use ExpertDistributionRecorder.", 500, "text/plain")  # fmt: skip
+            with state.lock:
+                state.recorded = {"start": "started", "stop": "stopped"}.get(what, state.recorded)
+                dump = what == "dump" and state.recorded == "stopped"
+            if dump:
+                stamp = time.time()
+                for i, src in enumerate(cfg.get("recorder_files", [])):
+                    name = (f"expert_distribution_recorder_{stamp}_{i}.pt"
+                            if len(cfg["recorder_files"]) > 1 else
+                            f"expert_distribution_recorder_{stamp}.pt")  # fmt: skip
+                    out = Path(cfg["recorder_dir"]) / name
+                    out.write_bytes(Path(src).read_bytes())
+                    time.sleep(cfg.get("dump_delay_s", 0.2))
+            words = {"start": "Start recording the expert distribution.",
+                     "stop": "Stop recording the expert distribution.",
+                     "dump": "Dump expert distribution record."}[what]  # fmt: skip
+            self._body(f"{words}\n".encode(), ctype="text/plain")
 
         def _send(self, obj: dict) -> None:
             self._chunk(f"data: {json.dumps(obj)}\n\n".encode())
