@@ -1,13 +1,13 @@
 """Stepscope dashboard: ``streamlit run app.py``. Navigation, shared sidebar, nothing else.
 
-Pages live in pages/ and read the store only through store.queries* and planner/.
+Pages live in pages/ and read the store only through store.queries and planner/.
 The store is chosen by ``STEPSCOPE_STORE`` (or the default path), never by a URL, so a
 shared link cannot point the server at another file.
 """
 
 import streamlit as st
 
-from pages import ui
+from pages.helpers import ui
 
 st.set_page_config(page_title="Stepscope", page_icon=":material/speed:", layout="wide")
 

@@ -1,4 +1,4 @@
-"""From series points (store.queries_series.series_points) to what `check` reports and the
+"""From series points (store.queries.series.series_points) to what `check` reports and the
 Trends page draws: each series' levels and shifts, the version changes along it, and one
 finding per series whose newest level moved from the one before.
 

@@ -139,8 +139,8 @@ def cli_wall_s(store: Path, repeat: int) -> tuple[float, float, dict]:
 def phases(store: Path) -> dict[str, float]:
     """In-process seconds of check's two parts on a warm process (imports done)."""
     from analysis import trends
-    from store import queries_series
     from store.location import resolve
+    from store.queries import series as queries_series
     from store.reader import clear_cache
 
     loc = resolve(store)

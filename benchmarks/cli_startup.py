@@ -49,7 +49,7 @@ def spooled(trace: Path, into: Path) -> list[str]:
     import logging
 
     from collectors.trace.ingest import ingest_traces
-    from store.bundle import Bundle, RunRecord, read_manifest, utc_now_iso, write_spool
+    from store.spool.bundle import Bundle, RunRecord, read_manifest, utc_now_iso, write_spool
 
     result = ingest_traces([trace], log=logging.getLogger("cli_startup"))
     now = utc_now_iso()

@@ -30,10 +30,10 @@ FIXTURES = ROOT / "tests" / "fixtures" / "traces" / "tracelens"
 def _child(store: Path, entry: Path) -> dict[str, float]:
     """One commit of ``entry`` into ``store``, phase by phase (ms)."""
     from store import migrate
-    from store.bundle import read_manifest
     from store.commit import _create_run_row_table, _select_rows
     from store.connect import open_with_retry
     from store.location import resolve
+    from store.spool.bundle import read_manifest
 
     manifest = read_manifest(entry)
     phases: dict[str, float] = {}
@@ -69,7 +69,7 @@ def _spool(trace: Path, into: Path) -> Path:
     import logging
 
     from collectors.trace.ingest import ingest_traces
-    from store.bundle import Bundle, RunRecord, content_run_id, utc_now_iso, write_spool
+    from store.spool.bundle import Bundle, RunRecord, content_run_id, utc_now_iso, write_spool
 
     result = ingest_traces([trace], log=logging.getLogger("commit_phases"))
     now = utc_now_iso()

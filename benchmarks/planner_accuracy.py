@@ -25,9 +25,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from planner import fit, fixture, holdout  # noqa: E402
+from fitting import fit, fixture, holdout  # noqa: E402
+from planner.cost.params import FITTED  # noqa: E402
 from planner.predict import build_parser, run  # noqa: E402
-from planner.serving_params import FITTED  # noqa: E402
 
 TARGETS = "held-out targets: vLLM TPOT <= 10%, SGLang / TRT-LLM TPOT <= 20%, TTFT <= 35%"
 

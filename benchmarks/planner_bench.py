@@ -19,8 +19,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from planner import hardware, models, reference, routing  # noqa: E402
 from planner.api import plan  # noqa: E402
+from planner.cost import routing
+from planner.specs import hardware, models  # noqa: E402
+from planner.tradeoff import reference
 
 CASES = [
     ("reference-kimi-k25-rtxpro6000", reference.MODEL, reference.HOST, True),

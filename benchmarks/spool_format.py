@@ -5,7 +5,7 @@
 The tables are a real trace's (``h100_qwen1.5_0.5b.json.gz``, 1,707 kernels), its kernel
 table tiled to about ROWS rows (rows repeated, so names, categories and numbers stay real). For each
 size, interleaved: ``write_spool`` then ``commit_entry`` into a store that holds one run,
-once as JSON (what ``store/bundle.py`` does up to ``JSON_MAX_ROWS``) and once as Parquet
+once as JSON (what ``store/spool/bundle.py`` does up to ``JSON_MAX_ROWS``) and once as Parquet
 (the same tables handed over as pyarrow tables). Both run in this process with pyarrow
 already imported, so the rows compare the formats' own costs; the last line times what a
 fresh process pays only on the Parquet path: ``import pyarrow, pyarrow.parquet`` after
@@ -28,10 +28,10 @@ import numpy as np
 
 from collectors.trace.ingest import ingest_traces
 from collectors.trace.table import Column, Table
-from store import bundle as bundle_mod
-from store.bundle import Bundle, RunRecord, utc_now_iso, write_spool
 from store.commit import commit_entry
 from store.location import resolve
+from store.spool import bundle as bundle_mod
+from store.spool.bundle import Bundle, RunRecord, utc_now_iso, write_spool
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACE = ROOT / "tests/fixtures/traces/tracelens/h100_qwen1.5_0.5b.json.gz"

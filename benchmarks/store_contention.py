@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 READER = """
 import json, sys, time
-from store import queries
+from store.queries import overview as queries
 from store.location import resolve
 loc, deadline = resolve(sys.argv[1]), time.monotonic() + float(sys.argv[2])
 waits, errors = [], 0
@@ -41,7 +41,7 @@ print(json.dumps({"waits": waits, "errors": errors}))
 
 SEED = """
 import sys
-from store.bundle import write_spool
+from store.spool.bundle import write_spool
 from store.commit import commit_entry
 from store.location import resolve
 from tests.store.bundles import host_bundle

@@ -15,11 +15,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from store import queries
-from store.bundle import write_spool
 from store.commit import commit_entry
 from store.location import resolve
+from store.queries import overview as queries
 from store.reader import clear_cache
+from store.spool.bundle import write_spool
 from tests.store.bundles import host_bundle
 
 

@@ -3,7 +3,7 @@
     python benchmarks/trace_measure.py ours|ours_one|ours_two|hta|hta_breakdown|gzip FILE|DIR
 
 ``ours`` is the importer as shipped (on an idle core, a large file or a run's rank files
-are parsed by this process and a worker, collectors/trace/split.py and ranks.py: CPU time
+are parsed by this process and a worker, collectors/trace/readers/kineto_split.py and rank_files.py: CPU time
 and peak memory add the worker's); ``ours_one`` forced into one process, ``ours_two``
 forced to use the worker whatever the load. A DIR holds the rank files of one run. ``hta`` is HTA's loader alone; ``hta_breakdown`` what a user runs for a kernel breakdown:
 ``TraceAnalysis(trace_files={0: FILE})`` (load, parse, symbol table, correlation) then
@@ -36,7 +36,9 @@ def _ours_one_setup():
     import functools
 
     ingest_traces = _ours_setup()
-    from collectors.trace import ingest, ranks, reader
+    from collectors.trace import ingest
+    from collectors.trace.readers import kineto as reader
+    from collectors.trace.readers import rank_files as ranks
 
     ingest.read_trace = functools.partial(reader.read_trace, parallel=False)
     ranks.read_all = lambda files: ((f, None) for f in files)
@@ -47,7 +49,9 @@ def _ours_two_setup():
     import functools
 
     ingest_traces = _ours_setup()
-    from collectors.trace import ingest, ranks, reader
+    from collectors.trace import ingest
+    from collectors.trace.readers import kineto as reader
+    from collectors.trace.readers import rank_files as ranks
 
     ingest.read_trace = functools.partial(reader.read_trace, parallel=True)
     ranks.spare_cores = lambda: 1  # exactly one worker

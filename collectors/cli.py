@@ -9,7 +9,7 @@ import os
 import sys
 from dataclasses import dataclass
 
-from collectors.errors import (
+from collectors.core.errors import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -18,7 +18,7 @@ from collectors.errors import (
     InputError,
     MeasurementError,
 )
-from collectors.log import setup as setup_logging
+from collectors.core.log import setup as setup_logging
 from store import settings
 from store.errors import StoreBusy, StoreError
 from store.location import check_usable, redact, resolve
@@ -35,45 +35,45 @@ class Verb:
 
 VERBS: tuple[Verb, ...] = (
     # Measure this host
-    Verb("host", "collectors.host", "snapshot this machine: OS, CPU, memory, GPUs, versions"),
-    Verb("gpu", "collectors.gpu", "NVML inventory: GPUs, PCIe/NVLink, P2P and topology "
+    Verb("host", "collectors.inventory.host", "snapshot this machine: OS, CPU, memory, GPUs, versions"),
+    Verb("gpu", "collectors.inventory.gpu", "NVML inventory: GPUs, PCIe/NVLink, P2P and topology "
          "matrices, interconnect class"),  # fmt: skip
-    Verb("profile", "collectors.profile", "profile a built-in MoE decode step (TP over local "
+    Verb("profile", "collectors.profile.command", "profile a built-in MoE decode step (TP over local "
          "ranks) with torch.profiler and import it", measures=True),  # fmt: skip
-    Verb("comm", "collectors.comm", "benchmark collectives (all_reduce, all_to_all, ...) in "
+    Verb("comm", "collectors.comm.command", "benchmark collectives (all_reduce, all_to_all, ...) in "
          "tokens per GPU or bytes", measures=True),  # fmt: skip
-    Verb("vllm-profile", "collectors.vllm.profile", "profile a running vLLM server under a "
+    Verb("vllm-profile", "collectors.serving.vllm.profile", "profile a running vLLM server under a "
          "short streaming load and import its per-rank traces", measures=True),  # fmt: skip
-    Verb("vllm-bench", "collectors.vllm.bench", "import `vllm bench serve` results (JSON or "
+    Verb("vllm-bench", "collectors.serving.vllm.bench", "import `vllm bench serve` results (JSON or "
          "printed logs), or run a concurrency sweep (lock only while running)"),  # fmt: skip
-    Verb("vllm-metrics", "collectors.vllm.metrics", "one scrape of a vLLM server's Prometheus "
+    Verb("vllm-metrics", "collectors.serving.vllm.metrics", "one scrape of a vLLM server's Prometheus "
          "/metrics (cheap; for cron)"),  # fmt: skip
-    Verb("sglang-profile", "collectors.sglang.profile", "profile a running SGLang server under "
+    Verb("sglang-profile", "collectors.serving.sglang.profile", "profile a running SGLang server under "
          "a short streaming load and import every TP rank's trace", measures=True),  # fmt: skip
-    Verb("sglang-bench", "collectors.sglang.bench", "import sglang.bench_serving results "
+    Verb("sglang-bench", "collectors.serving.sglang.bench", "import sglang.bench_serving results "
          "(JSONL or printed logs), or run a concurrency sweep"),  # fmt: skip
-    Verb("sglang-metrics", "collectors.sglang.metrics", "one scrape of an SGLang server's "
+    Verb("sglang-metrics", "collectors.serving.sglang.metrics", "one scrape of an SGLang server's "
          "sglang:* Prometheus /metrics (cheap; for cron)"),  # fmt: skip
     # Import what was measured elsewhere
-    Verb("trace", "collectors.trace", "import PyTorch-profiler (Kineto) traces: per-rank, "
+    Verb("trace", "collectors.trace.command", "import PyTorch-profiler (Kineto) traces: per-rank, "
          "per-step kernel breakdown"),  # fmt: skip
-    Verb("nccl-tests", "collectors.nccl_tests", "import nccl-tests output (text logs of every "
+    Verb("nccl-tests", "collectors.comm.nccl_tests", "import nccl-tests output (text logs of every "
          "era, or -J JSON)"),  # fmt: skip
-    Verb("import", "collectors.import_run", "commit a run exported by `export` into this "
+    Verb("import", "collectors.upkeep.import_run", "commit a run exported by `export` into this "
          "store (validated; re-import is a no-op)"),  # fmt: skip
     # Store upkeep
-    Verb("export", "collectors.export_run", "write one run (every table) as Parquet files "
+    Verb("export", "collectors.upkeep.export_run", "write one run (every table) as Parquet files "
          "in a folder or a .zip, to hand to a teammate", writes=False),  # fmt: skip
-    Verb("flush", "collectors.flush", "commit run bundles waiting in the spool"),
-    Verb("doctor", "collectors.doctor", "check store, spool backlog, lock dir, NVML and "
+    Verb("flush", "collectors.upkeep.flush", "commit run bundles waiting in the spool"),
+    Verb("doctor", "collectors.upkeep.doctor", "check store, spool backlog, lock dir, NVML and "
          "optionally a vLLM or SGLang URL; one pass/warn/fail line each",
          writes=False),  # fmt: skip
-    Verb("check", "collectors.check", "compare the newest run of every measured series with "
+    Verb("check", "collectors.upkeep.check", "compare the newest run of every measured series with "
          "its history; one line per regression or improvement, exit 3 on a regression",
          writes=False),  # fmt: skip
-    Verb("migrate", "collectors.migrate_store", "copy every run of an embedded store into a "
+    Verb("migrate", "collectors.upkeep.migrate_store", "copy every run of an embedded store into a "
          "DuckLake (--to URL); re-running is a no-op"),  # fmt: skip
-    Verb("compact", "collectors.compact", "merge a lake's small files and expire old "
+    Verb("compact", "collectors.upkeep.compact", "merge a lake's small files and expire old "
          "snapshots (daily; rows unchanged)"),  # fmt: skip
 )
 
@@ -163,7 +163,7 @@ def main(argv: list[str] | None = None, lock: bool = True) -> int:
     log = setup_logging(args.log_format, verb.name, args.verbose)
     if not verb.measures:
         single_threaded_blas()
-    from collectors.context import Context  # after logging is set up
+    from collectors.core.context import Context  # after logging is set up
 
     try:
         ctx = Context(verb.name, args, log, resolve(args.store))
@@ -172,7 +172,7 @@ def main(argv: list[str] | None = None, lock: bool = True) -> int:
         module = importlib.import_module(verb.module)
         if not verb.measures or not lock:
             return module.run(args, ctx)
-        from collectors.lock import LockHeld, measurement_lock
+        from collectors.core.lock import LockHeld, measurement_lock
 
         try:
             with measurement_lock(verb.name, args.wait, args.wait_timeout):

@@ -1,1 +1,1 @@
-"""Dashboard pages (run by st.navigation from app.py) and their shared UI helpers (ui.py)."""
+"""Dashboard pages, run by st.navigation from app.py; what they share lives in helpers/."""

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import streamlit as st
 
-from pages import comm_charts as charts
-from pages import ui
-from store import queries_comm
+from pages.helpers import comm_charts as charts
+from pages.helpers import ui
 from store.errors import StoreError
+from store.queries import comm as queries_comm
 
 st.title("Collectives")
 ui.share_link()

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from pages import ui
-from store import queries_hw
+from pages.helpers import ui
 from store.errors import StoreError
+from store.queries import hw as queries_hw
 
 AREA = next(a for a in ui.AREAS if a.verb == "gpu")
 CLASS_WORDS = {"pcie-only": "PCIe-only", "nvlink": "NVLink", "mixed": "mixed NVLink and PCIe",

@@ -1,7 +1,7 @@
 """Kernel breakdown: where a run's decode step goes, per rank, per step, per kernel.
 
 State lives in the URL: ``run`` and ``vs`` hold absolute run ids, ``rank`` the rank the
-per-step chart shows. Numbers come from store.queries_trace; this page only formats them.
+per-step chart shows. Numbers come from store.queries.trace; this page only formats them.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from pages import ui
-from store import queries_trace as qt
+from pages.helpers import ui
 from store.errors import StoreError, StoreMissing
+from store.queries import trace as qt
 
 NONE = "(no comparison)"
 MEAN = "mean"

@@ -7,10 +7,10 @@ from datetime import UTC, datetime
 import pandas as pd
 import streamlit as st
 
-from pages import ui
-from store import queries
+from pages.helpers import ui
 from store.errors import StoreError
-from store.spool_status import human_age, spool_status
+from store.queries import overview as queries
+from store.spool.status import human_age, spool_status
 
 st.title("Overview")
 ui.share_link()

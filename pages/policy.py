@@ -16,13 +16,18 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from pages import ui
-from planner.lint import lint_text
-from planner.native import HINTS
-from planner.policy import PolicyError, load_policy
-from planner.trace_check import check_kernels, quantize_candidates, run_verdict
-from store import queries_policy as qp
+from pages.helpers import ui
+from planner.api import NATIVE_HINTS as HINTS
+from planner.api import (
+    PolicyError,
+    check_kernels,
+    lint_text,
+    load_policy,
+    quantize_candidates,
+    run_verdict,
+)
 from store.errors import StoreError, StoreMissing
+from store.queries import policy as qp
 
 ASSUMED = "assumed"
 ALL_RUNS = "(all runs)"
@@ -88,7 +93,7 @@ rules = pd.DataFrame(
     columns=["id", "kind", "component", "rule", "rationale"],
 )
 st.table(rules.set_index("id"))
-st.caption(f"Rules file: `{Path(policy.path).name}` (planner/policies/). Lint a file with "
+st.caption(f"Rules file: `{Path(policy.path).name}` (planner/policy/policies/). Lint a file with "
            "`python -m planner lint FILE [--policy P] [--native KIND | --model-config "
            "config.json]`.")  # fmt: skip
 ui.csv_download(rules, f"policy-{policy.name}-{policy.version}")

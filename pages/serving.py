@@ -2,9 +2,9 @@
 prediction beside them, and a vLLM server's metrics over time.
 
 State in the URL: ``runs`` (absolute vllm-bench run ids, comma-separated), ``model``,
-``stat``, ``hw`` (hardware for the prediction: pages/host_choice.py), ``server`` and
+``stat``, ``hw`` (hardware for the prediction: pages/helpers/host_choice.py), ``server`` and
 ``hours`` (metrics window).
-Numbers come from store.queries_serving and planner/; this page only formats them.
+Numbers come from store.queries.serving and planner/; this page only formats them.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from pages import ui
-from pages.serving_metrics import METRICS_AREA, metrics_section
-from pages.serving_metrics import ms as _ms
-from pages.serving_predict import add_band, engine_column
-from store import queries_serving as qs
+from pages.helpers import ui
+from pages.helpers.serving_metrics import METRICS_AREA, metrics_section
+from pages.helpers.serving_metrics import ms as _ms
+from pages.helpers.serving_predict import add_band, engine_column
 from store.errors import StoreError, StoreMissing
+from store.queries import serving as qs
 
 BENCH = next(a for a in ui.AREAS if a.verb == "vllm-bench")
 PROFILE = next(a for a in ui.AREAS if a.verb == "vllm-profile")
@@ -54,7 +54,7 @@ def pick_runs(runs: pd.DataFrame) -> list[str]:
 
 
 def planner_layout(row: dict):
-    from planner.layouts import Layout
+    from planner.api import Layout
 
     kind, tp, dp = row["layout_kind"], int(row["tp"]), int(row["dp"] or 1)
     ep = tp * dp if bool(row["ep"]) else 1
@@ -64,9 +64,8 @@ def planner_layout(row: dict):
 
 def hardware_for(loc, choice, host: str):
     """(HardwareSpec or None, why not) for a bench host under the chosen ``HostPick``."""
-    from planner import hosts
-    from planner.errors import PlannerInputError
-    from store import queries_planner as qp
+    from planner.api import PlannerInputError, hosts
+    from store.queries import planner as qp
 
     if choice.key == NO_HW:
         return None, "no hardware chosen for the prediction"
@@ -83,9 +82,9 @@ def hardware_for(loc, choice, host: str):
 
 
 def pick_hardware(loc, notes: list[str]):
-    """The shared host choice (pages/host_choice.py) with this page's two extra choices."""
-    from pages.host_choice import host_select
-    from store import queries_planner as qp
+    """The shared host choice (pages/helpers/host_choice.py) with this page's two extra choices."""
+    from pages.helpers.host_choice import host_select
+    from store.queries import planner as qp
 
     pick = host_select("Hardware for the planner's prediction", qp.gpu_hosts(loc), notes,
                        before={MEASURED: MEASURED}, after={NO_HW: NO_HW})  # fmt: skip
@@ -95,19 +94,19 @@ def pick_hardware(loc, notes: list[str]):
 
 
 def model_for(model_id: str):
-    from planner.models import MODEL_PRESETS, preset
+    from planner.api import models
 
     norm = "".join(ch for ch in model_id.lower().split("/")[-1] if ch.isalnum())
-    for name in MODEL_PRESETS:
+    for name in models.MODEL_PRESETS:
         if "".join(ch for ch in name if ch.isalnum()) in norm:
-            return preset(name), None
-    return None, (f"model {model_id!r} matches no planner preset ({', '.join(MODEL_PRESETS)}); "
+            return models.preset(name), None
+    return None, (f"model {model_id!r} matches no planner preset ({', '.join(models.MODEL_PRESETS)}); "
                   "the Tradeoff page takes a config.json")  # fmt: skip
 
 
 def predictions(loc, bench: pd.DataFrame, model_id: str, pick):
     """The serving model's TPOT/TTFT/throughput at each measured point (pages/serving_predict)."""
-    from pages.serving_predict import serving_predictions
+    from pages.helpers.serving_predict import serving_predictions
 
     def for_host(loc, _key: str, host: str):
         return hardware_for(loc, pick, host)
@@ -117,8 +116,8 @@ def predictions(loc, bench: pd.DataFrame, model_id: str, pick):
 
 def comm_curves(loc, hw, host: str):
     """As the Tradeoff page's "auto": this host's GPU comm runs, else published / fallback."""
-    from planner.comm import curves_from_rows
-    from store import queries_planner as qp
+    from planner.api import curves_from_rows
+    from store.queries import planner as qp
 
     runs = qp.comm_runs(loc, host)
     ids = runs["run_id"].tolist() if not runs.empty else []

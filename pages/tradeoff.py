@@ -2,7 +2,7 @@
 
 State lives in the URL: ``setup`` (the published reference case or a model + host), ``model``
 (a preset or ``run:<run id>`` whose arguments record the model),
-``hw`` (pages/host_choice.py), ``comm`` (an absolute comm run id), ``calib`` (an
+``hw`` (pages/helpers/host_choice.py), ``comm`` (an absolute comm run id), ``calib`` (an
 absolute trace run id), ``layouts``, ``cmin``/``cmax``, ``isl``/``osl`` (the benchmark's
 input / output lengths: every layout is predicted for ``vllm bench serve`` at them) and
 ``at``. Numbers come from planner.plan (the one serving model, each prediction with its
@@ -16,18 +16,22 @@ import json
 import pandas as pd
 import streamlit as st
 
-from pages import ui
-from pages.host_choice import host_select
-from pages.tradeoff_view import render
-from planner import hardware, models, reference
-from planner.api import plan
-from planner.calibrate import Calibration
-from planner.comm import curves_from_rows
-from planner.errors import PlannerInputError
-from planner.layouts import default_layouts
-from planner.plan_types import PlanResult
-from store import queries_planner as qp
+from pages.helpers import ui
+from pages.helpers.host_choice import host_select
+from pages.helpers.tradeoff_view import render
+from planner.api import (
+    Calibration,
+    PlannerInputError,
+    PlanResult,
+    curves_from_rows,
+    default_layouts,
+    hardware,
+    models,
+    plan,
+    reference,
+)
 from store.errors import StoreError
+from store.queries import planner as qp
 
 REF = reference.NAME
 CUSTOM = "custom"

@@ -1,7 +1,7 @@
 """Trends: every measured series over time, its change points and version changes.
 
 The same series, change points and findings as ``python -m collectors check`` (both read
-store.queries_series and analysis/trends.py). State in the URL: ``host`` (sidebar),
+store.queries.series and analysis/trends.py). State in the URL: ``host`` (sidebar),
 ``show`` (regressions only / chosen series), ``family``, ``min_change`` (percent) and
 ``series`` (series ids, repeated).
 """
@@ -11,9 +11,9 @@ from __future__ import annotations
 import streamlit as st
 
 from analysis import regress, trends
-from pages import trend_charts, ui
-from store import queries_series
+from pages.helpers import trend_charts, ui
 from store.errors import StoreError
+from store.queries import series as queries_series
 
 REGRESSIONS, CHOSEN = "Regressions only", "Chosen series"
 FAMILIES = ("all", "serving", "comm", "trace")

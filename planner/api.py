@@ -1,224 +1,53 @@
-"""The one entry point the Tradeoff page, the CLI and other tools call: ``plan(...)``.
+"""The planner's one door for pages, collectors and other tools (a test keeps pages to it).
 
-Every layout is a serving-model instance (planner.serving_layouts) costed by
-planner.serving.predict on this host's collectives; nothing else computes a TPOT.
+What lies behind it (each package's ``__init__`` says what it owns):
+
+- ``planner.specs``: the model (``models``), the host (``hardware``, ``host_file``), the
+  engines' scheduler defaults and what a stored run's launch flags say;
+- ``planner.cost``: the one serving cost model (``predict``), its error bands and its
+  calibration from a host's own measurements;
+- ``planner.tradeoff``: ``plan(...)``, the layouts and everything a plan report shows;
+- ``planner.policy``: the full-precision policy, the launch-command linter, trace checks;
+- ``planner.hosts``: a host from a preset, a host file or the store's NVML run.
+
+Modules a page reads several names of (``hardware``, ``models``, ``host_file``, ``hosts``,
+``reference``) are exported whole; everything else by name.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-import numpy as np
-
-from planner.bands import band
-from planner.calibrate import Calibration, step_factors, with_step_factors
-from planner.comm import FITTED_OPS, CommCurve, CommSet, published_for
-from planner.engines import budget_text
+from planner import hosts
+from planner.cost.bands import band
+from planner.cost.calibrate import Calibration, Measured, calibrate
+from planner.cost.comm import curves_from_rows
+from planner.cost.params import FITTED
+from planner.cost.serving import ServeLayout, Workload, kv_capacity, params_for_loaded_run, predict
 from planner.errors import PlannerInputError
-from planner.findings import findings
-from planner.hardware import GIB, HardwareSpec
-from planner.layouts import Layout, default_layouts
-from planner.models import ModelSpec
-from planner.plan_types import (
-    REPORT_CONCURRENCIES,
-    TERMS,
-    Assumption,
-    Collective,
-    LayoutCurve,
-    LayoutResult,
-    PlanResult,
-)
-from planner.policy import Policy, UnknownDtype, check_precision, load_policy
-from planner.recommend import crossovers, policy_costs, ranges
-from planner.serving import ENGINES, check_budget
-from planner.serving_layouts import Instance, instance, predict_instance
-from planner.serving_params import DESCRIBE, FITTED, ServingParams
-from planner.serving_step import weights_per_gpu
+from planner.policy.check import PolicyError, load_policy
+from planner.policy.lint import lint_text
+from planner.policy.trace_check import check_kernels, quantize_candidates, run_verdict
+from planner.specs import hardware, host_file, models
+from planner.specs.launch_flags import row_settings
+from planner.specs.native import HINTS as NATIVE_HINTS
+from planner.tradeoff import reference
+from planner.tradeoff.engine_commands import sglang_only_lines
+from planner.tradeoff.layouts import Layout, default_layouts
+from planner.tradeoff.plan import MAX_CONCURRENCY, plan
+from planner.tradeoff.recommend import call_at
+from planner.tradeoff.report_json import result_commands
+from planner.tradeoff.types import REPORT_CONCURRENCIES, TERMS, PlanResult
 
-__all__ = ["MAX_CONCURRENCY", "REPORT_CONCURRENCIES", "plan"]
-MAX_CONCURRENCY = 4096
-COMM_SWEEP = "1,2,4,8,16,32,64"
-
-
-def _grid(concurrencies: Any) -> np.ndarray:
-    if concurrencies is None:
-        return np.arange(1, 513)
-    try:
-        arr = np.unique(np.asarray(list(concurrencies), dtype=float))
-    except (TypeError, ValueError):
-        raise PlannerInputError(f"concurrency: not a list of numbers ({concurrencies!r})") from None
-    if arr.size == 0 or np.any(arr < 1) or np.any(arr != np.floor(arr)):
-        raise PlannerInputError("concurrency: give whole numbers >= 1")
-    if arr.max() > MAX_CONCURRENCY:
-        raise PlannerInputError(f"concurrency: at most {MAX_CONCURRENCY}")
-    return arr.astype(int)
-
-
-def layout_curve(model: ModelSpec, hw: HardwareSpec, lay: Layout, inst: Instance,
-                 conc: np.ndarray, p: ServingParams, comm: CommSet) -> LayoutCurve:  # fmt: skip
-    """The serving model's curve for one layout, with its band (NaN where it cannot run)."""
-    eng = inst.workload.engine
-    tb, fb = band(eng, model, "tpot"), band(eng, model, "ttft")
-    c = np.asarray(conc, dtype=float)
-    try:
-        pr = predict_instance(model, inst, hw, c, p, comm)
-    except PlannerInputError as exc:
-        nan = np.full_like(c, np.nan)
-        return LayoutCurve(lay, conc, nan, nan, nan, {t: nan for t in TERMS},
-                           np.zeros(c.shape, dtype=bool), nan, nan, nan, nan,
-                           weights_per_gpu(model, inst.serve), 0.0, np.zeros_like(c), 0, eng,
-                           inst.predict_args(), why_not=str(exc))  # fmt: skip
-    return LayoutCurve(
-        lay, conc, pr.tpot_ms, pr.ttft_ms, pr.output_tok_s,
-        {t: np.broadcast_to(pr.breakdown_ms[t], c.shape).astype(float) for t in TERMS},
-        pr.admitted.copy(), tb.low(pr.tpot_ms), tb.high(pr.tpot_ms), fb.low(pr.ttft_ms),
-        fb.high(pr.ttft_ms), pr.weights_per_gpu_gb * 1e9, pr.kv_capacity_seqs, pr.dummy_ranks,
-        pr.allreduce_calls, eng, inst.predict_args(),
-    )  # fmt: skip
-
-
-def _collectives(model: ModelSpec, hw: HardwareSpec, inst: Instance,
-                 comm: CommSet) -> list[Collective]:  # fmt: skip
-    from planner.serving_comm import allreduce_calls, exchange
-
-    s, out = inst.serve, []
-    if allreduce_calls(model, s):
-        out.append((s.allreduce, s.tp))
-    kind = exchange(model, s)
-    if kind == "allgather_reducescatter":
-        out += [("all_gather", s.gpus), ("reduce_scatter", s.gpus)]
-    elif kind == "dispatch_combine":
-        out.append(("all_to_all", s.gpus))
-    return [Collective(op, n, comm.kind(op, n), comm.get(op, n).source) for op, n in out]
-
-
-def measure_command(c: Collective, model: ModelSpec) -> str:
-    op = "all_reduce" if c.op == "all_reduce_fast" else c.op
-    cmd = (f"python -m collectors comm --ops {op} --tokens {COMM_SWEEP} --hidden {model.hidden} "
-           f"--nproc {c.world_size}")  # fmt: skip
-    if c.op == "all_reduce_fast":
-        return (f"{cmd} (the NCCL AllReduce the fast curve is derived from; the custom / "
-                "PCIe-IPC AllReduce itself is measured by serving the layout with the "
-                "engine's bench command)")  # fmt: skip
-    return cmd
-
-
-def plan(
-    model: ModelSpec,
-    hardware: HardwareSpec,
-    layouts: list[Layout] | None = None,
-    concurrencies: Any = None,
-    comm_curves: list[CommCurve] | None = None,
-    calibration: Calibration | None = None,
-    policy: Policy | None = None,
-    isl: int = 1024,
-    osl: int = 1024,
-    engine: str = "vllm",
-    num_prompts: int = 0,
-    token_budget: int = 0,
-    params: ServingParams = FITTED,
-    fill_published: bool = True,
-) -> PlanResult:
-    """Predict every layout over the concurrency grid, check it against the policy, rank."""
-    if isl < 1 or osl < 2:
-        raise PlannerInputError("--isl must be >= 1 and --osl >= 2")
-    if engine not in ENGINES:
-        raise PlannerInputError(f"--engine {engine!r}: one of {', '.join(ENGINES)}")
-    check_budget(engine, isl, token_budget)
-    pol = policy or load_policy()
-    conc = _grid(concurrencies)
-    lays = layouts if layouts is not None else default_layouts(model, hardware)
-    if not lays:
-        raise PlannerInputError("layouts: none selected")
-    # Measured curves first; published ones for the same GPUs fill ops nobody measured.
-    curves_in = list(comm_curves or [])
-    if fill_published:
-        curves_in += published_for(hardware.gpu_model, hardware.gpu_count)
-    comm = CommSet(curves_in, hardware, params.link_eff)
-    results: list[LayoutResult] = []
-    for lay in lays:
-        if lay.tp * lay.dp > hardware.gpu_count:
-            raise PlannerInputError(f"layout {lay.name!r} needs {lay.tp * lay.dp} GPUs, host "
-                                    f"{hardware.name!r} has {hardware.gpu_count}")  # fmt: skip
-        try:
-            violations = check_precision(model.native, lay.precision(model), pol)
-        except UnknownDtype as exc:
-            raise PlannerInputError(f"layout {lay.name!r}: {exc}") from None
-        inst = instance(lay, hardware.gpu_count, isl, osl, engine, num_prompts, token_budget)
-        curve = layout_curve(model, hardware, lay, inst, conc, params, comm)
-        used = _collectives(model, hardware, inst, comm)
-        weak = [c for c in used if c.op not in FITTED_OPS and c.kind != "measured"]
-        results.append(LayoutResult(lay, not violations, violations, curve, None, used, weak,
-                                    [measure_command(c, model) for c in weak]))  # fmt: skip
-    curves = [r.curve for r in results]
-    ok = [r.recommendable for r in results]
-    res = PlanResult(
-        model=model, hardware=hardware, policy=pol, concurrency=conc, layouts=results,
-        recommended=ranges(curves, ok), crossovers=crossovers(curves, ok),
-        policy_costs=policy_costs(curves, [r.compliant for r in results],
-                                  [not r.hypothesis for r in results]),
-        assumptions=[], isl=isl, osl=osl, engine=engine, num_prompts=num_prompts,
-        token_budget=token_budget,
-    )  # fmt: skip
-    if calibration is not None:
-        _calibrate(res, calibration, params, comm)
-    res.comm_sources = [c.describe() for c in comm.used()]
-    res.assumptions = _assumptions(res, params, comm.used())
-    res.findings += findings(res)
-    return res
-
-
-def _calibrate(res: PlanResult, cal: Calibration, p: ServingParams, comm: CommSet) -> None:
-    match = next((r for r in res.layouts if cal.matches(r.layout.model_kind, r.layout.tp,
-                                                        r.layout.dp)), None)  # fmt: skip
-    if match is None or match.curve.why_not:
-        res.findings.append(f"calibration from {cal.source} not applied: no {cal.layout_kind} "
-                            f"TP={cal.tp} DP={cal.dp} layout in this plan")  # fmt: skip
-        return
-    cur = match.curve
-    i = min(cur.at(cal.concurrency), len(cur.concurrency) - 1)
-    factors = step_factors(cal, cur.terms, cur.allreduce_calls, i)
-    cp = with_step_factors(p, factors)
-    n = res.hardware.gpu_count
-    for r in res.layouts:
-        inst = instance(r.layout, n, res.isl, res.osl, res.engine, res.num_prompts,
-                        res.token_budget)  # fmt: skip
-        r.calibrated = layout_curve(res.model, res.hardware, r.layout, inst, res.concurrency,
-                                    cp, comm)  # fmt: skip
-        r.calibrated.calibrated = True
-    res.calibration, res.calibration_factors = cal, {k: round(v, 4) for k, v in factors.items()}
-    res.recommended_calibrated = ranges([r.calibrated for r in res.layouts],
-                                        [r.recommendable for r in res.layouts])  # fmt: skip
-
-
-def _assumptions(res: PlanResult, p: ServingParams,
-                 curves: list[CommCurve]) -> list[Assumption]:  # fmt: skip
-    m, hw = res.model, res.hardware
-    prompts = p.prompts_text(res.engine, res.num_prompts)
-    out = [
-        Assumption("model", f"{m.name}: {m.num_layers} layers ({m.num_moe_layers} MoE), hidden "
-                   f"{m.hidden}, {m.num_experts} experts top-{m.top_k}, {m.attention.upper()}, "
-                   f"native {m.native.weights} weights", m.source),
-        Assumption("host", f"{hw.gpu_count}x {hw.gpu_model}, {hw.memory_bytes / GIB:.0f} GiB, "
-                   f"{hw.mem_bandwidth_gbps:.0f} GB/s, {hw.interconnect}", hw.source),
-        Assumption("workload", f"vllm bench serve --dataset-name random, {res.isl} in / "
-                   f"{res.osl} out, {prompts}; engine {res.engine} (SGLang-only layouts on "
-                   f"SGLang), {budget_text(res.engine, hw, res.isl, res.token_budget)}",
-                   "--isl / --osl / --engine / --num-prompts / --token-budget"),
-        Assumption("expert routing", "uniform top-k; the busiest EP rank runs the expected "
-                   "maximum of its touched experts", "assumed"),
-        Assumption("error band", band(res.engine, m).describe(),
-                   "planner/serving_params.py BANDS (python -m planner.fit --bands)"),
-        Assumption("policy", res.policy.label, res.policy.path or "built-in"),
-    ]  # fmt: skip
-    for name, (what, src) in DESCRIBE.items():
-        val = getattr(p, name)
-        val = val.get(res.engine, val.get("vllm")) if isinstance(val, dict) else val
-        out.append(Assumption(name, f"{val:.4g} ({what})", src))
-    out += [Assumption(f"{c.op} latency", c.describe(), c.kind) for c in curves]
-    if res.calibration is not None:
-        f = res.calibration_factors
-        out.append(Assumption(
-            "calibration", f"compute x{f['compute']:.2f}, AllReduce x{f['allreduce']:.2f}, "
-            f"all-to-all x{f['all_to_all']:.2f}", res.calibration.source))  # fmt: skip
-    return out
+__all__ = [
+    # errors
+    "PlannerInputError", "PolicyError",
+    # specs: model, host, launch flags
+    "hardware", "host_file", "hosts", "models", "NATIVE_HINTS", "row_settings",
+    # the serving cost model
+    "FITTED", "ServeLayout", "Workload", "predict", "kv_capacity", "params_for_loaded_run",
+    "band", "Calibration", "Measured", "calibrate", "curves_from_rows",
+    # the tradeoff plan and its report
+    "plan", "MAX_CONCURRENCY", "PlanResult", "Layout", "default_layouts", "REPORT_CONCURRENCIES",
+    "TERMS", "call_at", "result_commands", "sglang_only_lines", "reference",
+    # the precision policy
+    "load_policy", "lint_text", "check_kernels", "quantize_candidates", "run_verdict",
+]  # fmt: skip

@@ -14,15 +14,17 @@ import json
 import sys
 from typing import Any
 
-from planner import hardware, hosts, models, reference
-from planner.api import plan
-from planner.engines import ENGINES
+from planner import hosts
 from planner.errors import PlannerInputError
-from planner.layouts import default_layouts, select
-from planner.plan_json import to_json
-from planner.plan_text import render_text
-from planner.plan_types import PlanResult
-from planner.policy import PolicyError, load_policy
+from planner.policy.check import PolicyError, load_policy
+from planner.specs import hardware, models
+from planner.specs.engines import ENGINES
+from planner.tradeoff import reference
+from planner.tradeoff.layouts import default_layouts, select
+from planner.tradeoff.plan import plan
+from planner.tradeoff.report_json import to_json
+from planner.tradeoff.report_text import render_text
+from planner.tradeoff.types import PlanResult
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -104,8 +106,8 @@ def _store(store: str | None, what: str):
 
 def stored_curves(host: str | None, run_ids: list[str], store: str | None, interconnect: str):
     """Measured curves: the given comm runs (any device), else the host's GPU comm runs."""
-    from planner.comm import curves_from_rows
-    from store import queries_planner as qp
+    from planner.cost.comm import curves_from_rows
+    from store.queries import planner as qp
 
     loc = _store(store, "--comm-run")
     if run_ids:

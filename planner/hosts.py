@@ -2,10 +2,10 @@
 
 One resolver for ``python -m planner``, ``python -m planner predict`` and the pages:
 
-- a preset name (``planner.hardware.HARDWARE_PRESETS``);
-- a host file, JSON or TOML (``planner.host_file``);
-- a host's newest stored ``gpu`` run (NVML inventory, ``store.queries_planner``), the
-  known-GPU table filling what NVML cannot report (``planner.hardware.from_gpu_run``).
+- a preset name (``planner.specs.hardware.HARDWARE_PRESETS``);
+- a host file, JSON or TOML (``planner.specs.host_file``);
+- a host's newest stored ``gpu`` run (NVML inventory, ``store.queries.planner``), the
+  known-GPU table filling what NVML cannot report (``planner.specs.hardware.from_gpu_run``).
 
 ``--host NAME`` that is neither a preset nor a file still means a stored host, as it did
 before ``--host-from-store`` existed, so older scripts keep working.
@@ -18,8 +18,8 @@ import difflib
 from dataclasses import dataclass
 from pathlib import Path
 
-from planner import hardware, host_file
 from planner.errors import PlannerInputError
+from planner.specs import hardware, host_file
 
 COLLECT = "python -m collectors gpu"
 
@@ -38,7 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser, with_store: bool = False,
     group = parser.add_mutually_exclusive_group(required=required)
     group.add_argument("--host", metavar="PRESET|FILE",
                        help="host preset (" + ", ".join(hardware.HARDWARE_PRESETS) + ") or a "
-                       "host file, JSON or TOML (README: Hosts)")  # fmt: skip
+                       "host file, JSON or TOML (docs/planner.md: Hosts)")  # fmt: skip
     group.add_argument("--host-from-store", metavar="HOST",
                        help="this host's newest `gpu` run in the store (NVML), the known-GPU "
                        f"table filling TFLOPS and generation; `{COLLECT}` records one")  # fmt: skip
@@ -99,7 +99,7 @@ def from_store(host: str, store: str | None, flag: str = "--host-from-store") ->
 
 def stored_hosts(loc) -> list[str]:
     """Hosts with a `gpu` run in the store."""
-    from store import queries_planner as qp
+    from store.queries import planner as qp
 
     frame = _read(lambda: qp.gpu_hosts(loc))
     return frame["host"].tolist() if not frame.empty else []
@@ -107,7 +107,7 @@ def stored_hosts(loc) -> list[str]:
 
 def from_gpu_run_id(loc, run_id: str) -> Host:
     """A stored `gpu` run (absolute run id, as the pages' links hold it) -> Host."""
-    from store import queries_planner as qp
+    from store.queries import planner as qp
 
     head, devices = _read(lambda: qp.gpu_run(loc, run_id))
     if head.empty:
@@ -117,7 +117,7 @@ def from_gpu_run_id(loc, run_id: str) -> Host:
 
 
 def _latest_gpu_run(loc, host: str) -> str | None:
-    from store import queries_planner as qp
+    from store.queries import planner as qp
 
     return _read(lambda: qp.latest_gpu_run_id(loc, host))
 

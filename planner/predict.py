@@ -25,18 +25,20 @@ from typing import Any
 
 import numpy as np
 
-from planner import hardware, hosts, models, reference
-from planner.bands import band
+from planner import hosts
 from planner.cli import add_workload_arguments, parse_ints, stored_curves
-from planner.comm import CommSet, published_for
-from planner.engines import budget_text
+from planner.cost.bands import band
+from planner.cost.comm import CommSet, published_for
+from planner.cost.params import DESCRIBE, FITTED, ServingParams
+from planner.cost.serving import ServeLayout, Workload
+from planner.cost.step_comm import A2A_BACKENDS
 from planner.errors import PlannerInputError
-from planner.layouts import NVLINK_RUNS_CUSTOM_ALLREDUCE, offers_fast_allreduce
-from planner.policy import PolicyError, check_precision, load_policy
-from planner.serving import ServeLayout, Workload
-from planner.serving_comm import A2A_BACKENDS
-from planner.serving_layouts import Instance, predict_instance
-from planner.serving_params import DESCRIBE, FITTED, ServingParams
+from planner.policy.check import PolicyError, check_precision, load_policy
+from planner.specs import hardware, models
+from planner.specs.engines import budget_text
+from planner.tradeoff import reference
+from planner.tradeoff.instances import Instance, predict_instance
+from planner.tradeoff.layouts import NVLINK_RUNS_CUSTOM_ALLREDUCE, offers_fast_allreduce
 
 MAX_POINTS = 64
 FP8 = "fp8_e4m3"
@@ -247,7 +249,7 @@ def assumptions(model, hw, w: Workload, p: ServingParams) -> list[dict[str, str]
          " chunking and overlap from its source defaults" + balance_text(w.adp_balance_iters)
          + recv_text(w.recv_interval)
          + batch_wait_text(w.batch_wait_iters, w.batch_wait_ratio),
-         "source": "--token-budget" if w.token_budget else "planner/engines.py"},
+         "source": "--token-budget" if w.token_budget else "planner/specs/engines.py"},
         {"what": "CUDA graphs", "value": "on" if w.cuda_graphs else "off (eager)",
          "source": "engine default" if w.cuda_graphs else "--no-cuda-graphs"},
     ]  # fmt: skip
@@ -255,7 +257,7 @@ def assumptions(model, hw, w: Workload, p: ServingParams) -> list[dict[str, str]
         val = getattr(p, name)
         val = val.get(w.engine, val.get("vllm")) if isinstance(val, dict) else val
         out.append({"what": name, "value": f"{val:.4g} ({what})", "source": src +
-                    (" on the Blackwell fixture, python -m planner.fit" if "fitted" in src
+                    (" on the Blackwell fixture, python -m fitting" if "fitted" in src
                      else "")})  # fmt: skip
     return out
 

@@ -3,5 +3,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh requirements.txt requirements-gpu.txt
-.venv/bin/python -m collectors.demo   # no-op when the store already has data
+.venv/bin/python -m scripts.demo   # no-op when the store already has data
 exec .venv/bin/python -m streamlit run app.py "$@"

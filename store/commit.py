@@ -14,7 +14,12 @@ from typing import Any
 import duckdb
 
 from store import migrate
-from store.bundle import (
+from store.connect import connection
+from store.errors import StoreBusy, StoreError
+from store.location import StoreLocation
+from store.renamed_tables import current_name, insert_sql
+from store.retry import retry
+from store.spool.bundle import (
     DEFAULT_COMMIT_TIMEOUT_S,
     CommitResult,
     CorruptBundle,
@@ -24,12 +29,7 @@ from store.bundle import (
     pending_entries,
     read_manifest,
 )
-from store.connect import connection
-from store.errors import StoreBusy, StoreError
-from store.location import StoreLocation
-from store.renamed_tables import current_name, insert_sql
-from store.retry import retry
-from store.spool_claim import EntryClaim, EntryHeld, claim_entry
+from store.spool.claim import EntryClaim, EntryHeld, claim_entry
 from store.sql import string_literal
 
 log = logging.getLogger("stepscope.store")
@@ -74,10 +74,10 @@ def _create_run_row_table(con: duckdb.DuckDBPyConnection, run: dict[str, Any], f
 
 
 def _select_rows(entry: Path, info: dict[str, Any]) -> str:
-    """The SELECT of one spooled table's rows with the run id (store/bundle.py's formats).
+    """The SELECT of one spooled table's rows with the run id (store/spool/bundle.py's formats).
 
     Only checked text reaches the SQL: read_manifest verified the file is in the entry and
-    each JSON column is an identifier with one of store.bundle.SQL_TYPES, and the table name
+    each JSON column is an identifier with one of store.spool.bundle.SQL_TYPES, and the table name
     is one. A JSON table is one object of column lists: unnest zips them into rows.
     """
     path = entry / info["file"]
@@ -175,7 +175,7 @@ def _commit_once(
 def _retry_lake_conflicts(
     loc: StoreLocation, entry: Path, manifest: dict[str, Any], timeout_s: float
 ) -> bool:
-    from store.lake import is_conflict
+    from store.lake.catalog import is_conflict
 
     def transient(exc: Exception) -> bool:
         conflict = isinstance(exc, duckdb.Error) and is_conflict(exc)

@@ -12,21 +12,16 @@ from contextlib import contextmanager
 
 import duckdb
 
+from store.duckdb_config import NO_EXTENSION_LOADING
 from store.errors import StoreBusy, StoreError, StoreMissing, is_lock_conflict
 from store.location import StoreLocation, check_duckdb_file, redact
 from store.retry import retry
 from store.turnstile import take_turn
 
-# Extensions come from pinned wheels only; never download or load one at run time.
-NO_EXTENSION_LOADING = {
-    "autoinstall_known_extensions": "false",
-    "autoload_known_extensions": "false",
-}
-
 
 def _open_once(loc: StoreLocation, read_only: bool) -> duckdb.DuckDBPyConnection:
     if loc.kind == "ducklake":
-        from store.lake import open_lake
+        from store.lake.catalog import open_lake
 
         return open_lake(loc, read_only=read_only)
     path = loc.file  # StoreError, never a file named "None" in the current folder
@@ -102,7 +97,7 @@ def connection(
         yield con
     except duckdb.Error as exc:
         if loc.kind == "ducklake":  # its catalog or object storage gone: store unavailable
-            from store.lake import outage
+            from store.lake.catalog import outage
 
             if (plain := outage(loc, exc)) is not None:
                 raise plain from exc

@@ -2,7 +2,7 @@
 
 Precedence: an explicit ``--store`` value, then ``STEPSCOPE_STORE``, then the default
 ``$XDG_DATA_HOME/stepscope/stepscope.duckdb`` (``~/.local/share/...`` when unset).
-A value starting with ``ducklake:`` selects the DuckLake backend (see store/lake.py).
+A value starting with ``ducklake:`` selects the DuckLake backend (see store/lake/catalog.py).
 """
 
 from __future__ import annotations

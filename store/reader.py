@@ -27,7 +27,7 @@ _checked_versions: set[tuple[str, str]] = set()
 def data_version(loc: StoreLocation) -> str:
     """A token that changes whenever the store's data may have changed."""
     if loc.kind == "ducklake":
-        from store.lake import lake_data_version
+        from store.lake.catalog import lake_data_version
 
         return lake_data_version(loc)
     assert loc.path is not None

@@ -1,6 +1,6 @@
 """Every ``STEPSCOPE_*`` environment variable a user may set, declared once.
 
-The modules that read a setting take its name from here, the README's *Settings* table
+The modules that read a setting take its name from here, docs/settings.md's table
 lists each one, and ``tests/test_docs.py`` fails when a variable is read somewhere but not
 declared here, or declared but not documented with the same default and help text.
 """

@@ -1,7 +1,9 @@
 """The docs name everything a user can reach: every verb, setting and public view.
 
 A verb added to the CLI, a ``STEPSCOPE_*`` variable read by the code or a ``v_*`` view
-created by a migration fails here until the README or docs/schema.md says what it is.
+created by a migration fails here until the docs say what it is: README.md lists every verb
+with its ``--help`` line, docs/collectors.md describes it, docs/settings.md lists every
+setting, docs/schema.md every view.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from store.settings import SETTINGS
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
+COLLECTORS_DOC = (ROOT / "docs" / "collectors.md").read_text()
+SETTINGS_DOC = (ROOT / "docs" / "settings.md").read_text()
 SCHEMA_DOC = (ROOT / "docs" / "schema.md").read_text()
 
 # Test hooks read by product code to inject faults or stand-ins; not user settings.
@@ -51,20 +55,39 @@ def test_every_env_variable_read_is_declared_once() -> None:
 
 
 @pytest.mark.parametrize("setting", SETTINGS, ids=lambda s: s.name)
-def test_every_setting_is_in_the_readme(setting) -> None:
-    row = re.search(rf"^\| `{setting.name}` \| (.*?) \| (.*?) \|$", README, re.M)
-    assert row, f"README's Settings table lacks {setting.name}"
+def test_every_setting_is_in_the_settings_doc(setting) -> None:
+    row = re.search(rf"^\| `{setting.name}` \| (.*?) \| (.*?) \|$", SETTINGS_DOC, re.M)
+    assert row, f"docs/settings.md's table lacks {setting.name}"
     default, help_text = (cell.replace("`", "").strip() for cell in row.groups())
     assert (default, help_text) == (setting.default, setting.help), (
-        f"README's row for {setting.name} differs from store/settings.py"
+        f"docs/settings.md's row for {setting.name} differs from store/settings.py"
     )
 
 
 @pytest.mark.parametrize("verb", VERBS, ids=lambda v: v.name)
-def test_every_verb_is_in_the_readme(verb) -> None:
-    assert re.search(rf"^\| `{re.escape(verb.name)}` \|", README, re.M), (
-        f"README's Collectors table lacks a row for `{verb.name}`"
+def test_every_verb_is_in_the_docs(verb) -> None:
+    assert re.search(rf"^\| `{re.escape(verb.name)}` \|", COLLECTORS_DOC, re.M), (
+        f"docs/collectors.md's table lacks a row for `{verb.name}`"
     )
+    row = re.search(rf"^\| `{re.escape(verb.name)}` \| (.*) \|$", README, re.M)
+    assert row, f"README's Collectors table lacks a row for `{verb.name}`"
+    assert row.group(1) == verb.help, f"README's line for `{verb.name}` is not its --help line"
+
+
+def test_readme_is_short_and_its_map_matches_the_tree() -> None:
+    assert len(README.splitlines()) <= 120
+    block = README.split("## Map of the tree", 1)[1].split("```")[1]
+    parent = ""
+    for line in block.strip().splitlines():
+        name = line.split()[0]
+        if not line.startswith(" "):
+            parent = name if name.endswith("/") else ""
+        path = ROOT / (parent + name if line.startswith(" ") else name)
+        assert path.exists(), f"README's map names {path.relative_to(ROOT)}, which is not there"
+    top = {p.name + "/" for p in ROOT.iterdir() if p.is_dir() and not p.name.startswith(".")
+           and p.name != "__pycache__" and (p / "__init__.py").exists()}  # fmt: skip
+    assert top <= {line.split()[0] for line in block.splitlines() if line.strip()}, (
+        "a top-level package is missing from README's map")
 
 
 def _views_created() -> set[str]:

@@ -136,7 +136,7 @@ def build_file(path: Path, runs: int, kernel_rows: int, memory_limit: str = "6GB
 def build_lake(url: str, runs: int, kernel_rows: int, memory_limit: str = "6GB",
                threads: int = 2, **kw) -> BuildReport:  # fmt: skip
     """A new DuckLake store at ``url`` (``ducklake:postgres:...;data_path=DIR``)."""
-    from store import lake
+    from store.lake import catalog as lake
     from store.location import resolve
 
     loc = resolve(url)

@@ -9,7 +9,7 @@ is timed. Per page, several fresh worker processes each measure:
 - cold cache: ``store.reader.clear_cache()`` then a run, in the now warm process;
 - warm: repeat runs (the cache hit a second visitor gets).
 
-Every named query a page calls is recorded (``store.queries*`` function, SQL, parameters,
+Every named query a page calls is recorded (``store.queries`` function, SQL, parameters,
 time inside the page's cold run) and re-timed on a plain DuckDB connection, no cache.
 
     python -m benchmarks.scale.pages --store benchmarks/out/scale.duckdb \
@@ -37,8 +37,11 @@ PAGE_FILES = {
 
 def links(store: str) -> dict[str, dict]:
     """A realistic shared link (URL parameters, absolute run ids) per page of this store."""
-    from store import queries_comm, queries_hw, queries_serving, queries_trace
     from store.location import resolve
+    from store.queries import comm as queries_comm
+    from store.queries import hw as queries_hw
+    from store.queries import serving as queries_serving
+    from store.queries import trace as queries_trace
 
     loc = resolve(store)
     traces = queries_trace.trace_runs(loc)
@@ -85,7 +88,7 @@ def _limit_duckdb(memory_limit: str) -> None:
 
 
 def _record_queries(calls: list[dict]) -> None:
-    """Wrap query_df in every store.queries* module: name, SQL, params and time of each call."""
+    """Wrap query_df in every store.queries module: name, SQL, params and time of each call."""
     import importlib
     import pkgutil
 

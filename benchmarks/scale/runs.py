@@ -13,7 +13,7 @@ import duckdb
 
 from benchmarks.scale.catalog import HOST_CLASSES, HOSTS, KERNEL_VERBS, verb_cycle
 
-IMPORT_VERBS = ("trace", "nccl-tests")  # content-addressed ids (store.bundle.content_run_id)
+IMPORT_VERBS = ("trace", "nccl-tests")  # content-addressed ids (store.spool.bundle.content_run_id)
 METRIC_SERVERS = 4  # vllm-metrics scrapes host-00 .. host-03
 
 

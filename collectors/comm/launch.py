@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from collectors.comm.worker import Config
-from collectors.errors import EXIT_FAILED, MeasurementError
+from collectors.core.errors import EXIT_FAILED, MeasurementError
 from collectors.profile.launch import free_port  # one rank launcher's, shared
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from collectors.stats import percentile
+from collectors.core.stats import percentile
 
 # busbw = algbw x factor(n): what each rank's link really carried, comparable to hardware peak.
 _FACTORS = {

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from collectors.errors import InputError
+from collectors.core.errors import InputError
 
 OPS = ("all_reduce", "all_to_all", "all_gather", "reduce_scatter")
 DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}

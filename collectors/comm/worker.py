@@ -138,7 +138,7 @@ def rank_main(rank: int, world: int, cfg: Config, init_method: str,
     import torch
     import torch.distributed as dist
 
-    from collectors.gpu_used import PcieSampler
+    from collectors.inventory.gpu_used import PcieSampler
 
     _status(cfg, rank, "starting: joining the process group")
     device = _bind_device(torch, cfg, rank if local_rank is None else local_rank)

@@ -14,7 +14,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from collectors.errors import MeasurementError
+from collectors.core.errors import MeasurementError
 from collectors.profile.worker import WorkerSpec, spawned, trace_name
 
 POLL_S = 0.1

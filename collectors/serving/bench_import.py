@@ -15,12 +15,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from collectors.context import Context
-from collectors.errors import EXIT_OK, InputError, MeasurementError
-from collectors.lock import LockHeld, measurement_lock
+from collectors.core.context import Context
+from collectors.core.errors import EXIT_OK, InputError, MeasurementError
+from collectors.core.lock import LockHeld, measurement_lock
 from collectors.serving import client, results
 from collectors.serving.layout import Layout, parse_server_args, redact
-from store.bundle import Bundle, content_run_id, new_run_id
+from store.spool.bundle import Bundle, content_run_id, new_run_id
 
 
 @dataclass(frozen=True)
@@ -141,7 +141,7 @@ def _model_configs(found: list[dict]) -> dict[str, list[dict]]:
     A result's tokenizer is often the checkpoint directory itself (``--tokenizer /models/x``),
     so it is tried as the model's root.
     """
-    from collectors.model_config import TABLE, model_config_tables
+    from collectors.serving.model_config import TABLE, model_config_tables
 
     rows: list[dict] = []
     pairs = {(r["model_id"], r.get("tokenizer_id")) for r in found if r["model_id"]}

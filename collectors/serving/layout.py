@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from collectors.errors import InputError
+from collectors.core.errors import InputError
 
 
 def split_flags(text: str) -> tuple[dict[str, str], set[str], list[str]]:

@@ -19,8 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from collectors.core.stats import percentile
 from collectors.serving import client
-from collectors.stats import percentile
 
 
 @dataclass

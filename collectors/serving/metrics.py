@@ -14,10 +14,10 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from collectors.context import Context
-from collectors.errors import InputError, MeasurementError
+from collectors.core.context import Context
+from collectors.core.errors import InputError, MeasurementError
 from collectors.serving import client, prom
-from store.bundle import Bundle, new_run_id, utc_now_iso
+from store.spool.bundle import Bundle, new_run_id, utc_now_iso
 
 _COLUMNS = ("engine", "scraped_at", "url", "metric", "kind", "sample", "model_name",
             "engine_index", "labels", "le", "value")  # fmt: skip

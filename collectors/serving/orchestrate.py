@@ -15,10 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from collectors.context import Context
-from collectors.errors import InputError, MeasurementError
+from collectors.core.context import Context
+from collectors.core.errors import InputError, MeasurementError
 from collectors.serving import client, load, traces
-from store.bundle import Bundle, new_run_id
+from store.spool.bundle import Bundle, new_run_id
 
 
 @dataclass
@@ -124,7 +124,7 @@ def commit_profile(ctx: Context, verb: str, engine: str, version: str | None,
     The served model's config.json is recorded with the run when it is on this host
     (``model_root`` from the server, else the HF cache), so the pages can predict for it.
     """
-    from collectors.model_config import model_config_tables
+    from collectors.serving.model_config import model_config_tables
     from collectors.trace.ingest import ingest_traces
 
     try:

@@ -2,7 +2,7 @@
 
 A file is tried as one JSON object, then as JSON lines, then as a text log holding printed
 ``Serving Benchmark Result`` blocks (collectors/serving/printed.py). Each engine maps its own
-keys of every era onto vLLM's (its adapter's ``normalize``, e.g. collectors/sglang/
+keys of every era onto vLLM's (its adapter's ``normalize``, e.g. collectors/serving/sglang/
 result_keys.py: SGLang's ``mean_e2e_latency_ms`` is ``mean_e2el_ms``). Bare ``Infinity``
 and ``NaN`` (what Python's ``json.dumps`` writes) are read; a statistic a file lacks stays
 NULL.
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from collectors.errors import InputError
+from collectors.core.errors import InputError
 from collectors.serving import printed
 from collectors.serving.layout import Layout
 

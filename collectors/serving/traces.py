@@ -17,7 +17,7 @@ import time
 import zlib
 from pathlib import Path
 
-from collectors.errors import MeasurementError
+from collectors.core.errors import MeasurementError
 
 TRACE_SUFFIXES = (".json", ".json.gz")
 

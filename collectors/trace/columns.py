@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from collectors.errors import InputError
+from collectors.core.errors import InputError
 from collectors.trace import taxonomy
 
 # Event categories we keep; everything else is dropped unparsed. Old traces used the

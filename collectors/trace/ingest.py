@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from collectors.errors import InputError
-from collectors.trace.reader import NotATrace, read_trace
+from collectors.core.errors import InputError
+from collectors.trace.readers.kineto import NotATrace, read_trace
 
 TRACE_SUFFIXES = (".json", ".json.gz", ".tmp")
 # vLLM `..._rank3.<ns>.pt.trace.json.gz`, older `instance-rank-3...`, `rank_3`, `rank-3`
@@ -100,7 +100,8 @@ def assign_ranks(items: list[tuple[Path, dict]], warnings: list[str]) -> list[tu
 
 def ingest_traces(paths: list[Path], log: logging.Logger | None = None) -> TraceIngest:
     """Read, analyse and tabulate the trace files of one run (raises InputError)."""
-    from collectors.trace import analyze, ranks, tables
+    from collectors.trace import analyze, tables
+    from collectors.trace.readers import rank_files as ranks
 
     log = log or logging.getLogger("stepscope.trace")
     files, walked = find_trace_files(list(paths))

@@ -1,6 +1,6 @@
 """The trace_* tables as typed numpy and list columns; Arrow is built only where needed.
 
-A small trace's run is spooled as JSON straight from these columns (store/bundle.py), so its
+A small trace's run is spooled as JSON straight from these columns (store/spool/bundle.py), so its
 import never loads pyarrow: 26-30 ms of import, 12 ms more for pyarrow.parquet, and the
 Parquet writes, out of a 0.4 s goal (issue 12). Big tables, and anything JSON cannot hold
 exactly, go to Parquet through ``to_arrow`` as before.

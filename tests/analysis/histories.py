@@ -19,9 +19,9 @@ import numpy as np
 
 from collectors.serving import results
 from collectors.trace.ingest import ingest_traces
-from store.bundle import Bundle, RunRecord, write_spool
 from store.commit import flush
 from store.location import resolve
+from store.spool.bundle import Bundle, RunRecord, write_spool
 from tests.trace.synth import AR, GEMM, TraceBuilder
 
 START = datetime(2026, 11, 1, 2, 0, tzinfo=UTC)  # night 1, 02:00 UTC
@@ -149,7 +149,7 @@ def trace(tmp: Path, host: str, night: int, plan: Plan, steps: int = 5) -> Bundl
         t += total + 500.0
     path = b.write(tmp / f"{host}-night{night:03d}.json")
     tables = ingest_traces([path]).tables
-    # As collectors/trace/__init__.py's trace_env: NCCL from the trace, no torch or vLLM
+    # As collectors/trace/command.py's trace_env: NCCL from the trace, no torch or vLLM
     # (the importer's are not the traced job's); the host snapshot supplies those.
     record = _record("trace", host, night, {}, minutes=45, label="decode-bench", torch=None,
                      vllm=None, nccl=nccl, driver_version=None)  # fmt: skip

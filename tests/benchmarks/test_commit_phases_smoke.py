@@ -16,9 +16,9 @@ from pathlib import Path
 
 from benchmarks.commit_phases import FIXTURES
 from collectors.trace.ingest import ingest_traces
-from store.bundle import Bundle, RunRecord, utc_now_iso, write_spool
 from store.commit import commit_entry
 from store.location import resolve
+from store.spool.bundle import Bundle, RunRecord, utc_now_iso, write_spool
 from tests.helpers import ROOT, query
 
 TRACE = FIXTURES / "vllm_mi300x_decode_fullgraph_bs32.json.gz"

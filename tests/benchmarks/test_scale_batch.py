@@ -84,8 +84,9 @@ def test_batches_split_where_the_run_size_changes() -> None:
 
 def test_the_pages_trace_queries_read_a_batched_lake(lake) -> None:  # noqa: F811
     from benchmarks.scale.generate import build_lake
-    from store import queries_policy, queries_trace
     from store.location import resolve
+    from store.queries import policy as queries_policy
+    from store.queries import trace as queries_trace
 
     report = build_lake(lake.url, batch_rows=25_000, **SIZE)
     assert report.rows["trace_kernels"] == KERNEL_ROWS and report.trace_runs == 4

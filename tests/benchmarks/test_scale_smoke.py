@@ -62,10 +62,10 @@ def test_aggregates_agree_with_the_raw_kernel_rows(scale_store: Path) -> None:
 
 def test_policy_checks_find_the_planted_violations(scale_store: Path) -> None:
     """FP8 AllReduce runs break the policy; quantize-then-AllReduce runs need review."""
-    from planner.policy import load_policy
-    from planner.trace_check import check_kernels
-    from store import queries_policy
+    from planner.policy.check import load_policy
+    from planner.policy.trace_check import check_kernels
     from store.location import resolve
+    from store.queries import policy as queries_policy
 
     loc = resolve(scale_store)
     fp8_runs = {r[0] for r in query(scale_store, "SELECT DISTINCT run_id FROM "
@@ -109,8 +109,9 @@ def test_every_page_renders_the_benchmark_links(scale_store: Path,
 def test_the_generator_fills_a_ducklake_store_the_readers_accept(lake) -> None:  # noqa: F811
     """The same generator on DuckLake (a real PostgreSQL catalog, the lake tests' fixture)."""
     from benchmarks.scale.generate import build_lake
-    from store import queries, queries_trace
     from store.location import resolve
+    from store.queries import overview as queries
+    from store.queries import trace as queries_trace
 
     report = build_lake(lake.url, runs=10, kernel_rows=KERNEL_ROWS, rank_steps=16,
                         memory_limit="1GB", threads=2)  # fmt: skip

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from collectors.cli import main
-from store.bundle import write_spool
 from store.commit import commit_entry
 from store.connect import connection
 from store.location import resolve
-from store.spool_status import spool_status
+from store.spool.bundle import write_spool
+from store.spool.status import spool_status
 from tests.helpers import ROOT
 from tests.store.bundles import host_bundle
 

@@ -7,12 +7,12 @@ import subprocess
 import sys
 from importlib import metadata
 
-from collectors.env import package_version
+from collectors.inventory.env import package_version
 from tests.helpers import ROOT
 
 
 def test_the_snapshot_records_versions_without_importing_torch() -> None:
-    probe = ("import json, sys\nfrom collectors import env\ns = env.snapshot()\n"
+    probe = ("import json, sys\nfrom collectors.inventory import env\ns = env.snapshot()\n"
              "print(json.dumps([s['python'], s['torch'], 'torch' in sys.modules]))")
     out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True,
                          text=True, check=True).stdout  # fmt: skip

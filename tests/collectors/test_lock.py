@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from collectors.lock import LockHeld, measurement_lock
+from collectors.core.lock import LockHeld, measurement_lock
 from tests.helpers import ROOT
 
 HOLD = (
-    "import sys, time; from collectors.lock import measurement_lock\n"
+    "import sys, time; from collectors.core.lock import measurement_lock\n"
     "with measurement_lock('comm', wait=False):\n"
     "    print('held', flush=True); time.sleep(600)\n"
 )

@@ -1,4 +1,4 @@
-"""collectors.model_config: find a served model's config.json on this host (local directory
+"""collectors.serving.model_config: find a served model's config.json on this host (local directory
 or the HF hub cache layout) and record it with the run in the real store."""
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from collectors.model_config import TABLE, find, hub_cache, model_config_tables
-from planner import hardware, models
-from planner.serving import ServeLayout, Workload, predict
-from store import queries_planner as qp
-from store.bundle import Bundle, RunRecord, new_run_id, utc_now_iso, write_spool
+from collectors.serving.model_config import TABLE, find, hub_cache, model_config_tables
+from planner.cost.serving import ServeLayout, Workload, predict
+from planner.specs import hardware, models
 from store.commit import commit_entry
 from store.location import resolve
+from store.queries import planner as qp
+from store.spool.bundle import Bundle, RunRecord, new_run_id, utc_now_iso, write_spool
 from tests.helpers import FIXTURES
 
 CONFIGS = FIXTURES / "serving" / "configs"

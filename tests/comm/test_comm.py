@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from collectors.comm import metrics, sizes
-from collectors.errors import InputError
+from collectors.core.errors import InputError
 from tests.comm import nccl_samples as s
 from tests.helpers import ROOT, cli_env, query, run_cli
 

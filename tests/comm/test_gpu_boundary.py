@@ -16,7 +16,8 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from collectors.comm import graph_capture_works, metrics, timing, worker
+from collectors.comm import metrics, timing, worker
+from collectors.comm.command import graph_capture_works
 from collectors.comm.sizes import Point
 from tests.fakes.fake_cuda import Stream, fake_torch
 from tests.helpers import query, run_cli

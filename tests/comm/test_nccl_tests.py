@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from collectors import nccl_tests_parse as fmt
+from collectors.comm import nccl_tests_parse as fmt
 from tests.comm import nccl_samples as s
 from tests.helpers import query, run_cli
 

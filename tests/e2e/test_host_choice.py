@@ -1,4 +1,4 @@
-"""The host choice (pages/host_choice.py) in a real browser: presets, the store's hosts
+"""The host choice (pages/helpers/host_choice.py) in a real browser: presets, the store's hosts
 (`gpu` runs through the NVML stand-in) and uploaded host files, good and bad, on the Tradeoff
 page, and the same choice on the Serving page."""
 
@@ -27,7 +27,7 @@ pytestmark = pytest.mark.e2e
 HOST = "rtx-node-2"
 TRADEOFF = "tradeoff?setup=custom&model=kimi-k2.5"
 SLOW_MS = 30_000  # a replan on 2 shared cores can take longer than expect's 5 s default
-WAITING = "Upload a host file (JSON or TOML) to plan for it: its fields are in the README."
+WAITING = "Upload a host file (JSON or TOML) to plan for it: its fields are in docs/planner.md."
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from store.bundle import write_spool
 from store.location import resolve
+from store.spool.bundle import write_spool
 from tests.e2e.conftest import open_app, start_dashboard, stop_dashboard
 from tests.helpers import run_cli
 from tests.store.bundles import host_bundle

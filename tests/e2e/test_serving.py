@@ -185,7 +185,7 @@ def test_empty_store_shows_the_commands(tmp_path, page) -> None:
 
 def test_tradeoff_sglang_only_layout_names_its_measure_command(serving, page) -> None:
     """The Tradeoff page's SGLang-only layout (TP attention + EP MoE at DP=1) says how to
-    launch and measure it (planner/engine_commands.py)."""
+    launch and measure it (planner/tradeoff/engine_commands.py)."""
     dash, _ = serving
     _open(page, dash, "tradeoff")
     main = _main(page)

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from collectors.gpu_topo import normalize_bus_id
-from collectors.nvml import ENV_MODULE
-from collectors.nvml_types import SYSFS_ENV
+from collectors.inventory.gpu_topo import normalize_bus_id
+from collectors.inventory.nvml import ENV_MODULE
+from collectors.inventory.nvml_types import SYSFS_ENV
 
 FAKES = Path(__file__).resolve().parents[1] / "fakes"
 FAKE_MODULE = "tests.fakes.fake_pynvml"

@@ -1,4 +1,4 @@
-"""collectors.nvml against the NVML stand-in (each machine spec) and the real pynvml here."""
+"""collectors.inventory.nvml against the NVML stand-in (each machine spec) and the real pynvml here."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from collectors import nvml
-from collectors.gpu import host_interconnect
+from collectors.inventory import nvml
+from collectors.inventory.gpu import host_interconnect
 from tests.gpu.conftest import MIXED, NVLINK, PCIE
 
 

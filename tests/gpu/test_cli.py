@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from collectors.nvml import ENV_MODULE
+from collectors.inventory.nvml import ENV_MODULE
 from tests.gpu.conftest import MIXED, NVLINK, PCIE, fake_env
 from tests.helpers import query, run_cli
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from collectors import env, gpu_used, nvml, nvml_types
-from collectors.doctor import check_nvml
+from collectors.inventory import env, gpu_used, nvml, nvml_types
+from collectors.upkeep.doctor import check_nvml
 from tests.gpu.conftest import MIXED, NVLINK, PCIE, fake_sysfs
 from tests.helpers import query, run_cli
 

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from collectors.gpu import interconnect_class
-from collectors.gpu_topo import cpu_ranges, normalize_bus_id, nvlink_counts, topology_label
-from collectors.nvml_types import GpuDetail, NvLink, mem_bandwidth_gbps
+from collectors.inventory.gpu import interconnect_class
+from collectors.inventory.gpu_topo import (
+    cpu_ranges,
+    normalize_bus_id,
+    nvlink_counts,
+    topology_label,
+)
+from collectors.inventory.nvml_types import GpuDetail, NvLink, mem_bandwidth_gbps
 
 
 def _square(n: int, off: str) -> list[list[str]]:

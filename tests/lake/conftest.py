@@ -115,7 +115,7 @@ def pg() -> Iterator[PgServer]:
     try:
         yield PgServer("127.0.0.1", port, data=data, options=options)
     finally:
-        from store import lake
+        from store.lake import catalog as lake
 
         lake.reset()  # drop cached instances (their catalog connections go with them) first
         subprocess.run(
@@ -145,7 +145,7 @@ def lake(pg: PgServer, tmp_path: Path) -> Iterator[Lake]:
     data = tmp_path / "lake-data"
     data.mkdir()
     yield Lake(pg.url(name, f"{data}/"), tmp_path / "spool", data)
-    from store import lake as lake_mod
+    from store.lake import catalog as lake_mod
 
     lake_mod.reset()
 
@@ -228,7 +228,7 @@ def new_s3_lake(pg: PgServer, server: MotoServer, tmp_path: Path, endpoint: str 
 def s3_lake(pg: PgServer, s3: MotoServer, tmp_path: Path,
             monkeypatch: pytest.MonkeyPatch) -> Iterator[S3Lake]:  # fmt: skip
     """A fresh S3-backed lake, its environment applied to this process too."""
-    from store import lake as lake_mod
+    from store.lake import catalog as lake_mod
 
     found = new_s3_lake(pg, s3, tmp_path)
     found.apply(monkeypatch)

@@ -10,9 +10,9 @@ import sys
 import time
 from pathlib import Path
 
-from store.bundle import write_spool
 from store.commit import commit_entry
 from store.location import resolve
+from store.spool.bundle import write_spool
 from tests.store.bundles import host_bundle
 
 store, seconds, out = sys.argv[1], float(sys.argv[2]), Path(sys.argv[3])

@@ -1,6 +1,6 @@
 """A long-running reader (the dashboard's process) keeps reading a lake that ``compact``
 rewrote under it: DuckLake 1.5.5's per-instance metadata goes stale when another process
-flushes inlined rows and merges files, so store/lake.py attaches afresh when it sees a
+flushes inlined rows and merges files, so store/lake/catalog.py attaches afresh when it sees a
 compaction in the catalog's snapshots (found by benchmarks/scale/fleet.py)."""
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def test_pages_queries_after_a_compact_by_another_process(lake: Lake, tmp_path: 
 def test_reset_leaves_a_reader_in_another_session_reading(lake: Lake, loc: StoreLocation) -> None:
     """reset() runs when one session sees a compaction or an outage; a cursor another
     session holds on the dropped instance still finishes its reads."""
-    from store import lake as lake_mod
+    from store.lake import catalog as lake_mod
 
     build_lake(lake.url, runs=2, kernel_rows=4_096, rank_steps=4, memory_limit="1GB",
                threads=2, hosts=2)  # fmt: skip

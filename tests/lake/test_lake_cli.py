@@ -7,11 +7,11 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from store.bundle import read_manifest, write_spool
 from store.commit import commit_entry
 from store.connect import connection
 from store.errors import StoreMissing
 from store.location import resolve
+from store.spool.bundle import read_manifest, write_spool
 from tests.helpers import run_cli
 from tests.lake.conftest import Lake, PgServer
 from tests.store.bundles import host_bundle

@@ -88,7 +88,7 @@ def test_two_flushes_of_one_spool_store_each_run_once(lake: Lake, tmp_path: Path
     """No UNIQUE in a lake: the per-entry lock keeps two flushes from doubling a run."""
     import os
 
-    from store.bundle import write_spool
+    from store.spool.bundle import write_spool
     from tests.store.bundles import host_bundle
 
     loc = resolve(lake.url)

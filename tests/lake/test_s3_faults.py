@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from store.bundle import read_manifest, write_spool
 from store.commit import commit_entry
 from store.connect import connection
 from store.location import resolve
+from store.spool.bundle import read_manifest, write_spool
 from tests.helpers import run_cli
 from tests.lake.conftest import PgServer, S3Lake, new_s3_lake
 from tests.lake.s3_server import MotoServer, TcpProxy, free_port
@@ -134,7 +134,7 @@ def assert_kept(res, lake: S3Lake, *words: str) -> str:  # noqa: ANN001
 
 
 def flush_commits(lake: S3Lake, run_id: str, want: dict[str, int], tmp_path: Path) -> None:
-    from store import lake as lake_mod
+    from store.lake import catalog as lake_mod
 
     lake_mod.reset()  # this process's reader reconnects with the environment of now
     assert not assert_none_or_all(run_counts(lake.url, run_id), want)  # nothing of it yet
@@ -159,7 +159,7 @@ def proxy_lake(pg: PgServer, s3: MotoServer, tmp_path: Path,
                monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[S3Lake, TcpProxy]]:  # fmt: skip
     """A lake on the session's moto whose collectors reach S3 through a cuttable proxy;
     this process (the reader) talks to moto directly."""
-    from store import lake as lake_mod
+    from store.lake import catalog as lake_mod
 
     proxy = TcpProxy(s3.port)
     proxy.resume()
@@ -267,7 +267,7 @@ def test_postgres_restarted_mid_upload(proxy_lake, pg: PgServer, big_export,
     res = import_big(lake, big_export.zip, tmp_path)
     assert restarted.is_set()
     assert res.code == 0, res.stderr
-    from store import lake as lake_mod
+    from store.lake import catalog as lake_mod
 
     lake_mod.reset()
     assert assert_none_or_all(run_counts(lake.url, big_export.run_id), big_export.rows)
@@ -312,7 +312,7 @@ def test_migrate_with_the_bucket_unreachable(proxy_lake, big_export, tmp_path: P
     assert "unreachable" in line and f"127.0.0.1:{proxy.port}" in line, line
     assert "internal error" not in line and "Traceback" not in res.stderr
     proxy.resume()
-    from store import lake as lake_mod
+    from store.lake import catalog as lake_mod
 
     lake_mod.reset()
     assert not assert_none_or_all(run_counts(lake.url, big_export.run_id), big_export.rows)
@@ -344,7 +344,7 @@ def test_migrate_into_a_new_lake_with_s3_stopped(pg: PgServer, own_moto: MotoSer
     again = run_cli(big_export.store, "migrate", "--to", lake.url, "--json", **lake.env())
     assert again.code == 0, again.stderr
     assert again.json["new_runs"] == 1 and again.json["ok"]
-    from store import lake as lake_mod
+    from store.lake import catalog as lake_mod
 
     lake_mod.reset()
     assert assert_none_or_all(run_counts(lake.url, big_export.run_id), big_export.rows)

@@ -69,8 +69,8 @@ def test_eight_hosts_commit_at_once(s3_lake: S3Lake, tmp_path: Path) -> None:
 
 def test_compact_merges_the_buckets_files_and_keeps_every_row(s3_lake: S3Lake,
                                                               tmp_path: Path) -> None:  # fmt: skip
-    from store.bundle import write_spool
     from store.commit import commit_entry
+    from store.spool.bundle import write_spool
     from tests.store.bundles import host_bundle
 
     loc = resolve(s3_lake.url)
@@ -183,7 +183,7 @@ def test_credentials_from_a_duckdb_secret(s3_lake: S3Lake, tmp_path: Path) -> No
     """A persistent DuckDB secret scoped to the bucket (in ~/.duckdb/stored_secrets)."""
     import duckdb
 
-    from store import lake
+    from store.lake import catalog as lake
 
     home = tmp_path / "home"
     home.mkdir()

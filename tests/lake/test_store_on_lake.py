@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import pytest
 
-from store import migrate, queries
-from store.bundle import write_spool
+from store import migrate
 from store.commit import commit_entry
 from store.connect import connection
 from store.errors import StoreError
 from store.location import StoreLocation, lake_catalog, resolve
+from store.queries import overview as queries
 from store.reader import clear_cache, data_version, query_df
+from store.spool.bundle import write_spool
 from tests.lake.conftest import Lake
 from tests.store import test_store as suite
 from tests.store.bundles import host_bundle
@@ -124,8 +125,8 @@ def test_s3_settings_become_a_duckdb_secret(monkeypatch: pytest.MonkeyPatch, tmp
     """The secret's fields from the settings (the S3 tests use them against a real server)."""
     import duckdb
 
-    from store import lake as lake_mod
-    from store import s3
+    from store.lake import catalog as lake_mod
+    from store.lake import s3
 
     env = {"AWS_ACCESS_KEY_ID": "AKIATEST", "AWS_SECRET_ACCESS_KEY": "it's-secret",
            "AWS_DEFAULT_REGION": "eu-west-1", "STEPSCOPE_S3_ENDPOINT": "minio.lan:9000",
@@ -174,7 +175,7 @@ def test_s3_endpoint_follows_the_aws_sdks(env, host, ssl, style, tmp_path,
     """Precedence of docs.aws.amazon.com/sdkref/latest/guide/feature-ss-endpoints.html:
     AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, the profile's services s3 endpoint_url, its
     endpoint_url; STEPSCOPE_S3_ENDPOINT above them all."""
-    from store import s3
+    from store.lake import s3
 
     config = tmp_path / "config"
     config.write_text("[profile lake]\nregion = eu-central-1\nendpoint_url = "

@@ -13,10 +13,10 @@ import duckdb
 import pytest
 
 from collectors.cli import main
-from store.bundle import write_spool
 from store.commit import commit_entry
 from store.connect import connection
 from store.location import resolve
+from store.spool.bundle import write_spool
 from tests.helpers import run_cli
 from tests.lake.conftest import Lake
 from tests.store.bundles import host_bundle

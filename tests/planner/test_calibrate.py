@@ -7,12 +7,13 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
-from planner import fit, fixture, hardware, models
-from planner.calibrate import Measured, MeasuredComm, calibrate
-from planner.comm import CommCurve, CommSet
+from fitting import fit, fixture
+from planner.cost.calibrate import Measured, MeasuredComm, calibrate
+from planner.cost.comm import CommCurve, CommSet
+from planner.cost.params import FITTED
+from planner.cost.serving import ServeLayout, Workload, predict
 from planner.errors import PlannerInputError
-from planner.serving import ServeLayout, Workload, predict
-from planner.serving_params import FITTED
+from planner.specs import hardware, models
 
 needs_fixture = pytest.mark.skipif(not fixture.CSV.is_file(), reason=f"{fixture.CSV} absent")
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from planner.models import MODEL_PRESETS
+from planner.specs.models import MODEL_PRESETS
 from tests.helpers import ROOT, cli_env, run_cli
 
 KINDS = {"tp", "tp_ep_dp1", "tp_attn_ep_moe", "dp_attn_ep", "tp_dp", "tp_fast_allreduce",

@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from planner import hardware
-from planner.comm import CommCurve, CommSet, bus_factor, curves_from_rows, wire_factor
+from planner.cost.comm import CommCurve, CommSet, bus_factor, curves_from_rows, wire_factor
+from planner.specs import hardware
 
 
 def _curve(**kw) -> CommCurve:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from planner import hardware
 from planner.errors import PlannerInputError
+from planner.specs import hardware
 
 
 def test_presets_follow_reference_section_5() -> None:

@@ -8,13 +8,13 @@ import json
 import numpy as np
 import pytest
 
-from planner import hardware, models
 from planner.api import plan
-from planner.bands import band, weight_format
-from planner.comm import CommCurve
-from planner.plan_json import to_json
-from planner.recommend import call_at
-from planner.serving_params import BANDS
+from planner.cost.bands import band, weight_format
+from planner.cost.comm import CommCurve
+from planner.cost.params import BANDS
+from planner.specs import hardware, models
+from planner.tradeoff.recommend import call_at
+from planner.tradeoff.report_json import to_json
 from tests.planner.test_cli import planner
 
 

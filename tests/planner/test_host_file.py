@@ -1,4 +1,4 @@
-"""Host files (planner/host_file.py): good JSON and TOML, and every bad case one line."""
+"""Host files (planner/specs/host_file.py): good JSON and TOML, and every bad case one line."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from planner import hardware, host_file
 from planner.errors import PlannerInputError
+from planner.specs import hardware, host_file
 
 H20_141 = {
     "gpu_model": "NVIDIA H20-3e", "gpu_count": 8, "memory_gb": 141, "mem_bandwidth_gbps": 4800,

@@ -1,4 +1,4 @@
-"""README's host section stays in step with the parser: its field table is HOST_FIELDS, its
+"""docs/planner.md's host section stays in step with the parser: its field table is HOST_FIELDS, its
 JSON and TOML examples load (and are the h20-141g-8x preset), every preset is named."""
 
 from __future__ import annotations
@@ -8,15 +8,15 @@ from dataclasses import replace
 
 import pytest
 
-from planner import hardware, host_file
+from planner.specs import hardware, host_file
 from tests.helpers import ROOT
 
-README = (ROOT / "README.md").read_text()
-SECTION = README.split("### Hosts: presets, host files, stored hosts", 1)[-1].split("\n## ", 1)[0]
+DOC = (ROOT / "docs" / "planner.md").read_text()
+SECTION = DOC.split("## Hosts: presets, host files, stored hosts", 1)[-1].split("\n# ", 1)[0]
 
 
 def test_the_section_exists() -> None:
-    assert "### Hosts: presets, host files, stored hosts" in README
+    assert "## Hosts: presets, host files, stored hosts" in DOC
     assert "--host-from-store HOST" in SECTION and "python -m collectors gpu" in SECTION
 
 
@@ -38,5 +38,5 @@ def test_examples_load_as_the_141g_h20(fmt: str) -> None:
 
 
 def test_every_preset_is_named() -> None:
-    missing = [n for n in hardware.HARDWARE_PRESETS if f"`{n}`" not in README]
-    assert not missing, f"README names no {missing}"
+    missing = [n for n in hardware.HARDWARE_PRESETS if f"`{n}`" not in DOC]
+    assert not missing, f"docs/planner.md names no {missing}"

@@ -1,4 +1,4 @@
-"""Reading a stored run's server command line into its scheduler settings (planner.launch_flags)."""
+"""Reading a stored run's server command line into its scheduler settings (planner.specs.launch_flags)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from planner.launch_flags import (
+from planner.specs.launch_flags import (
     SchedulerSettings,
     reported_by_server,
     row_settings,

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from planner import models
 from planner.errors import PlannerInputError
+from planner.specs import models
 
 
 def test_kimi_preset_shapes_and_derived_sizes() -> None:

@@ -17,9 +17,9 @@ import pytest
 
 from planner.cli import build_parser as plan_parser
 from planner.cli import run_plan, target_args
-from planner.plan_json import to_json
 from planner.predict import build_parser as predict_parser
 from planner.predict import run as predict_run
+from planner.tradeoff.report_json import to_json
 from tests.helpers import FIXTURES, ROOT
 
 QWEN3_32B_FP8 = FIXTURES / "serving" / "configs" / "Qwen--Qwen3-32B-FP8_config.json"

@@ -6,12 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from planner import hardware, models
 from planner.api import plan
-from planner.calibrate import Calibration
-from planner.layouts import KINDS, default_layouts
-from planner.routing import expected_max_binomial
-from planner.serving_params import FITTED
+from planner.cost.calibrate import Calibration
+from planner.cost.params import FITTED
+from planner.cost.routing import expected_max_binomial
+from planner.specs import hardware, models
+from planner.tradeoff.layouts import KINDS, default_layouts
 
 
 @pytest.fixture(scope="module")

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from planner import hardware, models
 from planner.api import plan
 from planner.errors import PlannerInputError
-from planner.layouts import default_layouts, select
-from planner.plan_json import to_json
-from planner.policy import check_precision, load_policy
-from planner.recommend import call_at
+from planner.policy.check import check_precision, load_policy
+from planner.specs import hardware, models
+from planner.tradeoff.layouts import default_layouts, select
+from planner.tradeoff.recommend import call_at
+from planner.tradeoff.report_json import to_json
 
 
 @pytest.mark.parametrize("name", ["kimi-k2.5", "deepseek-v3", "minimax-m2.5"])

@@ -11,14 +11,15 @@ import sys
 import numpy as np
 import pytest
 
-from planner import hardware, models, serving
-from planner.engines import ENGINES
+from planner.cost import serving
+from planner.cost.params import FITTED
+from planner.cost.step import prefill_cost
+from planner.cost.types import ServeLayout, Workload
 from planner.errors import PlannerInputError
 from planner.predict import build_parser, run
-from planner.serving_layouts import Instance
-from planner.serving_params import FITTED
-from planner.serving_step import prefill_cost
-from planner.serving_types import ServeLayout, Workload
+from planner.specs import hardware, models
+from planner.specs.engines import ENGINES
+from planner.tradeoff.instances import Instance
 from tests.helpers import FIXTURES, ROOT
 
 CONFIGS = FIXTURES / "serving" / "configs"
@@ -389,7 +390,7 @@ def test_trtllm_adp_balance_holds_later_prompts_not_decode_steps() -> None:
 
 
 def test_adp_balance_wait_shortens_when_every_rank_fills_before_the_timeout() -> None:
-    from planner.serving_ttft import adp_balance_wait_steps
+    from planner.cost.ttft import adp_balance_wait_steps
 
     b = np.array([1.0, 2.0, 8.0, 64.0, 512.0])
     wait = adp_balance_wait_steps(b, 8, 1024, 60)
@@ -427,7 +428,7 @@ def test_sglang_recv_interval_holds_later_prompts_for_the_next_poll() -> None:
 def test_pooled_prompts_finish_with_their_batch() -> None:
     """One poll's prompts are one prefill batch: each gets its first token when the batch (or
     its chunk) is done; n = 1 is a prompt alone, fractions interpolate."""
-    from planner.serving_ttft import pooled_prefill_ms, recv_pooled_prompts
+    from planner.cost.ttft import pooled_prefill_ms, recv_pooled_prompts
 
     t = np.full(3, 0.01)  # ms per prompt token
     alone, three, half = pooled_prefill_ms(np.array([1.0, 3.0, 1.5]), 1024, 16384, True, 5.0, t)
@@ -474,7 +475,7 @@ def test_batch_wait_ends_at_the_timeout_or_when_the_share_fills() -> None:
     mu = B T / O of them) wait the rest: mean (T + mu T / 2) / (1 + mu), and a prompt shares
     its release with mu (2 + mu) / (1 + mu) others. Many arrivals: the k-th later one fills
     the share first, and the k + 1 prompts wait k / (2 lambda) steps on average."""
-    from planner.serving_ttft import batch_wait
+    from planner.cost.ttft import batch_wait
 
     waits, pooled = batch_wait(np.array([4.0]), 1024, 1024, 16384, 20, 1.0)
     mu = 4 * 20 / 1024

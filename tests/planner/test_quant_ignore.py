@@ -1,11 +1,11 @@
-"""Reading which GEMMs a quantized checkpoint keeps in the model dtype (planner.quant_ignore)."""
+"""Reading which GEMMs a quantized checkpoint keeps in the model dtype (planner.specs.quant_ignore)."""
 
 from __future__ import annotations
 
 import pytest
 
-from planner import models
-from planner.quant_ignore import unquantized
+from planner.specs import models
+from planner.specs.quant_ignore import unquantized
 from tests.helpers import FIXTURES
 
 CONFIGS = FIXTURES / "serving" / "configs"

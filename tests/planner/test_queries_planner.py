@@ -1,13 +1,13 @@
-"""store.queries_planner on a real store filled by the real collectors."""
+"""store.queries.planner on a real store filled by the real collectors."""
 
 from __future__ import annotations
 
 import json
 
-from planner import hardware
-from planner.comm import curves_from_rows
-from store import queries_planner as qp
+from planner.cost.comm import curves_from_rows
+from planner.specs import hardware
 from store.location import resolve
+from store.queries import planner as qp
 from tests.planner.test_cli import planner
 
 

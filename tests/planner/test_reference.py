@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from planner import hardware, models, reference
 from planner.api import plan
-from planner.recommend import call_at
+from planner.specs import hardware, models
+from planner.tradeoff import reference
+from planner.tradeoff.recommend import call_at
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +73,7 @@ def test_unmeasured_fast_allreduce_is_a_hypothesis_never_the_headline(res) -> No
 
 
 def test_a_measured_fast_allreduce_lifts_the_hypothesis() -> None:
-    from planner.comm import CommCurve
+    from planner.cost.comm import CommCurve
 
     measured = CommCurve("all_reduce_fast", 8, (14336.0, 1e6), (8.0, 60.0), "measured",
                          "measured comm run c1 (flashinfer_pcie_ipc, cuda)")  # fmt: skip

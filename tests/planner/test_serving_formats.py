@@ -7,9 +7,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from planner import hardware, models
-from planner.serving import ServeLayout, Workload, predict
-from planner.serving_step import family
+from planner.cost.serving import ServeLayout, Workload, predict
+from planner.cost.step import family
+from planner.specs import hardware, models
 from tests.helpers import FIXTURES
 
 CONFIGS = FIXTURES / "serving" / "configs"
@@ -105,8 +105,8 @@ def test_shared_expert_floors_hide_behind_routed_experts_up_to_the_engines_thres
     """Each engine runs a small batch's shared expert on a second stream beside the routed
     experts: past its token threshold the shared expert's kernel floors come back, in full;
     a model without shared experts has no such step."""
-    from planner.serving_params import FITTED, KERNELS
-    from planner.serving_step import decode_terms
+    from planner.cost.params import FITTED, KERNELS
+    from planner.cost.step import decode_terms
 
     hw, lay = hardware.preset("b200-sxm-8x"), ServeLayout(tp=8)
     w = Workload(1024, 1024, engine=engine)
@@ -126,8 +126,8 @@ def test_sparse_attention_layers_carry_their_indexer() -> None:
     attention weights, and its decode kernels are in every layer's attention floor."""
     from dataclasses import replace
 
-    from planner.serving_params import FITTED, KERNELS
-    from planner.serving_step import decode_terms
+    from planner.cost.params import FITTED, KERNELS
+    from planner.cost.step import decode_terms
 
     glm = load("zai-org--GLM-5")
     assert (glm.sparse_topk, glm.index_heads, glm.index_head_dim) == (2048, 32, 128)

@@ -1,4 +1,4 @@
-"""The Serving page's prediction rows (pages/serving_predict.py) on a real store: a sweep
+"""The Serving page's prediction rows (pages/helpers/serving_predict.py) on a real store: a sweep
 imported by the real `vllm-bench` CLI, a `gpu` run through the NVML stand-in, and the served
 model's config.json recorded as the collectors record it (migration 0008)."""
 
@@ -11,14 +11,14 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from collectors.model_config import model_config_tables
-from pages.serving_predict import add_band, serving_predictions
-from planner import hardware, models
-from store import queries_planner as qp
-from store import queries_serving as qs
-from store.bundle import Bundle, RunRecord, new_run_id, utc_now_iso, write_spool
+from collectors.serving.model_config import model_config_tables
+from pages.helpers.serving_predict import add_band, serving_predictions
+from planner.specs import hardware, models
 from store.commit import commit_entry
 from store.location import resolve
+from store.queries import planner as qp
+from store.queries import serving as qs
+from store.spool.bundle import Bundle, RunRecord, new_run_id, utc_now_iso, write_spool
 from tests.gpu.conftest import PCIE, fake_env
 from tests.helpers import FIXTURES, run_cli
 from tests.vllm import bench_fixtures
@@ -85,8 +85,8 @@ def test_ttft_is_predicted_for_the_runs_own_prompt_count(stored) -> None:
     """The sweep sent 64 prompts at every concurrency: at C=64 every request is in the first
     wave (all arrive at once and queue), at C=1 most arrive alone. The page predicts each
     point for the prompts the run sent, not the fit's default share."""
-    from pages.serving_predict import _params_that_fit, _serve_layout
-    from planner.serving import Workload, predict
+    from pages.helpers.serving_predict import _serve_layout
+    from planner.cost.serving import Workload, params_for_loaded_run, predict
 
     loc, run_id, _ = stored
     bench = _bench(loc, run_id)
@@ -95,7 +95,7 @@ def test_ttft_is_predicted_for_the_runs_own_prompt_count(stored) -> None:
     assert not reasons
     model, hw = model_for(MODEL)[0], hardware_for(loc, MEASURED, HOST)[0]
     lay = _serve_layout(bench.iloc[0].to_dict())
-    params = _params_that_fit(model, hw, lay, "vllm", [], "")
+    params, _ = params_for_loaded_run(model, hw, lay, "vllm")
 
     def ttft(c: int, prompts: int) -> float:
         return float(predict(model, hw, lay, Workload(1024, 256, "vllm", num_prompts=prompts),
@@ -111,8 +111,8 @@ def test_each_run_is_predicted_with_the_scheduler_it_was_launched_with(stored) -
     """The same sweep imported again, its server launched with --max-num-batched-tokens 2048
     (recorded with the run): the page predicts its TTFT at that budget, not vLLM's default
     8192, says so, and leaves the first run at the default."""
-    from pages.serving_predict import _params_that_fit, _serve_layout
-    from planner.serving import Workload, predict
+    from pages.helpers.serving_predict import _serve_layout
+    from planner.cost.serving import Workload, params_for_loaded_run, predict
 
     loc, first_id, tmp = stored
     args = f"vllm serve {MODEL} -tp 8 --max-num-batched-tokens 2048 --api-key sk-secret"
@@ -128,7 +128,7 @@ def test_each_run_is_predicted_with_the_scheduler_it_was_launched_with(stored) -
     assert set(frame["launch_flags"]) == {"--max-num-batched-tokens 2048"}
     model, hw = model_for(MODEL)[0], hardware_for(loc, MEASURED, HOST)[0]
     lay = _serve_layout(bench.iloc[0].to_dict())
-    params = _params_that_fit(model, hw, lay, "vllm", [], "")
+    params, _ = params_for_loaded_run(model, hw, lay, "vllm")
 
     def ttft(c: int, budget: int) -> float:
         w = Workload(1024, 256, "vllm", num_prompts=64, token_budget=budget)
@@ -174,8 +174,8 @@ def test_an_sglang_run_is_predicted_with_what_its_server_reported(stored) -> Non
     """SGLang results that record the server's /get_server_info (bench_serving since
     88342607) need no --server-args: the layout, chunked_prefill_size and
     scheduler_recv_interval the server ran with are read from them and predicted with."""
-    from pages.serving_predict import _params_that_fit, _serve_layout
-    from planner.serving import Workload, predict
+    from pages.helpers.serving_predict import _serve_layout
+    from planner.cost.serving import Workload, params_for_loaded_run, predict
     from tests.sglang import fixtures as sglang_fixtures
 
     loc, _, tmp = stored
@@ -193,7 +193,7 @@ def test_an_sglang_run_is_predicted_with_what_its_server_reported(stored) -> Non
                                           "scheduler_recv_interval=30 (/get_server_info)"}
     model, hw = model_for(MODEL)[0], hardware_for(loc, MEASURED, HOST)[0]
     lay = _serve_layout(bench.iloc[0].to_dict())
-    params = _params_that_fit(model, hw, lay, "sglang", [], "")
+    params, _ = params_for_loaded_run(model, hw, lay, "sglang")
 
     def ttft(c: int, budget: int, recv: int) -> float:
         # SGLang's lines record no --num-prompts: the fit's benchmark is assumed (0)

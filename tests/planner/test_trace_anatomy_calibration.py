@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from planner import hardware, models
 from planner.api import plan
-from planner.calibrate import Calibration
-from store import queries_planner as qp
+from planner.cost.calibrate import Calibration
+from planner.specs import hardware, models
 from store.location import resolve
+from store.queries import planner as qp
 from tests.helpers import run_cli
 from tests.trace.synth import graph_decode_trace
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from planner.lint import lint_text, main
-from planner.native import parse_hint
+from planner.policy.lint import lint_text, main
+from planner.specs.native import parse_hint
 from tests.helpers import ROOT
 
 KIMI_CONFIG = {

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from planner.native import NativeError, from_hf_config, parse_hint
-from planner.policy import Precision, load_policy
-from planner.trace_check import check_kernels, quantize_candidates, run_verdict
+from planner.policy.check import load_policy
+from planner.policy.trace_check import check_kernels, quantize_candidates, run_verdict
+from planner.specs.native import NativeError, from_hf_config, parse_hint
+from planner.specs.precision import Precision
 
 DEEPSEEK_V3 = {
     "model_type": "deepseek_v3", "hidden_size": 7168, "torch_dtype": "bfloat16",

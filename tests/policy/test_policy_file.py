@@ -6,18 +6,20 @@ from pathlib import Path
 
 import pytest
 
-from planner.policy import (
+from planner.policy.check import (
     DEFAULT_POLICY,
     RULE_KINDS,
-    UNCHANGED,
     PolicyError,
+    check_precision,
+    load_policy,
+    parse_policy,
+)
+from planner.specs.precision import (
+    UNCHANGED,
     Precision,
     UnknownDtype,
-    check_precision,
     compare_dtypes,
-    load_policy,
     normalize_dtype,
-    parse_policy,
 )
 
 W4A16 = Precision("int4", "bf16", "bf16", "bf16")

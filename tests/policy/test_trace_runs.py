@@ -1,5 +1,5 @@
 """Trace-run policy checks end to end: real `python -m collectors trace` imports, the
-store's named queries, then planner.trace_check."""
+store's named queries, then planner.policy.trace_check."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from planner.native import parse_hint
-from planner.policy import load_policy
-from planner.trace_check import check_kernels
-from store import queries_policy as qp
+from planner.policy.check import load_policy
+from planner.policy.trace_check import check_kernels
+from planner.specs.native import parse_hint
 from store.location import resolve
+from store.queries import policy as qp
 from tests.helpers import FIXTURES, run_cli
 from tests.policy.fp8_trace import LAYERS, import_fp8_and_bf16_runs
 

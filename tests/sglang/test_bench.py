@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from collectors.sglang import bench
-from collectors.sglang import layout as sgl_layout
+from collectors.serving.sglang import bench
+from collectors.serving.sglang import layout as sgl_layout
 from tests.helpers import query, run_cli
 from tests.sglang import fixtures
 from tests.sglang.conftest import MODEL
@@ -92,8 +92,8 @@ def test_vllm_and_sglang_imports_of_one_model_sit_side_by_side(tmp_path, store_p
     fixtures.write_jsonl(tmp_path / "s.jsonl")
     assert run_cli(store_path, "sglang-bench", "--results", str(tmp_path / "s.jsonl"),
                    "--model", MODEL, "--server-args", "--tp 8").code == 0  # fmt: skip
-    from store import queries_serving as qs
     from store.location import resolve
+    from store.queries import serving as qs
 
     runs = qs.bench_runs(resolve(str(store_path)), model=MODEL)
     assert sorted(runs["engines"]) == ["sglang", "vllm 0.11.0"]

@@ -1,4 +1,4 @@
-"""planner/engine_commands.py: the launch command of each engine parses back, with the
+"""planner/tradeoff/engine_commands.py: the launch command of each engine parses back, with the
 collectors' own layout parsers, to the layout the planner meant (no drift between them)."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ import shlex
 
 import pytest
 
-from collectors.sglang import layout as sgl_layout
-from collectors.vllm import layout as vllm_layout
-from planner import engine_commands as ec
-from planner.layouts import default_layouts
+from collectors.serving.sglang import layout as sgl_layout
+from collectors.serving.vllm import layout as vllm_layout
+from planner.tradeoff import engine_commands as ec
+from planner.tradeoff.layouts import default_layouts
 
 CASES = [("tp", 8, 1, 1, ""), ("tp_ep_dp1", 8, 1, 8, ""), ("tp_attn_ep_moe", 8, 1, 8, ""),
          ("dp_attn_ep", 1, 8, 8, "allgather_reducescatter"),
@@ -64,15 +64,15 @@ def test_sglang_only_layouts_and_full_precision_dispatch() -> None:
     assert ec.engines("downcast") == []
     (c,) = ec.commands("tp_attn_ep_moe", 8, 1, 8)
     assert "--moe-a2a-backend deepep --deepep-dispatcher-output-dtype bf16" in c.launch
-    from planner.lint import lint_text
+    from planner.policy.lint import lint_text
 
     assert lint_text(c.launch).count("violation") == 0  # BF16 dispatch keeps the policy
 
 
 def test_tradeoff_lines_name_the_sglang_only_layout() -> None:
-    from planner.hardware import HARDWARE_PRESETS
-    from planner.hardware import preset as hw_preset
-    from planner.models import MODEL_PRESETS, preset
+    from planner.specs.hardware import HARDWARE_PRESETS
+    from planner.specs.hardware import preset as hw_preset
+    from planner.specs.models import MODEL_PRESETS, preset
 
     moe = next(preset(n) for n in MODEL_PRESETS if preset(n).num_experts > 0)
     hw = hw_preset(next(iter(HARDWARE_PRESETS)))

@@ -33,8 +33,8 @@ def test_two_scrapes_fill_the_sglang_view(sglang_server, store_path) -> None:
     assert query(store_path, "SELECT DISTINCT json_extract_string(env, '$.sglang') "
                  "FROM runs") == [("0.5.4",)]  # fmt: skip
     # What the Serving page reads: the server listed as SGLang, interval rates and latencies.
-    from store import queries_serving as qs
     from store.location import resolve
+    from store.queries import serving as qs
 
     loc = resolve(str(store_path))
     servers = qs.metric_servers(loc)
@@ -56,8 +56,8 @@ DOCS_EXAMPLE = FIXTURES / "serving" / "metrics" / "sglang_production_metrics.pro
 def test_one_scrape_of_the_docs_example_reads_on_the_page(sglang_server, store_path) -> None:
     """SGLang's own docs' /metrics (12 families; func_latency_seconds labelled `name`, no
     model): one scrape is a server with gauges and no interval yet (issue 20: it crashed)."""
-    from store import queries_serving as qs
     from store.location import resolve
+    from store.queries import serving as qs
 
     server = sglang_server(metrics_file=str(DOCS_EXAMPLE))
     res = run_cli(store_path, "sglang-metrics", "--url", server.url, "--json")

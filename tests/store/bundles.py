@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from store.bundle import Bundle, RunRecord, new_run_id, utc_now_iso
+from store.spool.bundle import Bundle, RunRecord, new_run_id, utc_now_iso
 
 
 def host_bundle(host: str = "test-host", gpus: int = 0, label: str | None = None) -> Bundle:

@@ -6,8 +6,8 @@ import json
 import sys
 import time
 
-from store import queries
 from store.location import resolve
+from store.queries import overview as queries
 
 store, seconds = sys.argv[1], float(sys.argv[2])
 loc = resolve(store)

@@ -2,7 +2,7 @@
 
 Each collector commits its own spool entry, then flushes what else waits there: the
 entries of the others, which they are spooling or committing at that very moment. A flush
-must leave those to their owners (store/spool_claim.py); issue 22 saw 3-4 of 6 exit 1 with
+must leave those to their owners (store/spool/claim.py); issue 22 saw 3-4 of 6 exit 1 with
 another's entry "corrupt" and the move aside failing.
 """
 
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from collectors.errors import EXIT_OK, EXIT_STORE_BUSY
-from store.bundle import CORRUPT_DIR
+from collectors.core.errors import EXIT_OK, EXIT_STORE_BUSY
+from store.spool.bundle import CORRUPT_DIR
 from tests.helpers import ROOT, cli_env, query
 
 pytestmark = pytest.mark.slow

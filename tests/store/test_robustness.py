@@ -13,10 +13,10 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from collectors.errors import EXIT_INTERRUPTED
-from store.bundle import pending_entries, write_spool
+from collectors.core.errors import EXIT_INTERRUPTED
 from store.commit import commit_entry
 from store.location import resolve
+from store.spool.bundle import pending_entries, write_spool
 from tests.helpers import ROOT, cli_env, query, run_cli
 from tests.store.bundles import host_bundle
 from tests.store.holders import FILE_HOLDER, held_by_another_process

@@ -1,4 +1,4 @@
-"""Spool claims (store/spool_claim.py): a flush leaves an entry another live process holds,
+"""Spool claims (store/spool/claim.py): a flush leaves an entry another live process holds,
 takes it once that process is gone, and never calls a vanished entry corrupt."""
 
 from __future__ import annotations
@@ -11,16 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from store.bundle import CORRUPT_DIR, pending_entries, spool_claimed, write_spool
 from store.commit import commit_entry, flush
 from store.location import StoreLocation
-from store.spool_claim import EntryHeld, claim_entry
+from store.spool.bundle import CORRUPT_DIR, pending_entries, spool_claimed, write_spool
+from store.spool.claim import EntryHeld, claim_entry
 from tests.helpers import ROOT, query
 from tests.store.bundles import host_bundle
 from tests.store.holders import held_by_another_process
 
 CLAIM_HOLDER = (
-    "import sys, time; from pathlib import Path; from store.spool_claim import claim_entry\n"
+    "import sys, time; from pathlib import Path; from store.spool.claim import claim_entry\n"
     "claim = claim_entry(Path(sys.argv[1]), wait=True)\n"
     "print('held' if claim else 'gone', flush=True); time.sleep(600)\n"
 )

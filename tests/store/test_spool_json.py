@@ -1,4 +1,4 @@
-"""Small tables spooled as JSON columns (store/bundle.py): same rows as Parquet, or Parquet."""
+"""Small tables spooled as JSON columns (store/spool/bundle.py): same rows as Parquet, or Parquet."""
 
 from __future__ import annotations
 
@@ -11,11 +11,18 @@ import pytest
 
 from collectors.trace.ingest import ingest_traces
 from collectors.trace.table import Column, Table
-from store import bundle as bundle_mod
-from store.bundle import Bundle, CorruptBundle, RunRecord, read_manifest, utc_now_iso, write_spool
 from store.commit import _select_rows, commit_entry, flush
 from store.connect import connection
 from store.location import StoreLocation, resolve
+from store.spool import bundle as bundle_mod
+from store.spool.bundle import (
+    Bundle,
+    CorruptBundle,
+    RunRecord,
+    read_manifest,
+    utc_now_iso,
+    write_spool,
+)
 from tests.helpers import FIXTURES
 
 # Two real ranks: per-rank parts whose dictionaries (kernel names) differ.

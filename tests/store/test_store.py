@@ -10,13 +10,14 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from store import migrate, queries
-from store.bundle import CorruptBundle, pending_entries, read_manifest, write_spool
+from store import migrate
 from store.commit import commit_entry, flush
 from store.connect import connection
 from store.errors import StoreError, StoreMissing
 from store.location import StoreLocation, resolve
+from store.queries import overview as queries
 from store.reader import clear_cache, data_version, query_df
+from store.spool.bundle import CorruptBundle, pending_entries, read_manifest, write_spool
 from tests.store.bundles import host_bundle
 
 

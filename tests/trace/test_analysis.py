@@ -8,7 +8,7 @@ import logging
 import numpy as np
 import pytest
 
-from collectors.errors import InputError
+from collectors.core.errors import InputError
 from collectors.trace import metrics, steps
 from collectors.trace.ingest import ingest_traces, rank_from_name
 from tests.trace.conftest import fixture
@@ -98,7 +98,8 @@ def test_every_fixture(rel, source, n_steps, present):
     "tracelens/sglang_qwen3_8b_decode.json.gz",
 ])  # fmt: skip
 def test_skipping_cpu_ops_changes_nothing(rel, monkeypatch):
-    from collectors.trace import ingest, reader
+    from collectors.trace import ingest
+    from collectors.trace.readers import kineto as reader
 
     path = fixture(rel)
     lean = ingest_traces([path])

@@ -155,7 +155,7 @@ def test_dry_run_imports_only_the_trace_path(tmp_path):
         f"code = main(['trace', '--dry-run', '--store', {str(tmp_path / 's.duckdb')!r}, "
         f"{str(trace)!r}])\n"
         "print(code, *sorted(m for m in sys.modules if m in ('duckdb', 'numpy.ma') or m.startswith("
-        "('collectors.serving', 'collectors.vllm', 'collectors.sglang', 'collectors.comm'))))"
+        "('collectors.serving', 'collectors.serving.vllm', 'collectors.serving.sglang', 'collectors.comm'))))"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          cwd=Path(__file__).resolve().parents[2], check=True)  # fmt: skip
@@ -165,7 +165,7 @@ def test_dry_run_imports_only_the_trace_path(tmp_path):
 def test_a_committed_small_import_never_loads_pandas_or_pyarrow(tmp_path):
     """Start-up cost (issue 12): pandas costs ~0.35 s to import, and duckdb loads it for any
     bound Python value; the commit reads every value from files instead (store/commit.py).
-    A small trace's tables are spooled as JSON straight from numpy (store/bundle.py), so
+    A small trace's tables are spooled as JSON straight from numpy (store/spool/bundle.py), so
     neither process imports pyarrow (~40 ms with pyarrow.parquet) either."""
     import subprocess
     import sys

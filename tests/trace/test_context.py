@@ -12,7 +12,7 @@ import pytest
 
 from collectors.trace import taxonomy
 from collectors.trace.ingest import ingest_traces
-from collectors.trace.reader import read_trace
+from collectors.trace.readers.kineto import read_trace
 from tests.helpers import ROOT, query, run_cli
 from tests.trace.synth import AR, GEMM, SILU, moe_layer_trace
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from collectors.errors import InputError
-from collectors.trace.reader import read_trace
+from collectors.core.errors import InputError
+from collectors.trace.readers.kineto import read_trace
 from tests.trace.conftest import fixture
 from tests.trace.synth import TraceBuilder, decode_step_trace
 

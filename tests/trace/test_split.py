@@ -1,4 +1,4 @@
-"""Reading large traces on several processes (collectors/trace/split.py) gives exactly what
+"""Reading large traces on several processes (collectors/trace/readers/kineto_split.py) gives exactly what
 one pass gives: the same RawTrace field for field and the same ingested tables, on every
 real fixture, cut into many small chunks so that every process parses a share of each
 file (two processes, and four as on a many-core host)."""
@@ -10,8 +10,12 @@ import gzip
 
 import pytest
 
-from collectors.errors import InputError
-from collectors.trace import ingest, ranks, reader, scanner, split
+from collectors.core.errors import InputError
+from collectors.trace import ingest
+from collectors.trace.readers import kineto as reader
+from collectors.trace.readers import kineto_scan as scanner
+from collectors.trace.readers import kineto_split as split
+from collectors.trace.readers import rank_files as ranks
 from tests.trace.conftest import TRACES, fixture
 
 BLOCK = 4096  # bytes read at a time: ~60 KB of JSON per chunk, dozens of chunks per file

@@ -175,7 +175,7 @@ def test_every_real_kernel_and_op_name_gets_the_ignorecase_category():
     import re
     from pathlib import Path
 
-    from collectors.trace.reader import read_trace
+    from collectors.trace.readers.kineto import read_trace
     from tests.trace.conftest import TRACES
     from tests.trace.test_taxonomy_real import REAL
 

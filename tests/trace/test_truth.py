@@ -11,8 +11,8 @@ import json
 import pytest
 
 from collectors.trace.ingest import ingest_traces
-from store import queries_trace as qt
 from store.location import resolve
+from store.queries import trace as qt
 from tests.helpers import query, run_cli
 from tests.trace.conftest import fixture
 from tests.trace.synth import (

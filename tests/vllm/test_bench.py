@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from collectors.vllm import bench, layout
+from collectors.serving.vllm import bench, layout
 from tests.helpers import query, run_cli
 from tests.vllm import bench_fixtures
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from collectors.vllm import layout
+from collectors.serving.vllm import layout
 
 
 @pytest.mark.parametrize(("args", "name", "kind", "world"), [

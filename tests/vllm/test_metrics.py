@@ -40,8 +40,8 @@ def test_two_scrapes_give_interval_rates_and_latencies(vllm_server, store_path) 
     assert version == [("0.16.0",)]
 
     # What the Serving page reads: interval quantiles interpolated from the bucket deltas.
-    from store import queries_serving as qs
     from store.location import resolve
+    from store.queries import serving as qs
 
     loc = resolve(str(store_path))
     servers = qs.metric_servers(loc)
@@ -61,8 +61,8 @@ def test_one_scrape_of_a_recorded_v0_server(vllm_server, store_path) -> None:
     """A vLLM 0.7 /metrics as printed by vllm-project/aibrix's docs: V0 names
     (gpu_cache_usage_perc), model-less families (cache_config_info, lora_requests_info), no
     engine label and no latency histogram: one server, one scrape, nothing to subtract."""
-    from store import queries_serving as qs
     from store.location import resolve
+    from store.queries import serving as qs
 
     server = vllm_server(metrics_file=str(RECORDED))
     res = run_cli(store_path, "vllm-metrics", "--url", server.url, "--json")

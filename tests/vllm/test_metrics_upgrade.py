@@ -13,11 +13,11 @@ from pathlib import Path
 import duckdb
 
 from collectors.serving.metrics import scrape_rows
-from collectors.sglang.metrics import ADAPTER as SGLANG
-from collectors.vllm.metrics import ADAPTER as VLLM
+from collectors.serving.sglang.metrics import ADAPTER as SGLANG
+from collectors.serving.vllm.metrics import ADAPTER as VLLM
 from store import migrate
-from store.bundle import Bundle, RunRecord, write_spool
 from store.location import resolve
+from store.spool.bundle import Bundle, RunRecord, write_spool
 from tests.helpers import FIXTURES, query, run_cli
 
 METRICS = FIXTURES / "serving" / "metrics"
@@ -131,7 +131,7 @@ def test_a_spool_entry_written_before_the_upgrade_still_commits(store_path: Path
 
 def old_export(tmp_path: Path, run_id: str) -> Path:
     """The export folder an older Stepscope (schema v9) wrote for ``run_id``."""
-    from collectors.export_run import _write_folder
+    from collectors.upkeep.export_run import _write_folder
 
     old_store = tmp_path / "old" / "stepscope.duckdb"
     if not old_store.exists():
@@ -163,7 +163,7 @@ def test_an_export_made_before_the_upgrade_imports(tmp_path: Path, store_path: P
 def test_an_export_with_a_column_of_no_schema_is_refused(tmp_path: Path, store_path: Path) -> None:
     import pyarrow as pa
 
-    from collectors.export_run import _write_folder
+    from collectors.upkeep.export_run import _write_folder
 
     old_store = tmp_path / "old" / "stepscope.duckdb"
     v9_store(old_store)

@@ -39,8 +39,8 @@ def test_profile_ingests_every_rank_with_load_and_layout(vllm_server, rank_trace
     assert load == [(6, 6, 12, 12, 0)]
     ranks = query(store_path, "SELECT count(*) FROM trace_ranks WHERE run_id = ?", [run_id])
     assert ranks[0][0] == 2
-    from store import queries_serving as qs
     from store.location import resolve
+    from store.queries import serving as qs
 
     runs = qs.profile_runs(resolve(str(store_path)))
     assert runs["run_id"].tolist() == [run_id] and runs["completed"].iloc[0] == 6

@@ -8,8 +8,8 @@ import pytest
 
 from collectors.serving import prom
 from collectors.serving.metrics import scrape_rows
-from collectors.vllm.metrics import ADAPTER
-from store.histogram import histogram_quantile
+from collectors.serving.vllm.metrics import ADAPTER
+from store.queries.histogram import histogram_quantile
 
 # As prometheus_client.generate_latest writes vLLM's metrics (vllm/v1/metrics/loggers.py),
 # with two engines (data-parallel) and an escaped quote in a label value.

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from collectors.serving.load import LoadSpec, run_load
-from store import queries_serving as qs
 from store.location import resolve
+from store.queries import serving as qs
 from tests.helpers import run_cli
 from tests.lake.conftest import Lake, lake, pg  # noqa: F401 - fixtures
 from tests.vllm import bench_fixtures

@@ -1,0 +1,1 @@
+"""The verb framework every collector shares: context, lock, logging, errors, statistics."""

@@ -1,0 +1,1 @@
+"""Profile file readers: each fills the same event columns (collectors/trace/columns.py)."""

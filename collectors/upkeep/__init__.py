@@ -1,0 +1,1 @@
+"""Store upkeep verbs: flush, doctor, check, compact, migrate, export and import."""

@@ -1,0 +1,1 @@
+"""What the page scripts share: widgets, charts and views (display only, no SQL)."""

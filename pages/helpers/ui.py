@@ -1,0 +1,159 @@
+"""UI helpers every page shares: store location, sidebar, empty states, exports.
+
+No SQL here either: data comes from store.queries.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import pandas as pd
+import streamlit as st
+
+from store.errors import StoreError, StoreMissing
+from store.location import StoreLocation, resolve
+from store.queries import overview as queries
+
+ALL = "(all hosts)"
+
+def _leave_legacy_multipage_mode() -> None:
+    """Make a shared deep link work on a freshly started server.
+
+    Streamlit treats a ``pages/`` folder beside app.py as its legacy multipage mode until
+    ``st.navigation`` has run once in the server process; until then a link such as
+    ``/hardware?run=...`` runs the page file alone, skipping app.py (no sidebar, wrong
+    page list). Every page imports this module first, so switch the server to
+    ``st.navigation`` mode and rerun the same URL through app.py.
+    """
+    from streamlit.runtime.pages_manager import PagesManager
+
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
+_leave_legacy_multipage_mode()
+
+
+
+@dataclass(frozen=True)
+class Area:
+    """A part of the product a collector fills, and the exact command that fills it."""
+
+    verb: str
+    title: str
+    command: str
+
+
+# What the Overview lists as empty areas; each collector issue adds its own line.
+AREAS: tuple[Area, ...] = (
+    Area("host", "Environment snapshot", "python -m collectors host"),
+    Area("gpu", "GPU inventory", "python -m collectors gpu"),
+    Area("trace", "Trace import", "python -m collectors trace /path/to/traces/"),
+    Area("profile", "Kernel breakdown (built-in MoE decode profile)", "python -m collectors profile"),
+    Area("comm", "Collective benchmark", "python -m collectors comm --tokens 1,2,4,8,16,32 "
+         "--hidden 7168 --dtype bf16"),  # fmt: skip
+    Area("nccl-tests", "nccl-tests import", "python -m collectors nccl-tests all_reduce_perf.log"),
+    Area("vllm-bench", "Serving benchmark", "python -m collectors vllm-bench --results "
+         "RESULTS_DIR --server-args \"vllm serve MODEL -tp 8\""),  # fmt: skip
+    Area("vllm-metrics", "vLLM metrics scrape", "python -m collectors vllm-metrics --url "
+         "http://127.0.0.1:8000"),  # fmt: skip
+    Area("vllm-profile", "vLLM profile under load", "python -m collectors vllm-profile --url "
+         "http://127.0.0.1:8000 --trace-dir TORCH_PROFILER_DIR"),  # fmt: skip
+)
+
+
+def store() -> StoreLocation:
+    return resolve(None)
+
+
+def sidebar() -> None:
+    """Store in use and the host filter, bound to the URL as ``?host=``."""
+    loc = store()
+    with st.sidebar:
+        st.caption(f"Store: `{loc.describe()}`")
+        try:
+            names = queries.host_names(loc)
+        except StoreError:
+            names = []
+        selected = st.query_params.get("host")
+        options = [ALL, *names]
+        if selected and selected not in options:
+            options.append(selected)  # a link to a host this store lacks still shows it
+        st.selectbox("Host", options, key="host", bind="query-params")
+
+
+def host_filter() -> str | None:
+    value = st.session_state.get("host")
+    return None if value in (None, ALL) else value
+
+
+def store_problem(exc: Exception) -> None:
+    """One plain line for a store that cannot be read, plus the command that fixes it."""
+    if isinstance(exc, StoreMissing):
+        st.info("No runs yet. Gather this machine's environment first:")
+        st.code("python -m collectors host", language="bash")
+    else:
+        st.error(str(exc))
+
+
+def empty_state(area: Area, what: str | None = None) -> None:
+    st.info(what or f"No {area.title.lower()} runs yet. This command fills it:")
+    st.code(area.command, language="bash")
+
+
+def age(ts: object, now: datetime | None = None) -> str:
+    """Human age of a timestamp: '42 s', '5 min', '3 h', '2 d'."""
+    if ts is None or pd.isna(ts):
+        return "never"
+    now = now or datetime.now(UTC)
+    seconds = (now - pd.Timestamp(ts).to_pydatetime()).total_seconds()
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.0f} {unit}"
+    return f"{max(seconds, 0):.0f} s"
+
+
+def csv_download(frame: pd.DataFrame, name: str, label: str = "CSV") -> None:
+    # Built on click (a callable runs only then), not on every rerun of the page.
+    st.download_button(
+        label, lambda: frame.to_csv(index=False).encode(), file_name=f"{name}.csv",
+        mime="text/csv", key=f"csv-{name}", icon=":material/download:", on_click="ignore",
+    )  # fmt: skip
+
+
+def html_download(fig: object, name: str, label: str = "HTML") -> None:
+    """A self-contained HTML file of a Plotly figure (opens offline)."""
+    # ~4.7 MB with plotly.js inlined: build it only when the user clicks.
+    st.download_button(
+        label, lambda: fig.to_html(include_plotlyjs=True, full_html=True).encode(),  # type: ignore[attr-defined]
+        file_name=f"{name}.html", mime="text/html", key=f"html-{name}",
+        icon=":material/download:", on_click="ignore",  # a download needs no rerun
+    )  # fmt: skip
+
+
+def share_link() -> str:
+    """Show the link that reopens exactly this view (with a copy button); return it.
+
+    Built from the page URL and the live query params, which bound widgets keep in sync.
+    """
+    from urllib.parse import urlencode, urlsplit, urlunsplit
+
+    base = urlsplit(st.context.url or "")
+    params = {k: st.query_params.get_all(k) for k in st.query_params}
+    link = urlunsplit((base.scheme, base.netloc, base.path, urlencode(params, doseq=True), ""))
+    with st.popover("Copy link", icon=":material/link:"):
+        st.caption("This link reopens this view, with the same runs and filters:")
+        st.code(link, language=None)
+    return link
+
+
+def chart(fig: object, data: pd.DataFrame, name: str) -> None:
+    """A Plotly chart with its two exports under it: CSV of its data, self-contained HTML."""
+    st.plotly_chart(fig, width="stretch")
+    c1, c2, _ = st.columns([1, 1, 6])
+    with c1:
+        csv_download(data, name)
+    with c2:
+        html_download(fig, name)

@@ -1,0 +1,1 @@
+"""The DuckLake backend: a catalog on PostgreSQL, data files on shared or S3 storage."""

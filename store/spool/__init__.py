@@ -1,0 +1,1 @@
+"""Run bundles and their spool on disk: written atomically, claimed, listed."""
