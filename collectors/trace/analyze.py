@@ -201,15 +201,14 @@ def analyze(raw: RawTrace) -> RankResult:
         found = steps_mod.gap_steps(busy.start, busy.end)
         step = windows.assign(found, np.full(len(start), np.nan), start, end)
         found, step, step_win = windows.own_windows(found, step, start, end)
-    if not found or found[0].source == "gap":
-        win = metrics.union(busy.start[:1], busy.end[-1:])  # the whole active span
-    else:
-        win = metrics.union(step_win[:, 0], step_win[:, 1])
     is_comm = np.isin(category, _COMM_IDX)
     comm = metrics.union(start[is_comm], end[is_comm])
     compute_sel = ~is_comm & (kind != 1) & (kind != 2)
     compute = metrics.union(start[compute_sel], end[compute_sel])
-    times = metrics.rank_times(win, busy, comm, compute)
+    # Busy, span and communication describe the rank: every GPU event of it, in a step or
+    # not (HTA's and TraceLens's busy time: the union of kernel and memcpy/memset
+    # intervals); the steps have their own windows and busy time.
+    times = metrics.rank_times(busy, comm, compute)
     step_busy = busy.within(step_win[:, 0], step_win[:, 1]) if len(step_win) else np.zeros(0)
     marks = anatomy.Marks(enclosing, _in_embedding(raw, launch), graph,
                           anatomy.embedding_names(raw.names, name))  # fmt: skip
