@@ -172,17 +172,19 @@ def read_ranks(files: list[Path], walked: set[Path], warnings: list[str]) -> lis
 
 def _nothing_to_analyse(raw: RawTrace) -> str | None:
     """Why a Kineto file gives no rank (None: it does). Refused: no events at all; no
-    complete GPU event nor CPU op; a cut-off file whose header lists GPUs but that kept no
-    GPU event (its CPU ops alone would pass for the run)."""
+    complete GPU event nor CPU op; a cut-off file that kept no GPU event (Kineto writes a
+    GPU trace's kernels after most CPU ops: its CPU ops alone would pass for the run).
+    A whole trace without GPU events is a CPU-only profile, analysed on its CPU ops."""
     if raw.events_total == 0:  # a profiler that recorded nothing, or died before it did
         return "no events in traceEvents"
     if len(raw.g_ts):
         return None
-    cut = f" ({raw.partial_reason})" if raw.partial else ""
     if not len(raw.c_ts):
+        cut = f" ({raw.partial_reason})" if raw.partial else ""
         return f"no complete GPU event (kernel, memcpy or memset) nor CPU op{cut}"
-    if raw.partial and raw.meta.get("deviceProperties"):
-        return f"no complete GPU event (kernel, memcpy or memset) although its header lists GPUs{cut}"
+    if raw.partial:
+        return (f"no complete GPU event (kernel, memcpy or memset) before the file ends "
+                f"({raw.partial_reason}): its CPU ops alone are not the run")  # fmt: skip
     return None
 
 

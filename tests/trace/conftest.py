@@ -21,10 +21,11 @@ def fixture(rel: str) -> Path:
 
 @pytest.fixture
 def truncated_tmp(tmp_path: Path) -> Path:
-    """A crashed run's trace: the h100 fixture cut at 60% and named .tmp."""
+    """A crashed run's trace: the h100 fixture cut at 80% and named .tmp (its first kernel
+    is at 67%: cut before it, the file would hold no GPU event and be refused)."""
     data = gzip.decompress(fixture("tracelens/h100_qwen1.5_0.5b.json.gz").read_bytes())
     out = tmp_path / "h100_rank0.pt.trace.json.tmp"
-    out.write_bytes(data[: int(len(data) * 0.6)])
+    out.write_bytes(data[: int(len(data) * 0.8)])
     return out
 
 
