@@ -182,10 +182,35 @@ def newest_report(path: Path, since: float) -> Path | None:
     return max(found)[2] if found else None  # the export when both are this new
 
 
+def sqlite_complete(path: Path) -> bool:
+    """Whether a SQLite file is whole: no rollback journal or WAL beside it (a writer is at
+    work) and its size is what its header says (sqlite.org/fileformat2.html: the page size
+    at offset 16, the page count at 28, valid while the change counter at 24 equals the
+    version-valid-for number at 92; before SQLite 3.7.0, whole pages)."""
+    if any(path.with_name(path.name + s).exists() for s in ("-journal", "-wal")):
+        return False
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(100)
+        size = path.stat().st_size
+    except OSError:
+        return False
+    if len(head) < 100 or not head.startswith(b"SQLite format 3\x00"):
+        return False
+    page = int.from_bytes(head[16:18], "big")
+    page = 65536 if page == 1 else page
+    pages = int.from_bytes(head[28:32], "big")
+    if pages and head[24:28] == head[92:96]:
+        return size == pages * page
+    return page > 0 and size % page == 0
+
+
 def wait_for_report(path: Path, since: float, timeout_s: float, settle_s: float,
                     log: logging.Logger, start: float, poll_s: float = 0.5) -> tuple[Path, float]:  # fmt: skip
     """The report nsys writes once the capture range ends (after /stop_profile), when its
-    size has not changed for ``settle_s``; and the seconds waited since ``start``."""
+    size has not changed for ``settle_s`` and, for a SQLite export, its content is whole
+    (``sqlite_complete``: an export is written in place, page by page); and the seconds
+    waited since ``start``. An ``.nsys-rep`` is nsys's own format: its size alone says."""
     size, stable_since, last_report = -1, 0.0, start
     while True:
         now = time.monotonic()
@@ -193,9 +218,17 @@ def wait_for_report(path: Path, since: float, timeout_s: float, settle_s: float,
         current = found.stat().st_size if found is not None and found.exists() else -1
         if current != size or current <= 0:
             size, stable_since = current, now
-        elif now - stable_since >= settle_s:
+        elif now - stable_since >= settle_s and (
+                not found.name.endswith(".sqlite") or sqlite_complete(found)):  # fmt: skip
             return found, now - start
         if now - start > timeout_s:
+            if found is not None:
+                raise MeasurementError(
+                    f"{found}: the Nsight Systems report is not whole {timeout_s:g} s after "
+                    f"/stop_profile ({current / 1e6:.1f} MB, still being written or cut "
+                    "short); raise --flush-timeout, or import it later with: python -m "
+                    f"collectors trace {found}"
+                )  # fmt: skip
             raise MeasurementError(
                 f"{path}: no Nsight Systems report written within {timeout_s:g} s of "
                 "/stop_profile; is the server running under `nsys profile "

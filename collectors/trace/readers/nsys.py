@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import re
 from array import array
+from itertools import chain
 from pathlib import Path
 
 import numpy as np
@@ -57,7 +58,8 @@ def read_nsys(path: Path) -> list[RawTrace]:
     finally:
         ex.con.close()
     size, digest = path.stat().st_size, file_digest(path)
-    keys = sorted({(int(d), int(p)) for d, p in zip(gpu["device"], gpu["pid"], strict=True)})
+    keys = [(int(k >> 32), int(k & 0xFFFFFFFF))  # (device, process) pairs, device order
+            for k in np.unique((gpu["device"] << 32) | gpu["pid"])]  # fmt: skip
     out = []
     for device, pid in keys:
         raw = RawTrace(path=path, size_bytes=size, digest=f"{digest}:{pid}:{device}")
@@ -111,9 +113,11 @@ def _gpu_events(ex: schema.Export) -> tuple[dict[str, np.ndarray], dict, dict]:
     rows = rows[(rows[:, 2] >= rows[:, 1])]  # a negative duration is no event
     ids = np.unique(np.concatenate((rows[rows[:, 7] >= 0, 7], rows[rows[:, 0] == _KERNEL, 9])))
     names.update(_strings(ex, ids[ids >= 0]))
-    shorts = {names[int(k)]: names[int(s)] for k, s in
-              np.unique(rows[(rows[:, 0] == _KERNEL) & (rows[:, 7] >= 0)][:, [7, 9]], axis=0)
-              if int(s) in names and names[int(s)] != names[int(k)]}  # fmt: skip
+    kernels = rows[(rows[:, 0] == _KERNEL) & (rows[:, 7] >= 0)]
+    pairs = np.unique((kernels[:, 7] << 32) | kernels[:, 9])  # (demangled, short) id pairs
+    shorts = {names[int(k >> 32)]: names[int(k & 0xFFFFFFFF)] for k in pairs
+              if int(k & 0xFFFFFFFF) in names
+              and names[int(k & 0xFFFFFFFF)] != names[int(k >> 32)]}  # fmt: skip
     cols = ("kind", "start", "end", "device", "stream", "corr", "pid", "name", "node")
     gpu = {c: rows[:, i] for i, c in enumerate(cols)}
     gpu["pid"] = gpu["pid"] >> 24
@@ -154,9 +158,10 @@ def _nvtx(ex: schema.Export) -> list[tuple[int, int, int, int, str]]:
 
 
 def _rows(ex: schema.Export, sql: str) -> np.ndarray:
+    """An all-integer query as an (n, columns) array, straight from the cursor's rows."""
     cur = ex.con.execute(sql)
-    rows = cur.fetchall()
-    return np.array(rows, dtype=np.int64).reshape(len(rows), len(cur.description))
+    flat = np.fromiter(chain.from_iterable(cur), dtype=np.int64)
+    return flat.reshape(-1, len(cur.description))
 
 
 def _strings(ex: schema.Export, ids: np.ndarray) -> dict[int, str]:
@@ -189,12 +194,13 @@ def _fill_gpu(raw: RawTrace, gpu: dict[str, np.ndarray], names: dict[int, str],
 
 
 def _fill_runtime(raw: RawTrace, rows: np.ndarray, names: dict[int, str]) -> None:
-    launch = np.array([bool(_LAUNCH.search(names[int(i)])) for i in rows[:, 3]], dtype=bool)
-    graph = np.array(["GraphLaunch" in names[int(i)] for i in rows[:, 3]], dtype=np.int8)
+    launch_ids = [i for i, n in names.items() if _LAUNCH.search(n)]
+    graph_ids = [i for i, n in names.items() if "GraphLaunch" in n]
+    launch = np.isin(rows[:, 3], launch_ids)
     kept = rows[launch]
     raw.r_corr = array("q", kept[:, 0].tobytes())
     raw.r_ts = array("d", (kept[:, 1] / 1000.0).tobytes())
-    raw.r_graph = array("b", graph[launch].tobytes())
+    raw.r_graph = array("b", np.isin(kept[:, 3], graph_ids).astype(np.int8).tobytes())
     raw.capture_ranges = _capture_ranges(rows[~launch], names)
 
 
