@@ -58,8 +58,8 @@ VERBS: tuple[Verb, ...] = (
          "recordings (.pt of any recorder mode, or JSON logical_count), or record one from a "
          "running server (--url): routing skew per layer and EP rank"),  # fmt: skip
     # Import what was measured elsewhere
-    Verb("trace", "collectors.trace.command", "import PyTorch-profiler (Kineto) traces: per-rank, "
-         "per-step kernel breakdown"),  # fmt: skip
+    Verb("trace", "collectors.trace.command", "import PyTorch-profiler (Kineto) traces or Nsight "
+         "Systems exports: per-rank, per-step kernel breakdown"),  # fmt: skip
     Verb("floor", "collectors.trace.floor", "a stored trace run's decode steps against their "
          "physical floors, per category: how much each part could still win",
          writes=False),  # fmt: skip

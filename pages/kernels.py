@@ -194,7 +194,11 @@ if not kernels.empty:
     st.caption(f"Top: {k0['name']} ({k0['category']}): {k0['total_us']:.0f} us over "
                f"{int(k0['calls'])} call(s), summed over ranks.")  # fmt: skip
     shown = kernels.head(15).iloc[::-1]
-    fig = go.Figure(go.Bar(x=shown["total_us"], y=shown["name"].str.slice(0, 80),
+    # an nsys export's short name where it has one and it names one bar (the demangled
+    # name, always in the table, where several templates share a short name)
+    labels = shown["short_name"].where(shown["short_name"].notna(), shown["name"])
+    labels = labels.where(~labels.duplicated(keep=False), shown["name"])
+    fig = go.Figure(go.Bar(x=shown["total_us"], y=labels.str.slice(0, 80),
                            orientation="h", marker_color=[COLORS.get(c) for c in shown["category"]],
                            customdata=shown["category"],
                            hovertemplate="%{y}<br>%{customdata}: %{x:.0f} us<extra></extra>"))  # fmt: skip

@@ -49,11 +49,13 @@ else:
     table = shown_hosts.assign(
         last_seen=[ui.age(t, now) + " ago" for t in shown_hosts["last_seen_at"]]
     )
-    st.dataframe(
-        table[["host", "gpu_model", "gpu_count", "cuda_driver", "os", "cpu", "runs", "last_seen"]],
-        hide_index=True,
-        width="stretch",
-    )
+    # the host's own inventory (host/gpu runs) apart from the GPUs its imported profiles name
+    columns = ["host", "gpu_model", "gpu_count", "cuda_driver", "os", "cpu", "runs", "last_seen"]
+    if "imported_gpu_model" in table and table["imported_gpu_model"].notna().any():
+        columns.insert(3, "imported_gpu_model")
+        st.caption("`gpu_model`/`gpu_count`: the host's own inventory (`collectors host`); "
+                   "`imported_gpu_model`: the GPUs named by profiles imported for it.")  # fmt: skip
+    st.dataframe(table[columns], hide_index=True, width="stretch")
 
 st.subheader("Freshness")
 stale_hours = st.number_input(

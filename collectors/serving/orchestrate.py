@@ -25,7 +25,7 @@ from store.spool.bundle import Bundle, new_run_id
 class ProfilePlan:
     spec: load.LoadSpec  # the profiled load
     warmup: int  # requests sent before the profiler starts
-    trace_dir: Path
+    trace_dir: Path | None  # None: an nsys report instead (``report``)
     expected: int | None  # rank files to wait for (None: until nothing changes for settle_s)
     flush_timeout_s: float
     settle_s: float
@@ -33,6 +33,7 @@ class ProfilePlan:
     stop: Callable[[], None] | None  # POST /stop_profile; None: the server stops by itself
     empty_grace_s: float | None = None  # after a successful stop: nothing by then = no trace
     empty_why: str = ""
+    report: Path | None = None  # the server runs under nsys: its report, not torch traces
 
 
 @dataclass
@@ -67,9 +68,20 @@ def add_trace_file_arguments(parser: argparse.ArgumentParser) -> argparse._Argum
     return w
 
 
+def add_nsys_argument(parser: argparse.ArgumentParser) -> None:
+    """``--nsys-report``: the server runs under Nsight Systems with the CUDA profiler."""
+    parser.add_argument(
+        "--nsys-report", type=Path, metavar="PATH",
+        help="the server runs under `nsys profile --capture-range=cudaProfilerApi "
+        "--capture-range-end=repeat -o NAME` with the CUDA profiler: ingest the report nsys "
+        "writes after /stop_profile (NAME.nsys-rep, NAME.sqlite, or their folder) instead of "
+        "torch traces (docs/nsys.md)",
+    )  # fmt: skip
+
+
 def check_load_args(args: argparse.Namespace) -> str:
-    """The profile verbs' common checks (``--url``, the load's sizes, ``--trace-dir``); the
-    server's base URL."""
+    """The profile verbs' common checks (``--url``, the load's sizes, ``--trace-dir`` or
+    ``--nsys-report``); the server's base URL."""
     try:
         base = client.normalize_base(args.url)
     except ValueError as exc:
@@ -77,7 +89,15 @@ def check_load_args(args: argparse.Namespace) -> str:
     for name in ("num_requests", "concurrency", "input_len", "output_len"):
         if getattr(args, name) < 1:
             raise InputError(f"--{name.replace('_', '-')}: must be at least 1")
-    if not args.trace_dir.is_dir():
+    report = getattr(args, "nsys_report", None)
+    if report is not None:
+        folder = report if report.is_dir() else report.parent
+        if not folder.is_dir():
+            raise InputError(f"--nsys-report {report}: no such folder on this machine")
+    elif args.trace_dir is None:
+        raise InputError("--trace-dir: required (the profiler's trace folder), or "
+                         "--nsys-report for a server run under nsys")  # fmt: skip
+    elif not args.trace_dir.is_dir():
         raise InputError(f"--trace-dir {args.trace_dir}: no such folder on this machine")
     return base
 
@@ -89,7 +109,8 @@ def run_profile(plan: ProfilePlan, log: logging.Logger) -> ProfileOutcome:
         warm = dataclasses.replace(plan.spec, num_requests=plan.warmup, concurrency=1,
                                    output_len=min(plan.spec.output_len, 4))  # fmt: skip
         check_load(load.run_load(warm), base, "warm-up")
-    before = traces.snapshot(plan.trace_dir)
+    before = traces.snapshot(plan.trace_dir) if plan.report is None else set()
+    started_at = time.time()  # a report nsys writes for this run is newer
     plan.start()
     log.info(f"profiler started; {plan.spec.num_requests} requests at concurrency "
              f"{plan.spec.concurrency}")  # fmt: skip
@@ -107,6 +128,11 @@ def run_profile(plan: ProfilePlan, log: logging.Logger) -> ProfileOutcome:
                 log.warning(f"stop_profile failed: {exc}")
     duration = time.perf_counter() - t0
     check_load(results, base, "load")
+    if plan.report is not None:
+        report, waited_s = traces.wait_for_report(plan.report, started_at, plan.flush_timeout_s,
+                                                  plan.settle_s, log, stop_at)  # fmt: skip
+        log.info(f"nsys report {report} final after {waited_s:.1f} s; ingesting")
+        return ProfileOutcome(results, duration, [report], waited_s)
     files, waited_s = traces.wait_for_traces(
         plan.trace_dir, before, plan.expected, timeout_s=plan.flush_timeout_s,
         settle_s=plan.settle_s, log=log, start=stop_at,

@@ -1,4 +1,5 @@
-"""Wait until every rank's torch.profiler trace from one ``/stop_profile`` is final.
+"""Wait until every rank's torch.profiler trace from one ``/stop_profile`` is final (or,
+for a server run under Nsight Systems, its report: ``wait_for_report``).
 
 vLLM (and SGLang) write one file per worker into the trace folder; flushing a large trace
 takes minutes. A file still being written may carry a ``.tmp`` suffix (a crashed worker
@@ -152,3 +153,91 @@ def _timeout_message(
         f"{trace_dir}: only {len(final)} of {expected} rank trace files appeared within "
         f"{timeout_s:g} s ({', '.join(final[:3])})"
     )
+
+
+# What ``nsys profile -o NAME`` leaves: NAME.nsys-rep, and NAME.sqlite with ``--export
+# sqlite`` (.qdrep before nsys 2021.4); with ``--capture-range-end repeat`` one per range.
+REPORT_SUFFIXES = (".nsys-rep", ".qdrep", ".sqlite")
+
+
+def newest_report(path: Path, since: float) -> Path | None:
+    """The newest Nsight Systems report written at or after ``since`` (a ``time.time()``):
+    ``path`` itself, a report named as ``path`` (``report1`` -> ``report1.nsys-rep``,
+    ``report1.2.nsys-rep``...), or, for a folder, any report in it."""
+    if path.is_dir():
+        folder, stem = path, ""
+    else:
+        folder, stem = path.parent, path.name
+        for suffix in REPORT_SUFFIXES:
+            stem = stem.removesuffix(suffix)
+    found = []
+    for p in _list(folder):
+        if p.name.startswith(stem) and p.name.endswith(REPORT_SUFFIXES):
+            try:
+                mtime = p.stat().st_mtime
+            except OSError:
+                continue
+            if mtime >= since:
+                found.append((mtime, p.name.endswith(".sqlite"), p))
+    return max(found)[2] if found else None  # the export when both are this new
+
+
+def sqlite_complete(path: Path) -> bool:
+    """Whether a SQLite file is whole: no rollback journal or WAL beside it (a writer is at
+    work) and its size is what its header says (sqlite.org/fileformat2.html: the page size
+    at offset 16, the page count at 28, valid while the change counter at 24 equals the
+    version-valid-for number at 92; before SQLite 3.7.0, whole pages)."""
+    if any(path.with_name(path.name + s).exists() for s in ("-journal", "-wal")):
+        return False
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(100)
+        size = path.stat().st_size
+    except OSError:
+        return False
+    if len(head) < 100 or not head.startswith(b"SQLite format 3\x00"):
+        return False
+    page = int.from_bytes(head[16:18], "big")
+    page = 65536 if page == 1 else page
+    pages = int.from_bytes(head[28:32], "big")
+    if pages and head[24:28] == head[92:96]:
+        return size == pages * page
+    return page > 0 and size % page == 0
+
+
+def wait_for_report(path: Path, since: float, timeout_s: float, settle_s: float,
+                    log: logging.Logger, start: float, poll_s: float = 0.5) -> tuple[Path, float]:  # fmt: skip
+    """The report nsys writes once the capture range ends (after /stop_profile), when its
+    size has not changed for ``settle_s`` and, for a SQLite export, its content is whole
+    (``sqlite_complete``: an export is written in place, page by page); and the seconds
+    waited since ``start``. An ``.nsys-rep`` is nsys's own format: its size alone says."""
+    size, stable_since, last_report = -1, 0.0, start
+    while True:
+        now = time.monotonic()
+        found = newest_report(path, since)
+        current = found.stat().st_size if found is not None and found.exists() else -1
+        if current != size or current <= 0:
+            size, stable_since = current, now
+        elif now - stable_since >= settle_s and (
+                not found.name.endswith(".sqlite") or sqlite_complete(found)):  # fmt: skip
+            return found, now - start
+        if now - start > timeout_s:
+            if found is not None:
+                raise MeasurementError(
+                    f"{found}: the Nsight Systems report is not whole {timeout_s:g} s after "
+                    f"/stop_profile ({current / 1e6:.1f} MB, still being written or cut "
+                    "short); raise --flush-timeout, or import it later with: python -m "
+                    f"collectors trace {found}"
+                )  # fmt: skip
+            raise MeasurementError(
+                f"{path}: no Nsight Systems report written within {timeout_s:g} s of "
+                "/stop_profile; is the server running under `nsys profile "
+                "--capture-range=cudaProfilerApi --capture-range-end=repeat -o NAME ...`, "
+                "and is --nsys-report that NAME (or its folder) on this machine?"
+            )
+        if now - last_report >= 5.0:
+            last_report = now
+            state = f"{found.name}, {current / 1e6:.1f} MB" if found else "none yet"
+            log.info(f"waiting for the nsys report ({state}), {now - start:.0f} s of "
+                     f"{timeout_s:.0f} s")  # fmt: skip
+        time.sleep(poll_s)

@@ -201,15 +201,14 @@ def analyze(raw: RawTrace) -> RankResult:
         found = steps_mod.gap_steps(busy.start, busy.end)
         step = windows.assign(found, np.full(len(start), np.nan), start, end)
         found, step, step_win = windows.own_windows(found, step, start, end)
-    if not found or found[0].source == "gap":
-        win = metrics.union(busy.start[:1], busy.end[-1:])  # the whole active span
-    else:
-        win = metrics.union(step_win[:, 0], step_win[:, 1])
     is_comm = np.isin(category, _COMM_IDX)
     comm = metrics.union(start[is_comm], end[is_comm])
     compute_sel = ~is_comm & (kind != 1) & (kind != 2)
     compute = metrics.union(start[compute_sel], end[compute_sel])
-    times = metrics.rank_times(win, busy, comm, compute)
+    # Busy, span and communication describe the rank: every GPU event of it, in a step or
+    # not (HTA's and TraceLens's busy time: the union of kernel and memcpy/memset
+    # intervals); the steps have their own windows and busy time.
+    times = metrics.rank_times(busy, comm, compute)
     step_busy = busy.within(step_win[:, 0], step_win[:, 1]) if len(step_win) else np.zeros(0)
     marks = anatomy.Marks(enclosing, _in_embedding(raw, launch), graph,
                           anatomy.embedding_names(raw.names, name))  # fmt: skip
@@ -225,7 +224,8 @@ def analyze(raw: RawTrace) -> RankResult:
 
 def _find_steps(raw: RawTrace, launches: np.ndarray, graph: np.ndarray) -> list[steps_mod.Step]:
     """Annotated steps, else vLLM 0.10-0.11's execute_model frames, else one step per
-    full-model graph launch (most kernels from graphs, hundreds per launch); [] -> gaps."""
+    full-model graph launch (most kernels from graphs, hundreds per launch), else an nsys
+    export's capture ranges; [] -> gaps."""
     found = steps_mod.annotated_steps(raw.cpu_annotations)
     if not found and raw.exec_frames:
         found = steps_mod.frame_steps(raw.exec_frames)
@@ -235,7 +235,17 @@ def _find_steps(raw: RawTrace, launches: np.ndarray, graph: np.ndarray) -> list[
         last = max((float(np.max(np.frombuffer(a, dtype=np.float64)))
                     for a in (raw.r_ts, raw.c_ts) if len(a)), default=0.0)  # fmt: skip
         found = steps_mod.graph_launch_steps(launches, last)
+    if not found and raw.capture_ranges:  # an nsys export: its capture ranges
+        found = steps_mod.capture_steps(raw.capture_ranges, *_time_range(raw))
     return found
+
+
+def _time_range(raw: RawTrace) -> tuple[float, float]:
+    """The earliest and latest time of any kept event (CPU or GPU), us."""
+    ends = [float(np.max(np.frombuffer(t, np.float64) + np.frombuffer(d, np.float64)))
+            for t, d in ((raw.g_ts, raw.g_dur), (raw.c_ts, raw.c_dur)) if len(t)]
+    ends += [float(np.max(np.frombuffer(raw.r_ts, np.float64)))] if len(raw.r_ts) else []
+    return _trace_start(raw), max(ends, default=_trace_start(raw))
 
 
 def _cpu_dtypes(raw: RawTrace, top: np.ndarray, category: np.ndarray) -> np.ndarray:

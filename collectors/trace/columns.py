@@ -78,6 +78,11 @@ class RawTrace:
     # gloo:/nccl: annotations' dtype (ts, name, label name id): a top-level c10d op whose own
     # "Input type" is ['TensorList', ...] takes the dtype of the backend's annotation
     comm_annotation_dtypes: list[tuple[float, str, int]] = field(default_factory=list)
+    # Nsight Systems exports (readers/nsys.py): a kernel's shortName by its demangled name
+    # (the one classified and stored), and the capture ranges (start, stop) us, NaN where
+    # open: the steps' last resort instead of idle gaps
+    short_names: dict[str, str] = field(default_factory=dict)
+    capture_ranges: list[tuple[float, float]] = field(default_factory=list)
 
     @property
     def dist(self) -> dict[str, Any]:

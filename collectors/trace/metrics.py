@@ -84,17 +84,13 @@ class RankTimes:
     exposed_comm_us: float
 
 
-def rank_times(
-    windows: Intervals, busy: Intervals, comm: Intervals, compute: Intervals
-) -> RankTimes:
-    """Busy/idle/span/communication inside the analysed windows.
-
-    exposed communication = communication time during which no compute kernel runs.
-    """
-    span = windows.total
-    busy_us, comm_us, exposed_us = (float(iv.within(windows.start, windows.end).sum())
-                                    for iv in (busy, comm, difference(comm, compute)))  # fmt: skip
-    return RankTimes(busy_us, max(span - busy_us, 0.0), span, comm_us, exposed_us)
+def rank_times(busy: Intervals, comm: Intervals, compute: Intervals) -> RankTimes:
+    """The rank's figures over all its events: span from the first start to the last end,
+    busy = the union's length, idle = span - busy; exposed communication = communication
+    time during which no compute kernel runs."""
+    span = float(busy.end[-1] - busy.start[0]) if len(busy.start) else 0.0
+    return RankTimes(busy.total, max(span - busy.total, 0.0), span, comm.total,
+                     difference(comm, compute).total)  # fmt: skip
 
 
 def containing(

@@ -13,7 +13,9 @@ Sources, first found wins:
      Python frames (``with_stack``, vLLM's default), outermost ones only.
   5. A CUDA-graph trace with one full-model graph launch per step: from each launch to the
      next (``graph_launch``).
-  6. Otherwise GPU (or, in CPU-only traces, top-level CPU op) idle gaps: a gap longer than
+  6. An Nsight Systems export: one step per capture range (``cudaProfilerStart`` to
+     ``cudaProfilerStop``, or the whole capture; ``capture_range``).
+  7. Otherwise GPU (or, in CPU-only traces, top-level CPU op) idle gaps: a gap longer than
      max(200 us, 20 x the median gap) separates two steps.
 
 Which step owns each GPU event, and each step's GPU window: collectors/trace/windows.py.
@@ -46,7 +48,8 @@ GAP_FACTOR = 20.0
 @dataclass
 class Step:
     name: str
-    source: str  # vllm, vllm_execute_model, graph_launch, profiler_step, sglang or gap
+    source: str  # vllm, vllm_execute_model, graph_launch, profiler_step, sglang,
+    # capture_range or gap
     cpu_start: float  # us, absolute trace time
     cpu_end: float
     context_tokens: int | None = None
@@ -148,3 +151,11 @@ def graph_launch_steps(launch_ts: np.ndarray, last_cpu: float) -> list[Step]:
     ends = np.r_[ts[1:], max(last_cpu, float(ts[-1]) + 1.0)] if len(ts) else ts
     return [Step(f"graph#{i}", "graph_launch", float(a), float(b))
             for i, (a, b) in enumerate(zip(ts, ends, strict=True))]
+
+
+def capture_steps(ranges: list[tuple[float, float]], first: float, last: float) -> list[Step]:
+    """One step per capture range of an nsys report; an open end (NaN) is the capture's
+    first or last event time."""
+    spans = sorted((first if np.isnan(a) else a, last if np.isnan(b) else b) for a, b in ranges)
+    return [Step(f"capture#{i}", "capture_range", float(a), float(b))
+            for i, (a, b) in enumerate(spans) if b >= a]

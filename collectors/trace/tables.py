@@ -165,6 +165,7 @@ def _kernel_stats(res: RankResult, rank: int):
         "min_us": Column("double", lo),
         "max_us": Column("double", hi),
         "steps_seen": Column("int32", steps_seen),
+        "short_name": Column("string", [res.raw.short_names.get(names[int(i)]) for i in name_of]),
     }  # fmt: skip
 
 

@@ -52,6 +52,11 @@ def provenance_notes(info: pd.Series) -> list[str]:
         notes.append(f"{int(graph):,} of {int(info['gpu_events']):,} GPU events ran in CUDA-graph "
                      "replays: no CPU op runs during a replay, so their categories come from "
                      "kernel names only (expert GEMMs between MoE kernels by kernel order).")  # fmt: skip
+    if info.get("step_source") == "capture_range":
+        notes.append("Steps by capture range: the Nsight Systems report has no step NVTX range "
+                     "(vLLM's CUDA profiler writes `execute_*` ranges) nor one graph launch "
+                     "per step, so each cudaProfilerStart..Stop range (or the whole capture) "
+                     "is one step.")  # fmt: skip
     if info.get("step_source") == "gap":
         notes.append("Steps by gap: the trace has no step annotation (vLLM `execute_*`, "
                      "`ProfilerStep#`, SGLang `step[...]`, `execute_model` frames or one graph "

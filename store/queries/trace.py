@@ -110,10 +110,12 @@ def category_summary(loc: StoreLocation, run_id: str) -> pd.DataFrame:
 
 
 def top_kernels(loc: StoreLocation, run_id: str, limit: int = 25) -> pd.DataFrame:
-    """Kernels (or top-level CPU ops) by total time, summed over ranks."""
+    """Kernels (or top-level CPU ops) by total time, summed over ranks; ``short_name``: an
+    nsys export's shortName for the kernel (NULL for Kineto traces)."""
     return query_df(
         loc,
-        "SELECT name, category, string_agg(DISTINCT dtype, ', ') AS dtype, "
+        "SELECT name, any_value(short_name) AS short_name, category, "
+        "string_agg(DISTINCT dtype, ', ') AS dtype, "
         "sum(calls) AS calls, sum(total_us) AS total_us, "
         "sum(total_us) / nullif(sum(calls), 0) AS avg_us, min(min_us) AS min_us, "
         "max(max_us) AS max_us, count(DISTINCT rank) AS ranks "

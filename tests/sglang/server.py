@@ -56,6 +56,7 @@ from tests.vllm.server import (
     Histogram,
     QuietServer,
     go_float,
+    write_in_pieces,
 )
 
 
@@ -137,9 +138,14 @@ class State:
 
     def export(self, body: dict) -> None:
         """Each TP rank gzips its trace straight into ``{profile_id}-TP-{rank}.trace.json.gz``."""
+        delay = self.cfg.get("flush_delay_s", 0.5)
+        if "CUDA_PROFILER" in (body.get("activities") or []) and self.cfg.get("nsys_report"):
+            # the base GPU's cudaProfilerStop ends nsys's capture range: nsys writes its report
+            write_in_pieces(Path(self.cfg["nsys_source"]), Path(self.cfg["nsys_report"]), delay)
+        if not {"CPU", "GPU"} & set(body.get("activities") or ["CPU", "GPU"]):
+            return
         out = Path(body.get("output_dir") or self.cfg["trace_dir"])
         profile_id = str(time.time())
-        delay = self.cfg.get("flush_delay_s", 0.5)
         for rank, src in enumerate(self.cfg.get("trace_sources", [])):
             data = Path(src).read_bytes()
             with (out / f"{profile_id}-TP-{rank}.trace.json.gz").open("wb") as f:

@@ -155,3 +155,24 @@ def test_profile_ingests_a_real_sglang_trace(sglang_server, store_path):
     ranks = query(store_path, "SELECT count(*), min(steps) FROM trace_ranks")
     assert ranks[0][0] == 1 and ranks[0][1] >= 1
     assert query(store_path, "SELECT status FROM runs") == [("ok",)]
+
+
+def test_cuda_profiler_under_nsys_ingests_the_report(sglang_server, store_path, tmp_path):
+    """Issue 43 item 4: with --nsys-report the CUDA_PROFILER activity is sent (the base GPU's
+    cudaProfilerStart/Stop bound nsys's capture range) and nsys's report is ingested."""
+    from tests.trace.conftest import fixture
+    from tests.trace.nsys_twin import write_twin
+
+    source = write_twin([fixture("tracelens/sglang_qwen3_8b_decode.json.gz")],
+                        tmp_path / "source.sqlite")  # fmt: skip
+    report = tmp_path / "sglang.sqlite"
+    server = sglang_server(nsys_report=str(report), nsys_source=str(source), flush_delay_s=1.0)
+    res = run_cli(store_path, "sglang-profile", "--url", server.url, "--nsys-report",
+                  str(report), *FAST, "--json")  # fmt: skip
+    assert res.code == 0, res.stderr
+    assert res.json["trace_files"] == [str(report)]
+    assert query(store_path, "SELECT count(*), any_value(step_source), sum(kernels) > 0 "
+                 "FROM trace_ranks") == [(1, "vllm", True)]  # fmt: skip
+    res = run_cli(store_path, "sglang-profile", "--url", server.url, "--nsys-report",
+                  str(report), "--activities", "CPU,GPU")  # fmt: skip
+    assert res.code == 1 and "add CUDA_PROFILER" in res.stderr

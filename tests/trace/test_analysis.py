@@ -11,7 +11,7 @@ import pytest
 from collectors.core.errors import InputError
 from collectors.trace import metrics, steps
 from collectors.trace.ingest import ingest_traces, rank_from_name
-from tests.trace.conftest import fixture
+from tests.trace.conftest import fixture, gpu_union
 from tests.trace.synth import TraceBuilder, decode_step_trace
 
 
@@ -21,9 +21,9 @@ def test_union_within_and_exposed():
     assert list(u.within(np.array([3.0, 0]), np.array([25.0, 100]))) == [10, 18]
     comm = metrics.union(np.array([0.0, 10]), np.array([10.0, 20]))
     compute = metrics.union(np.array([5.0]), np.array([12.0]))
-    t = metrics.rank_times(metrics.union(np.array([0.0]), np.array([40.0])),
-                           metrics.union(np.array([0.0]), np.array([20.0])), comm, compute)  # fmt: skip
-    assert (t.busy_us, t.idle_us, t.span_us, t.comm_us, t.exposed_comm_us) == (20, 20, 40, 20, 13)
+    busy = metrics.union(np.array([0.0, 30.0]), np.array([20.0, 40.0]))
+    t = metrics.rank_times(busy, comm, compute)
+    assert (t.busy_us, t.idle_us, t.span_us, t.comm_us, t.exposed_comm_us) == (30, 10, 40, 20, 13)
 
 
 def test_containing_picks_the_innermost_interval():
@@ -59,17 +59,25 @@ def test_gap_steps_split_at_long_idle():
     assert [(s.cpu_start, s.cpu_end) for s in got] == [(0, 34), (1000, 1022)]
 
 
-def test_h100_matches_reference_timeline_within_0_1_percent():
+def test_h100_step_matches_tracelens_and_the_rank_counts_every_gpu_event():
+    """TraceLens's timeline (the CSV beside the trace) covers the GPU events whose launch
+    is in the trace: those of ProfilerStep#6, our step's own busy and wall. The rank's busy
+    and span count every GPU event, also the 509 launched before the capture began."""
     path = fixture("tracelens/h100_qwen1.5_0.5b.json.gz")
     ref_csv = path.with_name("h100_qwen1.5_0.5b.gpu_timeline.csv")
     ref = {r["type"]: float(r["time ms"]) * 1000 for r in csv.DictReader(ref_csv.open())}
     res = ingest_traces([path])
-    got = res.summary["per_rank"][0]
+    rank = res.tables["trace_ranks"].to_arrow().to_pylist()[0]
+    (step,) = res.tables["trace_steps"].to_arrow().to_pylist()
     # first analysed event (a kernel) at 1428625731622.25 us after baseTimeNanoseconds
-    assert res.tables["trace_ranks"].to_arrow().to_pylist()[0]["trace_start_ns"] == 1752839461731622250
-    assert got["busy_us"] == pytest.approx(ref["busy_time"], rel=1e-3)
-    assert got["idle_us"] == pytest.approx(ref["idle_time"], rel=1e-3)
-    assert got["span_us"] == pytest.approx(ref["total_time"], rel=1e-3)
+    assert rank["trace_start_ns"] == 1752839461731622250
+    assert step["busy_us"] == pytest.approx(ref["busy_time"], rel=1e-3)
+    assert step["wall_us"] == pytest.approx(ref["total_time"], rel=1e-3)
+    assert rank["outside_calls"] == 509
+    busy, span = gpu_union(path)
+    assert (round(rank["busy_us"], 3), round(rank["span_us"], 3)) == (busy, span)
+    assert rank["busy_us"] > ref["busy_time"] + 1000  # TraceLens leaves the 509 out
+    assert rank["idle_us"] == pytest.approx(span - busy)
 
 
 @pytest.mark.parametrize(("rel", "source", "n_steps", "present"), [
@@ -176,7 +184,11 @@ def test_exposed_comm_and_per_step_categories(tmp_path):
     r = res.tables["trace_ranks"].to_arrow().to_pylist()[0]
     # per step: gemm 20-70, attention 75-105, allreduce 110-150 -> 40 us exposed
     assert r["comm_us"] == pytest.approx(120) and r["exposed_comm_us"] == pytest.approx(120)
-    assert r["busy_us"] == pytest.approx(3 * 120) and r["span_us"] == pytest.approx(3 * 130)
+    # the rank's span runs from the first GPU start (1020) to the last end (3150), gaps
+    # between steps included; each step's window is its own 130 us
+    assert r["busy_us"] == pytest.approx(3 * 120) and r["span_us"] == pytest.approx(2130)
+    walls = [s["wall_us"] for s in res.tables["trace_steps"].to_arrow().to_pylist()]
+    assert walls == [130.0, 130.0, 130.0]
     cats = res.summary["categories"]
     assert cats["allreduce"] == {"calls": 3, "total_us": 120.0}
     by_step = res.tables["trace_step_categories"].to_arrow().to_pylist()

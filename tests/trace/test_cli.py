@@ -85,6 +85,44 @@ def _garbage_gz(tmp: Path) -> Path:
     return out
 
 
+def _h100_json() -> bytes:
+    return gzip.decompress(fixture("tracelens/h100_qwen1.5_0.5b.json.gz").read_bytes())
+
+
+def _cut_before_any_event(tmp: Path) -> Path:
+    """Issue 43 item 7: a .json.gz cut inside its first event: 0 complete events (this
+    used to commit a run with 0 GPU events, exit 0)."""
+    data = _h100_json()
+    out = tmp / "h100_rank0.pt.trace.json.gz"
+    out.write_bytes(gzip.compress(data[: data.index(b'"traceEvents"') + 200]))
+    return out
+
+
+def _cut_before_any_kernel(tmp: Path) -> Path:
+    """Cut at half its JSON: 2,000-odd CPU ops, no kernel yet (the first is at 67%)."""
+    data = _h100_json()
+    out = tmp / "h100_rank0.pt.trace.json.tmp"
+    out.write_bytes(data[: len(data) // 2])
+    return out
+
+
+def _gzip_header_only(tmp: Path) -> Path:
+    """A gzip stream cut before its first inflated byte (this used to say "only
+    whitespace")."""
+    out = tmp / "h100_rank0.pt.trace.json.gz"
+    out.write_bytes(gzip.compress(_h100_json())[:30])
+    return out
+
+
+def _damaged_gzip_tail(tmp: Path) -> Path:
+    """The last deflate block damaged: the inflated tail fails as JSON before the stream's
+    own check is reached (this used to say "invalid JSON in traceEvents")."""
+    good = gzip.compress(_h100_json())
+    out = tmp / "h100_rank0.pt.trace.json.gz"
+    out.write_bytes(good[:-100] + bytes(b ^ 0xFF for b in good[-100:]))
+    return out
+
+
 def _write(name: str, content: str):
     def make(tmp: Path) -> Path:
         path = tmp / name
@@ -103,6 +141,10 @@ BAD = [
     ("negative duration", _write("a.json", '{"traceEvents": [' + _EV + ', "dur": -1.5}]}'),
      "negative duration"),
     ("garbage in gz", _garbage_gz, "corrupt gzip"),
+    ("gz cut before any event", _cut_before_any_event, "no complete GPU event"),
+    ("gz cut before any data", _gzip_header_only, "truncated gzip"),
+    ("cut before any kernel", _cut_before_any_kernel, "no complete GPU event"),
+    ("damaged gz tail", _damaged_gzip_tail, "corrupt gzip"),
     ("empty file", _write("a.json", ""), "empty"),
     ("no events", _write("a.json", '{"traceEvents": []}'), "no events in traceEvents"),
     ("died before its first event", _write("a.json.tmp", '{"traceEvents": [\n'),

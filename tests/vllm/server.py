@@ -29,7 +29,10 @@ written in pieces, renamed after ``flush_delay_s`` (never, with ``stay_tmp``). W
 ``gz_direct`` it writes the gzip stream straight into the final name in pieces instead, as
 PyTorch's ``export_chrome_trace`` does for a ``.gz`` path (torch/profiler/profiler.py: the
 JSON goes to a temporary file, then ``gzip.open(path, "wb")`` on the final name). The trace
-contents are real torch.profiler traces given as ``trace_sources``.
+contents are real torch.profiler traces given as ``trace_sources``. A server "run under
+nsys" (``nsys_report``: vLLM's CUDA profiler, vllm/profiler/wrapper.py
+``CudaProfilerWrapper``) writes no trace but, once profiling stops, the Nsight Systems
+report ``nsys_source`` at ``nsys_report``, as nsys does when its capture range ends.
 
 Run: ``python -m tests.vllm.server CONFIG_JSON``; prints ``PORT <n>`` when listening.
 """
@@ -144,8 +147,13 @@ class State:
         return "\n".join(out) + "\n"
 
     def flush_traces(self) -> None:
-        """Write every rank's trace as <name>.tmp in pieces, then rename (unless stay_tmp)."""
+        """Write every rank's trace as <name>.tmp in pieces, then rename (unless stay_tmp);
+        under nsys (``nsys_report``), the report nsys writes when the capture range ends."""
         cfg = self.cfg
+        if cfg.get("nsys_report"):
+            write_in_pieces(Path(cfg["nsys_source"]), Path(cfg["nsys_report"]),
+                            cfg.get("flush_delay_s", 0.5))  # fmt: skip
+            return
         out_dir = Path(cfg["trace_dir"])
         ns = time.time_ns()
         names = []
@@ -164,6 +172,16 @@ class State:
         if not cfg.get("stay_tmp") and not cfg.get("gz_direct"):
             for tmp, final in names:
                 os.rename(tmp, final)
+
+
+def write_in_pieces(source: Path, target: Path, delay_s: float) -> None:
+    """``target`` written as a file being finalized is: half, a pause, the rest."""
+    data = source.read_bytes()
+    with target.open("wb") as f:
+        f.write(data[: len(data) // 2])
+        f.flush()
+        time.sleep(delay_s)
+        f.write(data[len(data) // 2 :])
 
 
 def make_handler(state: State):

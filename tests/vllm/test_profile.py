@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import os
 import socket
 
 import pytest
@@ -161,3 +162,37 @@ def test_each_ingest_warning_is_logged_once(vllm_server, rank_traces, store_path
     assert res.code == 0, res.stderr
     skipped = [line for line in res.stderr.splitlines() if "no events in traceEvents" in line]
     assert len(skipped) == 1, res.stderr
+
+
+def test_cuda_profiler_under_nsys_ingests_the_report(vllm_server, store_path, tmp_path):
+    """Issue 43 item 4: a server run under nsys with the CUDA profiler: /start_profile and
+    /stop_profile as always, then the report nsys writes (here an export of vLLM's real
+    MI300X decode step in the nsys 2024.5 schema, written in pieces) is ingested."""
+    from tests.trace.conftest import fixture
+    from tests.trace.nsys_twin import write_twin
+
+    source = write_twin([fixture("tracelens/vllm_mi300x_decode_fullgraph_bs32.json.gz")],
+                        tmp_path / "source.sqlite")  # fmt: skip
+    reports = tmp_path / "nsys"
+    reports.mkdir()
+    stale = reports / "report0.sqlite"  # an earlier capture's report is never taken
+    stale.write_bytes(b"SQLite format 3\x00 of yesterday")
+    os.utime(stale, (1_000_000, 1_000_000))
+    server = vllm_server(traces=[], nsys_report=str(reports / "report1.sqlite"),
+                         nsys_source=str(source), flush_delay_s=1.5,
+                         server_info={"profiler_config": {"profiler": "cuda"}})  # fmt: skip
+    res = run_cli(store_path, "vllm-profile", "--url", server.url, "--nsys-report", str(reports),
+                  *FAST, "--json")  # fmt: skip
+    assert res.code == 0, res.stderr
+    out = res.json
+    assert out["trace_files"] == [str(reports / "report1.sqlite")]
+    assert out["trace"]["step_source"] == "vllm" and out["trace"]["graph_mode"] is True
+    assert query(store_path, "SELECT verb, count(t.rank), sum(t.kernels) FROM v_runs r JOIN "
+                 "trace_ranks t USING (run_id) GROUP BY verb") == [("vllm-profile", 1, 434)]  # fmt: skip
+    assert query(store_path, "SELECT count(*) FROM vllm_load") == [(6,)]
+    # the report named exactly (the -o NAME), and nothing written: one line, no run
+    none_server = vllm_server(traces=[], server_info={"profiler_config": {"profiler": "cuda"}})
+    res = run_cli(store_path, "vllm-profile", "--url", none_server.url, "--nsys-report",
+                  str(tmp_path / "nsys" / "report9"), *FAST[:-2], "--flush-timeout", "2")  # fmt: skip
+    line = res.stderr.strip().splitlines()[-1]
+    assert res.code == 1 and "no Nsight Systems report written within 2 s" in line

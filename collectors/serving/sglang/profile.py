@@ -12,6 +12,12 @@ stream is complete (collectors/serving/traces.py). With ``--num-steps`` the sche
 stops by itself after that many forward steps, and a later ``/stop_profile`` would only
 answer "Profiling is not in progress", so none is sent.
 The load, the wait and the ingest are the same as vllm-profile's.
+
+Under Nsight Systems: the ``CUDA_PROFILER`` activity makes the base-GPU rank call
+``torch.cuda.cudart().cudaProfilerStart()`` / ``Stop()`` (scheduler_profiler_mixin.py
+``start_profile``/``stop_profile``), which ``nsys profile --capture-range=cudaProfilerApi``
+waits for; with ``--nsys-report`` that activity is the default and the report nsys writes
+is ingested instead of torch traces.
 """
 
 from __future__ import annotations
@@ -31,13 +37,16 @@ ACTIVITIES = ("CPU", "GPU", "MEM", "CUDA_PROFILER", "RPD")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--url", required=True, help="the SGLang server, e.g. http://127.0.0.1:30000")
-    parser.add_argument("--trace-dir", required=True, type=Path,
-                        help="where the traces land, as seen from this machine")  # fmt: skip
+    parser.add_argument("--trace-dir", type=Path,
+                        help="where the traces land, as seen from this machine (not with "
+                        "--nsys-report)")  # fmt: skip
+    orchestrate.add_nsys_argument(parser)
     parser.add_argument("--output-dir",
                         help="output_dir sent to the server (default: --trace-dir)")  # fmt: skip
     parser.add_argument("--model", help="model to load (default: the server's)")
-    parser.add_argument("--activities", default="CPU,GPU",
-                        help="profiler activities (default CPU,GPU)")  # fmt: skip
+    parser.add_argument("--activities",
+                        help="profiler activities (default CPU,GPU; CUDA_PROFILER with "
+                        "--nsys-report)")  # fmt: skip
     parser.add_argument("--num-steps", type=int, default=None,
                         help="let the server stop after N forward steps (no /stop_profile)")  # fmt: skip
     orchestrate.add_load_arguments(parser)
@@ -51,12 +60,19 @@ def _check_args(args: argparse.Namespace) -> tuple[str, list[str]]:
     base = orchestrate.check_load_args(args)
     if args.num_steps is not None and args.num_steps < 1:
         raise InputError("--num-steps: must be at least 1")
+    nsys = args.nsys_report is not None
+    if args.activities is None:
+        args.activities = "CUDA_PROFILER" if nsys else "CPU,GPU"
     acts = [a.strip().upper() for a in args.activities.split(",") if a.strip()]
     bad = [a for a in acts if a not in ACTIVITIES]
     if bad or not acts:
         raise InputError(f"--activities {args.activities}: use some of {', '.join(ACTIVITIES)}")
-    if not {"CPU", "GPU"} & set(acts):
-        raise InputError(f"--activities {args.activities}: no CPU or GPU, so no torch trace")
+    if nsys and "CUDA_PROFILER" not in acts:
+        raise InputError(f"--activities {args.activities}: with --nsys-report, add CUDA_PROFILER "
+                         "(its cudaProfilerStart/Stop open and close nsys's capture range)")  # fmt: skip
+    if not nsys and not {"CPU", "GPU"} & set(acts):
+        raise InputError(f"--activities {args.activities}: no CPU or GPU, so no torch trace "
+                         "(with CUDA_PROFILER under nsys, pass --nsys-report)")  # fmt: skip
     return base, acts
 
 
@@ -82,7 +98,9 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
              f"{layout.name if layout else 'unknown (pass --server-args)'}")  # fmt: skip
     spec = load.LoadSpec(base, model, args.num_requests, args.concurrency, args.input_len,
                          args.output_len, args.request_timeout)  # fmt: skip
-    body: dict = {"output_dir": args.output_dir or str(args.trace_dir), "activities": activities}
+    body: dict = {"activities": activities}
+    if args.output_dir or args.trace_dir:
+        body["output_dir"] = args.output_dir or str(args.trace_dir)
     if args.num_steps:
         body["num_steps"] = args.num_steps
     plan = orchestrate.ProfilePlan(
@@ -91,13 +109,15 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         settle_s=args.settle, start=lambda: _post(base, "/start_profile", body, 60.0),
         stop=None if args.num_steps else (
             lambda: _post(base, "/stop_profile", None, args.flush_timeout)),
+        report=args.nsys_report,
     )  # fmt: skip
     out = orchestrate.run_profile(plan, log)
     lay = layout or Layout()
     prefix = out.files[0].name.split("-TP-")[0] if out.files and "-TP-" in out.files[0].name else None
     row = {
         "url": base, "model_id": model, "sglang_version": facts.version, **lay.row(),
-        "server_args": args.server_args, "profile_id": prefix, "trace_dir": str(args.trace_dir),
+        "server_args": args.server_args, "profile_id": prefix,
+        "trace_dir": str(args.nsys_report or args.trace_dir),
         "trace_files": len(out.files), "flush_wait_s": out.waited_s,
         "num_requests": args.num_requests, "concurrency": args.concurrency,
         "input_len": args.input_len, "output_len": args.output_len,

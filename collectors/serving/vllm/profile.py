@@ -6,6 +6,12 @@ waits until every rank's trace file in ``--trace-dir`` is final; ingests them as
 run together with the load and the server's model, version and parallel layout.
 Routes as in vllm/entrypoints/serve/profile/api_router.py: both return 200 with an empty
 body, and are only mounted when a profiler is configured (404 otherwise).
+
+With the CUDA profiler (``--profiler-config '{"profiler":"cuda"}'``: vllm/profiler/wrapper.py
+``CudaProfilerWrapper`` calls cudaProfilerStart/Stop, and names each step with an NVTX
+range) under ``nsys profile --capture-range=cudaProfilerApi``, as vLLM's profiling guide
+(docs/contributing/profiling.md) runs it, ``--nsys-report`` names the report nsys writes
+once the range ends: it is waited for and ingested instead of torch traces.
 """
 
 from __future__ import annotations
@@ -23,8 +29,10 @@ from collectors.serving.vllm import layout as layout_mod
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--url", required=True, help="the vLLM server, e.g. http://127.0.0.1:8000")
-    parser.add_argument("--trace-dir", required=True, type=Path,
-                        help="the server's torch_profiler_dir, as seen from this machine")  # fmt: skip
+    parser.add_argument("--trace-dir", type=Path,
+                        help="the server's torch_profiler_dir, as seen from this machine "
+                        "(not with --nsys-report)")  # fmt: skip
+    orchestrate.add_nsys_argument(parser)
     parser.add_argument("--model", help="served model name (default: the server's first model)")
     parser.add_argument("--api-key", default=os.environ.get("VLLM_API_KEY"),
                         help="the server's --api-key (default: $VLLM_API_KEY)")  # fmt: skip
@@ -79,16 +87,24 @@ def _server_info(base: str) -> dict | None:
 # the load ended before its delay_iterations.
 _CUDA_WHY = ("; a server started with the CUDA (nsys) profiler (--profiler-config "
              "'{\"profiler\":\"cuda\"}') mounts /start_profile and /stop_profile but writes no "
-             "torch trace: restart it with the torch profiler (or, with delay_iterations in "
-             "its profiler config, send more requests than that delay)")  # fmt: skip
+             "torch trace: pass --nsys-report with the report nsys writes, or restart it with "
+             "the torch profiler (or, with delay_iterations in its profiler config, send more "
+             "requests than that delay)")  # fmt: skip
 
 
-def _post(base: str, path: str, timeout: float, version: str | None, trace_dir: Path) -> None:
+_NSYS_HINT = ("restart it as `nsys profile --trace-fork-before-exec=true --cuda-graph-trace=node "
+              "--capture-range=cudaProfilerApi --capture-range-end=repeat -o NAME vllm serve "
+              "... --profiler-config '{\"profiler\":\"cuda\"}'` (vLLM's profiling guide)")  # fmt: skip
+
+
+def _post(base: str, path: str, timeout: float, version: str | None, args: argparse.Namespace
+          ) -> None:  # fmt: skip
     try:
         client.request(f"{base}{path}", method="POST", timeout=timeout)
     except client.HttpStatus as exc:
         if exc.status == 404:
-            hint = layout_mod.profiler_hint(version, str(trace_dir))
+            hint = (_NSYS_HINT if args.nsys_report is not None
+                    else layout_mod.profiler_hint(version, str(args.trace_dir)))  # fmt: skip
             raise InputError(
                 f"{base}: the profiler is not enabled on this vLLM {version or '(unknown version)'}"
                 f" server (POST {path} returned 404); {hint}"
@@ -106,11 +122,17 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     version, card = _server_facts(base, args.model, api_key)
     model = card["id"]
     info = _server_info(base)
-    if layout_mod.profiler_kind(args.server_args, info) == "cuda":
+    kind = layout_mod.profiler_kind(args.server_args, info)
+    if kind == "cuda" and args.nsys_report is None:
         raise InputError(
             f"{base}: its profiler is the CUDA one (nsys), which writes no torch trace into "
-            f"{args.trace_dir}; {layout_mod.profiler_hint(version, str(args.trace_dir))}"
+            f"{args.trace_dir}: pass --nsys-report with the report `nsys profile -o` writes "
+            f"(docs/nsys.md), or {layout_mod.profiler_hint(version, str(args.trace_dir))}"
         )
+    if args.nsys_report is not None and kind == "torch":
+        log.warning(f"{base}: its profiler is the torch one, which calls no "
+                    "cudaProfilerStart for nsys --capture-range=cudaProfilerApi; waiting for "
+                    f"{args.nsys_report} anyway")  # fmt: skip
     layout = (parse_server_args(layout_mod.from_server_args, args.server_args)
               or layout_mod.from_server_info(info))  # fmt: skip
     log.info(f"{base}: vLLM {version}, model {model}, layout "
@@ -121,11 +143,11 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         spec=spec, warmup=args.warmup, trace_dir=args.trace_dir,
         expected=layout.world_size if layout else None, flush_timeout_s=args.flush_timeout,
         settle_s=args.settle,
-        start=lambda: _post(base, "/start_profile", 60.0, version, args.trace_dir),
-        stop=lambda: _post(base, "/stop_profile", args.flush_timeout, version, args.trace_dir),
+        start=lambda: _post(base, "/start_profile", 60.0, version, args),
+        stop=lambda: _post(base, "/stop_profile", args.flush_timeout, version, args),
         # vLLM's /stop_profile returns once the workers exported: nothing at all by then
         # (plus grace for a slow shared filesystem) means no torch trace is coming.
-        empty_grace_s=args.no_trace_grace, empty_why=_CUDA_WHY,
+        empty_grace_s=args.no_trace_grace, empty_why=_CUDA_WHY, report=args.nsys_report,
     )  # fmt: skip
     out = orchestrate.run_profile(plan, log)
     layout = layout or layout_mod.from_trace_names([f.name for f in out.files])
@@ -135,7 +157,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         "max_model_len": card.get("max_model_len"), "vllm_version": version, **lay.row(),
         "all2all_backend": lay.all2all_backend, "kv_cache_dtype": lay.kv_cache_dtype,
         "quantization": lay.quantization, "server_args": args.server_args,
-        "trace_dir": str(args.trace_dir), "trace_files": len(out.files),
+        "trace_dir": str(args.nsys_report or args.trace_dir), "trace_files": len(out.files),
         "flush_wait_s": out.waited_s, "num_requests": args.num_requests,
         "concurrency": args.concurrency, "input_len": args.input_len,
         "output_len": args.output_len,

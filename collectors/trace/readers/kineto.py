@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from collectors.core.errors import InputError
 from collectors.trace.columns import NotATrace, RawTrace
 from collectors.trace.readers import kineto_split as split
 from collectors.trace.readers.kineto_scan import scan
+from collectors.trace.readers.source import gzip_problem
 
 __all__ = ["NotATrace", "RawTrace", "read_trace"]
 
@@ -30,11 +32,19 @@ def read_trace(path: Path, all_cpu_ops: bool | None = None, all_runtime: bool = 
     """
     if parallel is None:
         parallel = split.workers_for(path)
-    if parallel:
-        raw, all_cpu_ops = split.read_parallel(path, all_cpu_ops, all_runtime, block,
-                                               workers=int(parallel))  # fmt: skip
-    else:
-        raw, all_cpu_ops = scan(path, all_cpu_ops, all_runtime, block=block)
+    try:
+        if parallel:
+            raw, all_cpu_ops = split.read_parallel(path, all_cpu_ops, all_runtime, block,
+                                                   workers=int(parallel))  # fmt: skip
+        else:
+            raw, all_cpu_ops = scan(path, all_cpu_ops, all_runtime, block=block)
+    except InputError as exc:
+        # bytes a corrupt gzip stream inflated to fail as JSON before the stream's own check
+        # (its CRC at the end) is reached: the gzip is what is wrong, say so
+        why = None if "gzip" in str(exc) else gzip_problem(path)
+        if why:
+            raise InputError(f"{path}: corrupt gzip data ({why})") from None
+        raise
     if all_cpu_ops is False and not len(raw.g_ts):  # devices listed, but no GPU activity
         return read_trace(path, all_cpu_ops=True, parallel=parallel, block=block)
     if not all_runtime and len(raw.g_ts) and not len(raw.r_ts) and max(raw.g_corr) >= 0:

@@ -321,6 +321,8 @@ class _Scanner:
         path = self.raw.path
         text = buf.strip()
         if not text:
+            if self.raw.partial:  # a gzip stream cut before its first inflated byte
+                raise InputError(f"{path}: truncated gzip file: its stream ends before any data")
             what = "empty" if self.raw.size_bytes == 0 else "only whitespace"
             raise InputError(f"{path}: the file is {what}")
         try:

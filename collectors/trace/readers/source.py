@@ -61,6 +61,41 @@ def chunks(path: Path, raw: RawTrace, block: int = 0) -> Iterator[bytes]:
                 worker.join(0.05)
 
 
+def file_digest(path: Path) -> str:
+    """The digest ``chunks`` gives a file it reads (size, crc32, sha256 of its head)."""
+    raw = RawTrace(path=path)
+    digest = _Digest(raw, _CHUNK)
+    with path.open("rb") as f:
+        while block := f.read(_CHUNK):
+            digest.update(block)
+    digest.finish()
+    return raw.digest
+
+
+def gzip_problem(path: Path) -> str | None:
+    """What is wrong with a gzip file's stream, inflated to its end (None: whole, or no
+    gzip). Asked only when its content failed to parse: then a stream without its end
+    marker is damage, not a clean cut (which the reader keeps as a partial trace)."""
+    try:
+        if not is_gzip(path):
+            return None
+        lib, error = _inflater()
+        d = lib.decompressobj(zlib.MAX_WBITS | 16)
+        with path.open("rb") as f:
+            while block := f.read(_GZ_READ):
+                data = block
+                while data:
+                    d.decompress(data, _GZ_OUT)
+                    data = d.unconsumed_tail
+                    if d.eof and d.unused_data:
+                        data, d = d.unused_data, lib.decompressobj(zlib.MAX_WBITS | 16)
+    except OSError:
+        return None
+    except error as exc:
+        return str(exc)
+    return None if d.eof else "the stream stops before its end marker"
+
+
 def is_gzip(path: Path) -> bool:
     with path.open("rb") as f:
         return f.read(2) == b"\x1f\x8b"
