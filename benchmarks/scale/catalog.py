@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# Verbs and their share of 100 runs. The first ten slots hold one of each, so even a tiny
+# Verbs and their share of 100 runs. The first eleven slots hold one of each, so even a tiny
 # store (the smoke test) has every kind of run; the rest keep the proportions.
 VERB_SHARES: tuple[tuple[str, int], ...] = (
-    ("trace", 20), ("profile", 10), ("vllm-profile", 4), ("vllm-metrics", 24), ("host", 10),
+    ("trace", 20), ("profile", 10), ("vllm-profile", 4), ("vllm-metrics", 23), ("host", 10),
     ("gpu", 10), ("comm", 8), ("nccl-tests", 4), ("vllm-bench", 8), ("sglang-profile", 2),
+    ("expert-load", 1),
 )  # fmt: skip
 KERNEL_VERBS = ("trace", "profile", "vllm-profile", "sglang-profile")  # runs with trace tables
 

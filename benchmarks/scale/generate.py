@@ -26,8 +26,8 @@ from pathlib import Path
 
 import duckdb
 
+from benchmarks.scale import experts, serving, tables, trace, trace_batch
 from benchmarks.scale import runs as runs_mod
-from benchmarks.scale import serving, tables, trace, trace_batch
 from store import migrate
 
 OUT = Path(__file__).resolve().parents[1] / "out"
@@ -84,6 +84,7 @@ def build(
     step("serving", lambda: (serving.insert_bench(con), serving.insert_profile_servers(con),
                              serving.insert_sglang_servers(con),
                              serving.insert_model_configs(con), serving.insert_metrics(con)))  # fmt: skip
+    step("expert-load", lambda: experts.insert(con))
     plan = trace.trace_runs(con, kernel_rows, rank_steps)
     report.trace_runs = len(plan)
     start, done, rows = time.perf_counter(), 0, 0

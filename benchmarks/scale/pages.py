@@ -32,6 +32,7 @@ PAGE_FILES = {
     "overview": "pages/overview.py", "kernels": "pages/kernels.py",
     "hardware": "pages/hardware.py", "collectives": "pages/collectives.py",
     "tradeoff": "pages/tradeoff.py", "policy": "pages/policy.py", "serving": "pages/serving.py",
+    "experts": "pages/experts.py",
 }  # fmt: skip
 
 
@@ -39,6 +40,7 @@ def links(store: str) -> dict[str, dict]:
     """A realistic shared link (URL parameters, absolute run ids) per page of this store."""
     from store.location import resolve
     from store.queries import comm as queries_comm
+    from store.queries import experts as queries_experts
     from store.queries import hw as queries_hw
     from store.queries import serving as queries_serving
     from store.queries import trace as queries_trace
@@ -67,6 +69,7 @@ def links(store: str) -> dict[str, dict]:
         "policy": {"run": run, "native": "kimi-k2.5"},
         "serving": {"runs": ",".join(bench["run_id"].head(4)), "model": model,
                     "server": f"{server['host']} · {server['url']} · {server['model_name']}"},
+        "experts": {"run": queries_experts.runs(loc, None)["run_id"].iloc[0]},
     }  # fmt: skip
 
 

@@ -1,6 +1,6 @@
 """The scale benchmark's generator at a tiny size: its store must be one the product reads.
 
-Builds 10 runs x 40,960 kernel rows with benchmarks/scale/generate.py (the real migrations),
+Builds 11 runs x 40,960 kernel rows with benchmarks/scale/generate.py (the real migrations),
 then checks the rows agree with each other, that the named queries and the policy checks
 see what the generator planted, and that every dashboard page renders the benchmark's own
 links without an exception. No timing here: timings live in benchmarks/ and docs.
@@ -24,9 +24,9 @@ KERNEL_ROWS = 40_960
 @pytest.fixture(scope="module")
 def scale_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("scale") / "scale.duckdb"
-    report = build_file(path, runs=10, kernel_rows=KERNEL_ROWS, rank_steps=16,
+    report = build_file(path, runs=11, kernel_rows=KERNEL_ROWS, rank_steps=16,
                         memory_limit="1GB", threads=2)  # fmt: skip
-    assert report.rows["runs"] == 10
+    assert report.rows["runs"] == 11
     return path
 
 
@@ -39,7 +39,7 @@ def test_every_table_the_pages_read_has_rows(scale_store: Path) -> None:
     assert empty == []
     verbs = {r[0] for r in query(scale_store, "SELECT DISTINCT verb FROM runs")}
     assert verbs == {"trace", "profile", "vllm-profile", "vllm-metrics", "host", "gpu", "comm",
-                     "nccl-tests", "vllm-bench", "sglang-profile"}  # fmt: skip
+                     "nccl-tests", "vllm-bench", "sglang-profile", "expert-load"}  # fmt: skip
 
 
 def test_aggregates_agree_with_the_raw_kernel_rows(scale_store: Path) -> None:
