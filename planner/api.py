@@ -11,14 +11,14 @@ What lies behind it (each package's ``__init__`` says what it owns):
 - ``planner.hosts``: a host from a preset, a host file or the store's NVML run.
 
 Modules a page reads several names of (``hardware``, ``models``, ``host_file``, ``hosts``,
-``reference``) are exported whole; everything else by name.
+``reference``, ``measurements``) are exported whole; everything else by name.
 """
 
 from __future__ import annotations
 
-from planner import hosts
+from planner import hosts, measurements
 from planner.cost.bands import band
-from planner.cost.calibrate import Calibration, Measured, calibrate
+from planner.cost.calibrate import HostCalibration, Measured, TraceStep, calibrate
 from planner.cost.comm import curves_from_rows
 from planner.cost.params import FITTED
 from planner.cost.serving import ServeLayout, Workload, kv_capacity, params_for_loaded_run, predict
@@ -44,7 +44,8 @@ __all__ = [
     "hardware", "host_file", "hosts", "models", "NATIVE_HINTS", "row_settings",
     # the serving cost model
     "FITTED", "ServeLayout", "Workload", "predict", "kv_capacity", "params_for_loaded_run",
-    "band", "Calibration", "Measured", "calibrate", "curves_from_rows",
+    "band", "Measured", "TraceStep", "HostCalibration", "calibrate", "measurements",
+    "curves_from_rows",
     # the tradeoff plan and its report
     "plan", "MAX_CONCURRENCY", "PlanResult", "Layout", "default_layouts", "REPORT_CONCURRENCIES",
     "TERMS", "call_at", "result_commands", "sglang_only_lines", "reference",
