@@ -124,6 +124,10 @@ class Fit:
     # Per measured layout (layout_key): its own level, log(predicted / measured) the host's
     # factors leave, shrunk by how much of a layout's level its points can pin (BLUP).
     offsets: dict[tuple, float] = field(default_factory=dict)
+    # Whether a layout's own level scales its collectives too: not where comm curves or a
+    # trace measured them (the level is then the layout's kernels, and an EP comparison must
+    # move only the AllReduce time the service pays).
+    level_on_collectives: bool = True
 
     def params(self, base: ServingParams, lay: ServeLayout | None = None) -> ServingParams:
         """The host's factors; for a measured layout, its own level too."""
@@ -132,6 +136,8 @@ class Fit:
         if not u:
             return p
         k = math.exp(-u)
+        if not self.level_on_collectives:
+            return p.with_values(compute_scale=p.compute_scale * k)
         return p.with_values(compute_scale=p.compute_scale * k,
                              allreduce_scale=p.allreduce_scale * k, a2a_scale=p.a2a_scale * k)  # fmt: skip
 
@@ -168,7 +174,8 @@ def fit(m: ModelSpec, hw: HardwareSpec, pts: list[Point], base: ServingParams, p
     cov = np.linalg.inv(h)
     sd = np.sqrt(np.diag(cov))
     return Fit(theta, sd, cov / np.outer(sd, sd), np.abs(jac).mean(axis=0),
-               bool(theta[0] >= cap - 1e-9), level_offsets(use, r, prior))
+               bool(theta[0] >= cap - 1e-9), level_offsets(use, r, prior),
+               prior.sd[FACTORS.index("collectives")] > HELD)  # fmt: skip
 
 
 def level_offsets(pts: list[Point], r: np.ndarray, prior: Prior) -> dict[tuple, float]:

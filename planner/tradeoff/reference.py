@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from planner.cost.bands import outside_fit
 from planner.cost.calibrate import Measured, TraceStep
 from planner.cost.comm import PUBLISHED as PUBLISHED_COMM
 from planner.cost.comm import CommCurve
@@ -110,8 +111,13 @@ def checks(res: PlanResult) -> list[dict[str, object]]:
     if tp is None or tp.curve.why_not:
         return out
     i1 = tp.curve.at(1)
-    band = f"band {tp.curve.low_ms[i1]:.2f}-{tp.curve.high_ms[i1]:.2f}"
-    model = f"{tp.curve.tpot_ms[i1]:.2f} ms ({band})"
+    lo, hi = tp.curve.low_ms[i1], tp.curve.high_ms[i1]
+    model = f"{tp.curve.tpot_ms[i1]:.2f} ms (band {lo:.2f}-{hi:.2f}"
+    gaps = outside_fit(res.hardware)
+    if not lo <= PUBLISHED["tpot_ms"] <= hi and gaps:  # say why the fit's band misses it
+        model += (f"; {PUBLISHED['tpot_ms']:.0f} ms lies outside it: this host is outside the "
+                  f"fit's data ({', '.join(g.what for g in gaps)})")  # fmt: skip
+    model += ")"
     if tp.calibrated is not None:
         model += f"; calibrated {tp.calibrated.tpot_ms[i1]:.2f} ms"
     out.append({"figure": "TPOT, TP=8, concurrency 1 (service)", "published": "about 12 ms",
