@@ -39,18 +39,18 @@ def one_line_error(p: subprocess.CompletedProcess) -> str:
     return p.stderr.strip()
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory) -> Path:
-    """The host's `gpu` run and two measured Kimi-K2.5 sweeps (TP=8, TP=8 with expert
-    parallelism), each SCALE x the fitted model's own TPOT on this host."""
-    tmp = tmp_path_factory.mktemp("calibrate-from-store")
+def store_with_sweeps(tmp: Path, sweeps: dict[str, bool]) -> tuple[Path, str]:
+    """A store holding HOST's `gpu` run (8 RTX PRO 6000s through the NVML stand-in) and, per
+    layout kind of ``sweeps`` (kind -> vLLM --enable-expert-parallel), a measured Kimi-K2.5
+    sweep at TP=8, SCALE x the fitted model's own TPOT on this host; and the gpu run's id."""
     path = tmp / "stepscope.duckdb"
-    res = run_cli(path, "gpu", "--host", HOST, **fake_env(PCIE))
+    res = run_cli(path, "gpu", "--host", HOST, "--json", **fake_env(PCIE))
     assert res.code == 0, res.stderr
+    gpu_run = res.json["run_id"]
     plain = calculator(path, "--json")
     assert plain.returncode == 0, plain.stderr
     layouts = {x["kind"]: x for x in json.loads(plain.stdout)["layouts"]}
-    for kind, ep in SWEEPS.items():
+    for kind, ep in sweeps.items():
         folder = tmp / kind
         folder.mkdir()
         model_ms = {p["concurrency"]: p["tpot_ms"] for p in layouts[kind]["points"]}
@@ -60,7 +60,13 @@ def store(tmp_path_factory) -> Path:
             (folder / bench_fixtures.file_name(obj)).write_text(json.dumps(obj))
         res = run_cli(path, "vllm-bench", "--results", str(folder), "--host", HOST, "--json")
         assert res.code == 0, res.stderr
-    return path
+    return path, gpu_run
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> Path:
+    """Two measured sweeps: TP=8 and TP=8 with expert parallelism."""
+    return store_with_sweeps(tmp_path_factory.mktemp("calibrate-from-store"), SWEEPS)[0]
 
 
 def test_the_calculator_calibrates_on_the_stored_sweeps_and_checks_each_layout(store) -> None:
