@@ -98,15 +98,15 @@ def leave_one_layout_out(rows: list[Row], base_for) -> dict[tuple[int, int], lis
     return out
 
 
-def from_lowest(rows: list[Row], base_for) -> list[tuple[float, float, float, str]]:
-    """(uncalibrated, calibrated, sweep's uncalibrated median, engine) per higher-concurrency
-    point of every sweep (one layout, one workload as launched)."""
+def from_lowest(rows: list[Row], base_for) -> list[tuple[float, float, float, str, int]]:
+    """(uncalibrated, calibrated, sweep's uncalibrated median, engine, sweep number) per
+    higher-concurrency point of every sweep (one layout, one workload as launched)."""
     out = []
     sweeps: dict[tuple, list[Row]] = defaultdict(list)
     for r in rows:
         sweeps[(r.engine, r.model_path, r.quant, r.system, r.layout, fixture.workload_for(r))
                ].append(r)  # fmt: skip
-    for key, sr in sweeps.items():
+    for n, (key, sr) in enumerate(sweeps.items()):
         low = min(r.concurrency for r in sr)
         rest = [r for r in sr if r.concurrency > low]
         if not rest:
@@ -116,7 +116,7 @@ def from_lowest(rows: list[Row], base_for) -> list[tuple[float, float, float, st
         b, a = errors(rest, base), errors(rest, calibrated(sr[0], first, base, key[4])[0])
         ok = (b == b) & (a == a)
         med = float(np.median(b[ok])) if ok.any() else np.nan
-        out += [(x, y, med, key[0]) for x, y in zip(b[ok], a[ok], strict=True)]
+        out += [(x, y, med, key[0], n) for x, y in zip(b[ok], a[ok], strict=True)]
     return out
 
 
@@ -169,6 +169,13 @@ def main() -> int:
                        (f"sweeps misjudged by over {MISJUDGED:.0%}", lambda x: x[2] > MISJUDGED)]:  # fmt: skip
         sel = np.array([x[:2] for x in pts if keep(x)])
         print(f"| {name} | {len(sel)} | {np.median(sel[:, 0]):.2%} | {np.median(sel[:, 1]):.2%} |")
+    per: dict[int, list[tuple[float, float]]] = defaultdict(list)
+    for x in pts:
+        per[x[4]].append(x[:2])
+    change = [np.median([a for _, a in v]) - np.median([b for b, _ in v]) for v in per.values()]
+    print(f"\nper sweep, median over its higher concurrencies: {sum(c < 0 for c in change)} of "
+          f"{len(change)} sweeps better, {sum(c > 0 for c in change)} worse (worst "
+          f"{max(change):+.1%} points)")  # fmt: skip
     return 0
 
 
