@@ -3,6 +3,7 @@
     python -m fitting                      # fit: shared values on vLLM rows, then per engine
     python -m fitting --bands              # + leave-one-model-out bands per engine and format
     python -m fitting --bands --write      # ... and write them to planner/cost/fitted.json
+    python -m fitting --calibration --write    # calibrated mode's spreads only (seconds)
 
 Loss: mean |log(predicted / measured)| of TPOT, plus 0.2 x the same for TTFT (TTFT pins the
 prefill efficiency that prefill interference also uses). Nelder-Mead on log-parameters in
@@ -23,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fitting import fixture, holdout
+from fitting import calibration, fixture, holdout
 from planner.cost import serving
 from planner.cost.params import FITTED, FITTED_FILE, ServingParams
 from planner.errors import PlannerInputError
@@ -209,23 +210,47 @@ def main(argv: list[str] | None = None) -> int:
                     "per engine and weight format (planner/cost/params.py BANDS)")  # fmt: skip
     ap.add_argument("--write", action="store_true", help="write the fitted values (and with "
                     "--bands the bands) to planner/cost/fitted.json, which the planner loads")  # fmt: skip
+    ap.add_argument("--calibration", action="store_true", help="calibrated mode's spreads "
+                    "(fitting.calibration) at the recorded fit; alone with --write it writes "
+                    "only those")  # fmt: skip
     args = ap.parse_args(argv)
     rows, dropped = fixture.load_rows()
+    if args.calibration and not args.bands:
+        spreads = calibration.spreads(rows, FITTED)
+        json.dump({"calibration": spreads}, sys.stdout, indent=1)
+        print()
+        if args.write:
+            write_section("calibration", spreads)
+        return 0
     p = fit_all(rows)
     fitted = {n: (getattr(p, n) if n in PER_ENGINE else _value(p, n, "vllm")) for n in FREE}
     out = {"dropped": dropped, "fitted": fitted,
            "in_sample": holdout.summary(errors(groups(rows), p))}  # fmt: skip
     if args.bands:
-        out["bands"] = holdout.bands(lomo(rows))
+        held = lomo(rows)
+        out["bands"] = holdout.bands(held)
+        if args.calibration:
+            out["calibration"] = calibration.spreads(rows, p, held)
     json.dump(out, sys.stdout, indent=1, default=float)
     print()
     if args.write:
         write_fitted(fitted, out.get("bands"))
+        if "calibration" in out:
+            write_section("calibration", out["calibration"])
     return 0
 
 
 def _rounded(value: float) -> float:
     return float(f"{value:.4g}")
+
+
+def write_section(name: str, value: dict, path: Path = FITTED_FILE) -> None:
+    """Replace one section of the file the planner loads (the fit's values stay)."""
+    doc = json.loads(path.read_text())
+    doc[name] = value
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(doc, indent=1) + "\n")
+    tmp.replace(path)
 
 
 def write_fitted(fitted: dict, bands: dict | None, path: Path = FITTED_FILE) -> None:

@@ -214,6 +214,11 @@ def versus(data: pd.DataFrame, y: str, predicted: str, title: str, y_title: str)
                             text=[f"TPOT error {e:+.0f}%" for e in errors])  # fmt: skip
             if predicted == "predicted_tpot_ms":  # where 80% of measured runs fell
                 add_band(fig, part, color, f"{layout} planner")
+        held = part.get("calibrated_tpot_ms")
+        if predicted == "predicted_tpot_ms" and held is not None and held.notna().any():
+            fig.add_scatter(x=part["concurrency"], y=held, mode="markers",
+                            marker={"symbol": "x", "color": color, "size": 9},
+                            name=f"{layout} calibrated, held back")  # fmt: skip
     fig.update_layout(title=title, xaxis_type="log", xaxis_title="concurrency",
                       yaxis_title=y_title, height=420)  # fmt: skip
     return fig

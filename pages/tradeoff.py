@@ -2,12 +2,12 @@
 
 State lives in the URL: ``setup`` (the published reference case or a model + host), ``model``
 (a preset or ``run:<run id>`` whose arguments record the model),
-``hw`` (pages/helpers/host_choice.py), ``comm`` (an absolute comm run id), ``calib`` (an
-absolute trace run id), ``layouts``, ``cmin``/``cmax``, ``isl``/``osl`` (the benchmark's
-input / output lengths: every layout is predicted for ``vllm bench serve`` at them), ``at``
-and ``experts`` (``uniform`` routing or an absolute expert-load run id). Numbers come from
-planner.plan (the one serving model, each prediction with its measured-error band); this
-page only formats them.
+``hw`` (pages/helpers/host_choice.py), ``comm`` (an absolute comm run id), ``calib`` (``host``:
+the stored host's runs of the model; or an absolute trace run id), ``layouts``,
+``cmin``/``cmax``, ``isl``/``osl`` (the benchmark's input / output lengths: every layout is
+predicted for ``vllm bench serve`` at them), ``at`` and ``experts`` (``uniform`` routing or
+an absolute expert-load run id). Numbers come from planner.plan (the one serving model, each
+prediction with its measured-error band); this page only formats them.
 """
 
 from __future__ import annotations
@@ -21,13 +21,13 @@ from pages.helpers import ui
 from pages.helpers.host_choice import host_select
 from pages.helpers.tradeoff_view import render
 from planner.api import (
-    Calibration,
     ExpertLoad,
     PlannerInputError,
     PlanResult,
     curves_from_rows,
     default_layouts,
     hardware,
+    measurements,
     models,
     plan,
     reference,
@@ -41,6 +41,7 @@ CUSTOM = "custom"
 AUTO = "auto"
 NONE = "none"
 UNIFORM = "uniform"
+HOST = "host"
 
 
 def url_select(title: str, param: str, options: list[str], labels: dict[str, str],
@@ -134,6 +135,7 @@ def inputs() -> tuple[dict, list[str]]:
     with c1:
         labels, metas = model_options(recorded)
         pick = url_select("Model", "model", list(labels), labels)
+        model_arg = pick
         model = (models.from_run_metadata(metas[pick], f"{pick.removeprefix('run:')} run args")
                  if pick in metas else models.preset(pick))  # fmt: skip
     with c2:
@@ -160,17 +162,23 @@ def inputs() -> tuple[dict, list[str]]:
         kwargs["comm_curves"] = curves_from_rows(rows, hw.interconnect)
     with c4:
         cal_opts = {NONE: "none"}
+        if host_name is not None:
+            cal_opts[HOST] = f"{host_name}'s stored sweeps and profiled traces of this model"
         for row in traces.to_dict("records"):
-            cal_opts[row["run_id"]] = (f"{row['run_id']} ({row['host']}, step "
+            cal_opts[row["run_id"]] = (f"trace run {row['run_id']} ({row['host']}, step "
                                        f"{row['step_ms']:.2f} ms, world {row['world_size']})")  # fmt: skip
-        cal = url_select("Calibrate to a measured step (trace run)", "calib", list(cal_opts),
-                         cal_opts, help="Scales the serving model's compute, AllReduce and "
-                         "all-to-all so the TP layout of the same world size reproduces that "
-                         "measured step; every layout then uses those factors.")  # fmt: skip
+        cal = url_select("Calibrate to this host's measurements", "calib", list(cal_opts),
+                         cal_opts, help="Fits only what the measurements identify, checks "
+                         "itself on points it did not see, and is applied only where it beats "
+                         "the fitted model there (docs/calibration.md). A trace gives the "
+                         "collectives' transfer per call, never a TPOT.")  # fmt: skip
     routing = expert_routing(model)
     if routing is not None:
         kwargs["expert_load"] = routing
-    if cal != NONE:
+    if cal == HOST:
+        points, steps = measurements.from_store(ui.store(), host_name, model_arg, model)
+        kwargs.update(measured=points, traces=steps)
+    elif cal != NONE:
         row = traces[traces["run_id"] == cal].iloc[0]
         world = hw.gpu_count if pd.isna(row["world_size"]) else int(row["world_size"])
         anatomy = qp.trace_allreduce_anatomy(ui.store(), cal)
@@ -178,16 +186,8 @@ def inputs() -> tuple[dict, list[str]]:
             notes.append(f"measured in {cal}: MoE AllReduce {anatomy.moe_calls_per_step:.0f} "
                          f"calls/step, {anatomy.moe_ms_per_step:.2f} ms "
                          f"({anatomy.moe_pct_of_step:.1f}% of step) - what expert parallelism "
-                         f"would remove; the calibration scales AllReduce per call "
-                         f"({anatomy.calls_per_step:.0f} calls/step measured)")  # fmt: skip
-        kwargs["calibration"] = Calibration(
-            "tp", world, 1, 1 if pd.isna(row["gen_tokens"]) else max(int(row["gen_tokens"]), 1),
-            float(row["step_ms"]),
-            (("allreduce", float(row["allreduce_ms"])), ("all_to_all",
-                                                         float(row["all_to_all_ms"]))),
-            source=f"measured trace run {cal} (profiled, assumed TP={world})",
-            allreduce_calls=anatomy.calls_per_step if anatomy else None,
-        )  # fmt: skip
+                         f"would remove ({anatomy.calls_per_step:.0f} calls/step measured)")  # fmt: skip
+        kwargs["traces"] = [measurements.trace_run(ui.store(), cal, world)]
     return kwargs, notes
 
 

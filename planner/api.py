@@ -13,15 +13,16 @@ What lies behind it (each package's ``__init__`` says what it owns):
   physical floors (planner.cost.floors), per category.
 
 Modules a page reads several names of (``hardware``, ``models``, ``host_file``, ``hosts``,
-``reference``, ``expert_load``) are exported whole; everything else by name.
+``reference``, ``expert_load``, ``measurements``) are exported whole; everything else by
+name.
 """
 
 from __future__ import annotations
 
-from planner import hosts
+from planner import hosts, measurements
 from planner.cost import expert_load
 from planner.cost.bands import band
-from planner.cost.calibrate import Calibration, Measured, calibrate
+from planner.cost.calibrate import HostCalibration, Measured, TraceStep, calibrate
 from planner.cost.comm import curves_from_rows
 from planner.cost.expert_load import ExpertLoad
 from planner.cost.floors import KERNEL_FLOOR_US
@@ -53,7 +54,8 @@ __all__ = [
     "hardware", "host_file", "hosts", "models", "NATIVE_HINTS", "row_settings",
     # the serving cost model
     "FITTED", "ServeLayout", "Workload", "predict", "kv_capacity", "params_for_loaded_run",
-    "band", "Calibration", "Measured", "calibrate", "curves_from_rows",
+    "band", "Measured", "TraceStep", "HostCalibration", "calibrate", "measurements",
+    "curves_from_rows",
     # a trace run's steps against their physical floors
     "RunFacts", "FloorReport", "floors_from_rows", "stored_floors", "KERNEL_FLOOR_US",
     # a measured expert-routing distribution and its EP placements

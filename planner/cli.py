@@ -4,6 +4,7 @@
     python -m planner --model CONFIG.json|PRESET --host PRESET|HOST_FILE [--json]
     python -m planner --model CONFIG.json|PRESET --host-from-store HOST [--store S] [--json]
     python -m planner --model PRESET --host PRESET --expert-load RUN_ID [--store S]
+    python -m planner ... [--calibrate-from-store] [--measured FILE.csv]   # the calibrated view
 
 Exit codes: 0 ok, 1 bad input (one line on stderr), 2 usage.
 """
@@ -15,7 +16,7 @@ import json
 import sys
 from typing import Any
 
-from planner import hosts
+from planner import hosts, measurements
 from planner.errors import PlannerInputError
 from planner.policy.check import PolicyError, load_policy
 from planner.specs import hardware, models
@@ -53,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--report", help="concurrencies to print (default: powers of two)")
     add_workload_arguments(p)
     p.add_argument("--policy", help="policy file (default: the full-precision policy)")
+    measurements.add_arguments(p)
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
     return p
 
@@ -157,6 +159,7 @@ def stored_curves(host: str | None, run_ids: list[str], store: str | None, inter
 
 def run_plan(args: argparse.Namespace) -> PlanResult:
     kwargs: dict[str, Any] = {}
+    stored = None
     if args.preset:
         model, hw = models.preset(reference.MODEL), hardware.preset(reference.HOST)
         kwargs.update(reference.plan_kwargs())
@@ -168,7 +171,7 @@ def run_plan(args: argparse.Namespace) -> PlanResult:
 
         try:
             host = hosts.from_args(args)
-            hw = host.hardware
+            hw, stored = host.hardware, host.stored
             if host.stored:
                 kwargs["comm_curves"] = stored_curves(host.stored, args.comm_run, args.store,
                                                       hw.interconnect)  # fmt: skip
@@ -177,6 +180,9 @@ def run_plan(args: argparse.Namespace) -> PlanResult:
                                                       hw.interconnect)  # fmt: skip
         except StoreError as exc:
             raise PlannerInputError(f"store: {exc}") from None
+    points, traces = measurements.gather(args, model, stored)
+    if points or traces:
+        kwargs.update(measured=points, traces=traces)
     try:
         policy = load_policy(args.policy)
     except PolicyError as exc:

@@ -67,7 +67,7 @@ def resolve(value: str, store: str | None = None) -> Host:
     close = difflib.get_close_matches(value, hardware.HARDWARE_PRESETS, n=1)
     hint = f"did you mean {close[0]}? " if close else ""
     presets = f"{hint}presets: {', '.join(hardware.HARDWARE_PRESETS)}"
-    loc = _store_or_none(store)
+    loc = store_or_none(store)
     if loc is None:
         raise PlannerInputError(f"--host {value!r}: not a host preset or a host file ({presets})")
     run_id = _latest_gpu_run(loc, value)
@@ -81,7 +81,7 @@ def resolve(value: str, store: str | None = None) -> Host:
 
 def from_store(host: str, store: str | None, flag: str = "--host-from-store") -> Host:
     """HardwareSpec of a host from its newest `gpu` run in the store."""
-    loc = _store_or_none(store)
+    loc = store_or_none(store)
     if loc is None:
         raise PlannerInputError(f"{flag} {host!r}: there is no store at {_describe(store)} "
                                 "(give --store or set STEPSCOPE_STORE)")  # fmt: skip
@@ -132,7 +132,7 @@ def _read(query):
         raise PlannerInputError(f"store: {exc}") from None
 
 
-def _store_or_none(store: str | None):
+def store_or_none(store: str | None):
     from store.errors import StoreError
     from store.location import resolve as resolve_store
     from store.reader import store_exists

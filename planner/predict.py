@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from planner import hosts
+from planner import hosts, measurements
 from planner.cli import (
     add_expert_load_argument,
     add_workload_arguments,
@@ -34,6 +34,7 @@ from planner.cli import (
     stored_expert_load,
 )
 from planner.cost.bands import band
+from planner.cost.calibrate import calibrate
 from planner.cost.comm import CommSet, published_for
 from planner.cost.expert_load import PLACEMENTS
 from planner.cost.params import DESCRIBE, FITTED, ServingParams
@@ -91,6 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     for flag, kind, default, metavar, text in SCHEDULER_FLAGS:
         p.add_argument(flag, type=kind, default=default, metavar=metavar, help=text)
     p.add_argument("--policy", help="policy file (default: the full-precision policy)")
+    measurements.add_arguments(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     return p
 
@@ -125,10 +127,11 @@ def layout_from(args: argparse.Namespace) -> ServeLayout:
 
 
 def _target(args: argparse.Namespace):
-    """(model, hardware, comm curves, whether published curves for the GPUs fill in)."""
+    """(model, hardware, comm curves, whether published curves for the GPUs fill in, the
+    stored host's name or None)."""
     if args.preset:
         return (models.preset(reference.MODEL), hardware.preset(reference.HOST),
-                reference.comm_curves(), False)  # fmt: skip
+                reference.comm_curves(), False, None)  # fmt: skip
     if not args.host and not args.host_from_store:
         raise PlannerInputError("--host PRESET|FILE or --host-from-store HOST is required")
     model = models.resolve(args.model)
@@ -141,11 +144,14 @@ def _target(args: argparse.Namespace):
                   if host.stored or args.comm_run else [])  # fmt: skip
     except StoreError as exc:
         raise PlannerInputError(f"store: {exc}") from None
-    return model, hw, curves, True
+    return model, hw, curves, True, host.stored
 
 
 def run(args: argparse.Namespace, params: ServingParams = FITTED) -> dict[str, Any]:
-    model, hw, curves, fill = _target(args)
+    model, hw, curves, fill, stored = _target(args)
+    points, traces = measurements.gather(args, model, stored)
+    if args.preset:
+        points, traces = reference.measured(), reference.traces()
     lay = layout_from(args)
     if lay.gpus * args.replicas > hw.gpu_count and not hw.max_gpus:
         raise PlannerInputError(f"--tp {args.tp} --dp {args.dp} x {args.replicas} replica(s) "
@@ -181,6 +187,7 @@ def run(args: argparse.Namespace, params: ServingParams = FITTED) -> dict[str, A
             "compare another one with --comm-run RUN_ID of a measured fast AllReduce")
     inst = Instance(lay, args.replicas, w)
     pr = predict_instance(model, inst, hw, np.asarray(conc), params, comm)
+    cal = calibrate(model, hw, points, traces, comm, params) if points or traces else None
     try:
         pol = load_policy(args.policy)
     except PolicyError as exc:
@@ -190,7 +197,7 @@ def run(args: argparse.Namespace, params: ServingParams = FITTED) -> dict[str, A
                    communication=a2a or n.communication,
                    dispatch=a2a or n.dispatch or n.communication)  # fmt: skip
     violations = check_precision(n, used, pol)
-    tb, fb = band(args.engine, model, "tpot"), band(args.engine, model, "ttft")
+    tb, fb = band(args.engine, model, "tpot", hw), band(args.engine, model, "ttft", hw)
     points = [{"concurrency": int(c), "tpot_ms": round(float(pr.tpot_ms[i]), 3),
                "tpot_ms_low": round(float(tb.low(pr.tpot_ms[i])), 3),
                "tpot_ms_high": round(float(tb.high(pr.tpot_ms[i])), 3),
@@ -202,6 +209,14 @@ def run(args: argparse.Namespace, params: ServingParams = FITTED) -> dict[str, A
                "breakdown_ms": {k: round(float(np.broadcast_to(v, pr.tpot_ms.shape)[i]), 3)
                                 for k, v in pr.breakdown_ms.items()}}
               for i, c in enumerate(conc)]  # fmt: skip
+    if cal is not None:
+        cp = predict_instance(model, inst, hw, np.asarray(conc), cal.params_for(lay), comm)
+        cb = cal.band or tb
+        for i, point in enumerate(points):
+            point["calibrated"] = {"tpot_ms": round(float(cp.tpot_ms[i]), 3),
+                                   "tpot_ms_low": round(float(cb.low(cp.tpot_ms[i])), 3),
+                                   "tpot_ms_high": round(float(cb.high(cp.tpot_ms[i])), 3),
+                                   "ttft_ms": round(float(cp.ttft_ms[i]), 2)}  # fmt: skip
     return {
         "model": model.name, "host": hw.name, "gpu_model": hw.gpu_model,
         "gpus": lay.gpus * args.replicas, "engine": args.engine,
@@ -222,6 +237,7 @@ def run(args: argparse.Namespace, params: ServingParams = FITTED) -> dict[str, A
         "assumptions": assumptions(model, hw, w, params),
         **({"expert_load": expert_load_block(model, hw, inst, conc, params, comm, pr.tpot_ms)}
            if load is not None else {}),
+        **({"calibration": cal.to_json()} if cal is not None else {}),
     }  # fmt: skip
 
 
@@ -290,9 +306,13 @@ def render(data: dict[str, Any]) -> str:
              + "; ".join(v["sentence"] for v in pol["violations"]), "",
              f"{'concurrency':>11} {'TPOT ms':>9} {'TTFT ms':>9} {'output tok/s':>13}"]  # fmt: skip
     for p in data["points"]:
-        lines.append(f"{p['concurrency']:>11} {p['tpot_ms']:>9.2f} {p['ttft_ms']:>9.1f} "
-                     f"{p['output_tok_s']:>13.1f}   TPOT {p['tpot_ms_low']:.2f}-"
-                     f"{p['tpot_ms_high']:.2f}")  # fmt: skip
+        line = (f"{p['concurrency']:>11} {p['tpot_ms']:>9.2f} {p['ttft_ms']:>9.1f} "
+                f"{p['output_tok_s']:>13.1f}   TPOT {p['tpot_ms_low']:.2f}-{p['tpot_ms_high']:.2f}")
+        if "calibrated" in p:
+            c = p["calibrated"]
+            line += (f"   calibrated {c['tpot_ms']:.2f} ({c['tpot_ms_low']:.2f}-"
+                     f"{c['tpot_ms_high']:.2f}), TTFT {c['ttft_ms']:.1f}")  # fmt: skip
+        lines.append(line)
     lines += ["", f"Band (80% of measured runs): {data['band']['tpot']}"]
     if "expert_load" in data:
         el = data["expert_load"]
@@ -302,6 +322,11 @@ def render(data: dict[str, Any]) -> str:
         lines += [f"{q['concurrency']:>11} {q['tpot_ms_uniform']:>9.2f} "
                   f"{q['tpot_ms_contiguous']:>11.2f} {q['tpot_ms_balanced']:>9.2f} "
                   f"{q['balanced_win_ms']:>11.2f} ms" for q in el["points"]]  # fmt: skip
+    if "calibration" in data:
+        cal = data["calibration"]
+        lines += ["", f"Calibrated: {cal['sentence']}"]
+        lines += [f"  {k}: {v}" for k, v in cal["pinned"].items()]
+        lines += [f"  note: {n}" for n in cal["notes"]]
     lines += ["", "Assumptions:"] + [f"  {a['what']}: {a['value']} [{a['source']}]"
                                      for a in data["assumptions"]]  # fmt: skip
     return "\n".join(lines)

@@ -1,5 +1,7 @@
-"""The serving model on the Serving page: predicted-vs-measured points (with calibrated mode),
-each prediction with the model's measured-error band for its engine and weight format.
+"""The serving model on the Serving page: predicted-vs-measured points, each prediction with
+the model's measured-error band for its engine, weight format and host class, and calibrated
+mode as the planner runs it (planner.cost.calibrate): per host, fitted on that host's points
+and shown only where it predicted a point it had not seen (held back), with its check.
 Numbers come from planner/ and store.queries.planner; this module formats them.
 """
 
@@ -79,16 +81,15 @@ def _prompts(row: dict) -> int:
 
 def serving_predictions(loc, bench: pd.DataFrame, model_id: str, hw_choice: str,
                         hardware_for, model_for) -> tuple[pd.DataFrame, list[str]]:  # fmt: skip
-    """Predicted TPOT / TTFT / tokens/s at each measured (layout, host, concurrency, I/O),
-    the calibrated prediction where this model has measured points on the host, and why-nots.
-    Shows the calibration's error before -> after as a caption."""
+    """Predicted TPOT / TTFT / tokens/s at each measured (layout, host, concurrency, I/O), and
+    per host the calibration's held-back prediction of the points it held back, and why-nots.
+    Shows each host's calibration check as a caption."""
     try:
         from planner.api import (
-            Measured,
             PlannerInputError,
-            Workload,
             band,
             calibrate,
+            measurements,
             params_for_loaded_run,
             predict,
             row_settings,
@@ -100,6 +101,8 @@ def serving_predictions(loc, bench: pd.DataFrame, model_id: str, hw_choice: str,
     launched = qs.bench_server_args(loc, sorted(set(bench["run_id"])))
     out, reasons, notes = [], [], []
     bench = bench.assign(engine=engine_column(bench))
+    held: dict[tuple, float] = {}  # (host, layout, engine, c, isl, osl) -> held-back TPOT
+    by_host: dict[str, list] = {}
     for (layout, host, engine), part in bench.groupby(["layout_label", "host", "engine"],
                                                       sort=False):  # fmt: skip
         first = part.iloc[0].to_dict()
@@ -120,31 +123,18 @@ def serving_predictions(loc, bench: pd.DataFrame, model_id: str, hw_choice: str,
         params, note = params_for_loaded_run(model, hw, lay, engine)
         if note:
             notes.append(f"{layout} on {host}: {note}")
-        pts = part.dropna(subset=["concurrency", "mean_tpot_ms"])
-        measured = [Measured(lay, max(int(round(r["input_len"] or 1)), 1),
-                             max(int(round(r["output_len"] or 2)), 2), int(r["concurrency"]),
-                             float(r["mean_tpot_ms"]), engine)
-                    for r in pts.to_dict("records")]  # fmt: skip
-        tb, fb = band(engine, model, "tpot"), band(engine, model, "ttft")
-        try:
-            cal = calibrate(model, hw, measured, base=params) if measured else None
-        except PlannerInputError:
-            cal = None
-        if cal is not None:
-            notes.append(f"{layout} on {host}: {cal.sentence()}")
-        for m, row in zip(measured, pts.to_dict("records"), strict=True):
+        rows = part.dropna(subset=["concurrency", "mean_tpot_ms"]).to_dict("records")
+        measured = measurements.points_from_bench(rows, launched)
+        by_host.setdefault(host, []).append((model, hw, params, measured))
+        tb, fb = band(engine, model, "tpot", hw), band(engine, model, "ttft", hw)
+        for m, row in zip(measured, rows, strict=True):
             try:
-                sched = row_settings(engine, launched.get(row["run_id"]), row.get("extra"))
-                w = Workload(m.isl, m.osl, engine, num_prompts=_prompts(row),
-                             token_budget=sched.token_budget, recv_interval=sched.recv_interval)
-                pr = predict(model, hw, lay, w, np.array([m.concurrency]), params)
-                cp = predict(model, hw, lay, w, np.array([m.concurrency]), cal.params) if cal \
-                    else None  # fmt: skip
+                pr = predict(model, hw, m.layout, m.work(), np.array([m.concurrency]), params)
             except PlannerInputError as exc:
                 reasons.append(f"{layout} on {host}: {exc}")
                 break
             out.append({"layout_label": layout, "host": host, "engine": engine,
-                        "concurrency": m.concurrency,
+                        "concurrency": m.concurrency, "input_len": m.isl, "output_len": m.osl,
                         "predicted_tpot_ms": float(pr.tpot_ms[0]),
                         "predicted_tpot_low_ms": float(tb.low(pr.tpot_ms[0])),
                         "predicted_tpot_high_ms": float(tb.high(pr.tpot_ms[0])),
@@ -153,15 +143,31 @@ def serving_predictions(loc, bench: pd.DataFrame, model_id: str, hw_choice: str,
                         "predicted_ttft_high_ms": float(fb.high(pr.ttft_ms[0])),
                         "band": tb.describe(),
                         "predicted_tokens_per_s": float(pr.output_tok_s[0]),
-                        "calibrated_tpot_ms": float(cp.tpot_ms[0]) if cp else None,
                         "hardware": hw.name, "hardware_source": hw.source,
                         "model_source": model.source,
-                        "launch_flags": " ".join(sched.flags),
+                        "launch_flags": " ".join(row_settings(engine, launched.get(row["run_id"]),
+                                                              row.get("extra")).flags),
+                        "_layout": m.layout.describe(),
                         "comm_source": "spec-sheet link latency and bandwidth"})  # fmt: skip
+    for host, groups in by_host.items():
+        model, hw, params, _ = groups[0]
+        pts = [m for g in groups for m in g[3]]
+        try:
+            cal = calibrate(model, hw, pts, base=params)
+        except PlannerInputError as exc:
+            notes.append(f"{host}: calibration not possible ({exc})")
+            continue
+        notes.append(f"{host}: {cal.sentence()}")
+        for m, err in zip(cal.check.points, cal.check.after, strict=True):
+            held[(host, m.layout.describe(), m.engine, m.concurrency, m.isl, m.osl)] = \
+                m.tpot_ms * (1 + err)  # fmt: skip
     if notes:
-        st.caption("Calibrated mode (per-host factors fitted on these measured points): "
-                   + "; ".join(notes))  # fmt: skip
+        st.caption("Calibrated mode (planner.cost.calibrate: fitted on each host's points, drawn "
+                   "only where it predicted a point it held back): " + "; ".join(notes))  # fmt: skip
     frame = pd.DataFrame(out)
     if not frame.empty:
-        frame = frame.drop_duplicates(["layout_label", "host", "engine", "concurrency"])
+        frame["calibrated_tpot_ms"] = [
+            held.get((r["host"], r["_layout"], r["engine"], r["concurrency"], r["input_len"],
+                      r["output_len"])) for r in frame.to_dict("records")]  # fmt: skip
+        frame = frame.drop(columns="_layout").drop_duplicates(["layout_label", "host", "engine", "concurrency"])
     return frame, reasons

@@ -156,14 +156,29 @@ def recommendation(res: PlanResult, calibrated: bool, at: int) -> None:
                         "Measure it: " + "; ".join(f"`{m}`" for m in r.measure))  # fmt: skip
 
 
+def calibration_check(res: PlanResult, detail: bool) -> None:
+    """The calibration's own check (held-back points before -> after), and in the calibrated
+    view what the measurements pinned and its notes."""
+    cal = res.calibration
+    (st.success if cal.applied else st.warning)(f"Calibration: {cal.sentence()}")
+    if detail:
+        lines = [f"- **{term}**: {status}" for term, status in cal.pinned.items()]
+        lines += [f"- {n}" for n in cal.notes]
+        lines.append("- factors: " + ", ".join(f"{k} x{v:.2f}" for k, v in cal.factors.items()))
+        if cal.band is not None:
+            lines.append(f"- band: {cal.band.describe()}")
+        st.markdown("\n".join(lines))
+
+
 def render(res: PlanResult, notes: list[str]) -> None:
     calibrated = False
     if res.calibration is not None:
         view = st.radio("Figures", VIEWS, horizontal=True, key="view", bind="query-params",
-                        help="calibrated: the serving model's compute and collectives scaled "
-                        "to the measured (or published) step; a profiled step is slower than "
-                        "the service")  # fmt: skip
+                        help="calibrated: the serving model with this host's factors, where "
+                        "they beat the fitted model on held-back measured points; a traced "
+                        "step sets proportions, never a TPOT")  # fmt: skip
         calibrated = view == "calibrated"
+        calibration_check(res, calibrated)
     grid = [c for c in REPORT_CONCURRENCIES if c in set(res.concurrency.tolist())] or [
         int(res.concurrency[0])]  # fmt: skip
     at = st.selectbox("At concurrency", grid, key="at", bind="query-params")
@@ -183,7 +198,8 @@ def render(res: PlanResult, notes: list[str]) -> None:
     tag = "-calibrated" if calibrated else ""
     st.subheader(f"Serving prediction: {res.isl} in / {res.osl} out (vllm bench serve, "
                  f"{res.engine})")  # fmt: skip
-    bands = f"{band(res.engine, res.model).describe()}"
+    bands = (res.calibration.band.describe() if calibrated and res.calibration.band is not None
+             else band(res.engine, res.model, "tpot", res.hardware).describe())  # fmt: skip
     ui.chart(band_chart(data, "tpot_ms", f"Predicted mean TPOT ({res.isl} in / {res.osl} out; "
                         "shaded: measured-error band; dotted: hypothesis; dashed: blocked)",
                         "TPOT (ms)"), data, f"tradeoff-tpot{tag}")  # fmt: skip

@@ -112,3 +112,7 @@ FITTED_FILE = Path(__file__).resolve().parent / "fitted.json"
 _FITTED_DOC = json.loads(FITTED_FILE.read_text())
 FITTED = ServingParams(**_FITTED_DOC["params"])
 BANDS: dict[str, dict[str, dict[str, float]]] = _FITTED_DOC["bands"]
+# Calibrated mode's spreads (planner.cost.calibrate, planner.cost.bands): how far one host's
+# factors, one layout's level and one point stray, on the fixture; python -m fitting
+# --calibration --write.
+CALIBRATION: dict = _FITTED_DOC["calibration"]

@@ -56,6 +56,7 @@ class _Gpu:
     generation: str = ""
     link_latency_us: float = 0.0
     aliases: tuple[str, ...] = ()  # other names the driver / tools report for it
+    memory: str = "hbm"  # hbm | gddr: GDDR parts stream differently from every fitted GPU
 
     def names(self) -> tuple[str, ...]:
         return (self.match, *self.aliases)
@@ -69,7 +70,7 @@ _GPUS: tuple[_Gpu, ...] = (
     _Gpu("RTX PRO 6000", 96 * GB, 1792, "pcie", 55, 500, 1000,
          "RTX PRO 6000 Blackwell Workstation: 96 GB GDDR7, 1.792 TB/s, PCIe Gen5 x16 "
          "(53-56 GB/s measured P2P) [REFERENCE §5]; FP4 2 PF dense (4 PF sparse, datasheet)",
-         fp4_tflops=2000, generation="blackwell", link_latency_us=27.0),
+         fp4_tflops=2000, generation="blackwell", link_latency_us=27.0, memory="gddr"),
     _Gpu("H200", 141 * GIB, 4800, "nvlink", 450, 989, 1979,
          "H200 SXM: 141 GB HBM3e, 4.8 TB/s, NVLink 900 GB/s bidirectional [REFERENCE §5]",
          generation="hopper", link_latency_us=6.0),
@@ -112,7 +113,7 @@ _GPUS: tuple[_Gpu, ...] = (
          link_latency_us=12.0),
     _Gpu("L40S", 48 * GB, 864, "pcie", 25, 362, 733,
          "L40S: 48 GB GDDR6, 864 GB/s, 362/733 TFLOPS BF16/FP8 dense, PCIe Gen4 x16, no "
-         "NVLink [L40S datasheet]", generation="ada", link_latency_us=30.0),
+         "NVLink [L40S datasheet]", generation="ada", link_latency_us=30.0, memory="gddr"),
     # AMD's GPU-to-GPU fabric (Infinity Fabric / xGMI, a full mesh of 7 links of 64 GB/s per
     # direction on an 8-GPU platform) is the planner's scale-up class ("nvlink"); no FP4
     # tensor cores (MXFP4 computes in BF16). NVML cannot see it: it reaches the planner by
@@ -177,6 +178,12 @@ def known_gpu(gpu_model: str) -> _Gpu | None:
             if hit and (best is None or len(want) > best[0]):
                 best = (len(want), g)
     return best[1] if best else None
+
+
+def memory_kind(gpu_model: str) -> str:
+    """hbm | gddr for a GPU of the known-GPU table; "" for one it does not know."""
+    known = known_gpu(gpu_model)
+    return known.memory if known else ""
 
 
 def known_gpu_names() -> list[str]:

@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from planner.cost.bands import band
-from planner.cost.calibrate import Calibration, step_factors, with_step_factors
+from planner.cost.bands import Band, band
+from planner.cost.calibrate import Measured, TraceStep, calibrate
 from planner.cost.comm import FITTED_OPS, CommCurve, CommSet, published_for
 from planner.cost.expert_load import ExpertLoad
 from planner.cost.params import DESCRIBE, FITTED, ServingParams
@@ -58,10 +58,13 @@ def _grid(concurrencies: Any) -> np.ndarray:
 
 
 def layout_curve(model: ModelSpec, hw: HardwareSpec, lay: Layout, inst: Instance,
-                 conc: np.ndarray, p: ServingParams, comm: CommSet) -> LayoutCurve:  # fmt: skip
-    """The serving model's curve for one layout, with its band (NaN where it cannot run)."""
+                 conc: np.ndarray, p: ServingParams, comm: CommSet,
+                 tpot_band: Band | None = None) -> LayoutCurve:  # fmt: skip
+    """The serving model's curve for one layout, with its band (NaN where it cannot run):
+    the fit's for this engine, format and host class, or ``tpot_band`` (a calibration's
+    held-back error)."""
     eng = inst.workload.engine
-    tb, fb = band(eng, model, "tpot"), band(eng, model, "ttft")
+    tb, fb = tpot_band or band(eng, model, "tpot", hw), band(eng, model, "ttft", hw)
     c = np.asarray(conc, dtype=float)
     try:
         pr = predict_instance(model, inst, hw, c, p, comm)
@@ -112,7 +115,8 @@ def plan(
     layouts: list[Layout] | None = None,
     concurrencies: Any = None,
     comm_curves: list[CommCurve] | None = None,
-    calibration: Calibration | None = None,
+    measured: list[Measured] | None = None,
+    traces: list[TraceStep] | None = None,
     policy: Policy | None = None,
     isl: int = 1024,
     osl: int = 1024,
@@ -123,7 +127,8 @@ def plan(
     fill_published: bool = True,
     expert_load: ExpertLoad | None = None,
 ) -> PlanResult:
-    """Predict every layout over the concurrency grid, check it against the policy, rank.
+    """Predict every layout over the concurrency grid, check it against the policy, rank;
+    with the host's ``measured`` points or ``traces``, also the calibrated view.
 
     ``expert_load``: a measured routing distribution the routed experts are priced on (its
     placement as given, contiguous by default) instead of uniform top-k routing."""
@@ -172,33 +177,27 @@ def plan(
     )  # fmt: skip
     if expert_load is not None:
         _placement_effects(res, params, comm)
-    if calibration is not None:
-        _calibrate(res, calibration, params, comm)
+    if measured or traces:
+        _calibrate(res, measured or [], traces or [], params, comm)
     res.comm_sources = [c.describe() for c in comm.used()]
     res.assumptions = _assumptions(res, params, comm.used())
     res.findings += findings(res)
     return res
 
 
-def _calibrate(res: PlanResult, cal: Calibration, p: ServingParams, comm: CommSet) -> None:
-    match = next((r for r in res.layouts if cal.matches(r.layout.model_kind, r.layout.tp,
-                                                        r.layout.dp)), None)  # fmt: skip
-    if match is None or match.curve.why_not:
-        res.findings.append(f"calibration from {cal.source} not applied: no {cal.layout_kind} "
-                            f"TP={cal.tp} DP={cal.dp} layout in this plan")  # fmt: skip
-        return
-    cur = match.curve
-    i = min(cur.at(cal.concurrency), len(cur.concurrency) - 1)
-    factors = step_factors(cal, cur.terms, cur.allreduce_calls, i)
-    cp = with_step_factors(p, factors)
+def _calibrate(res: PlanResult, measured: list[Measured], traces: list[TraceStep],
+               p: ServingParams, comm: CommSet) -> None:  # fmt: skip
+    """The calibrated view: every layout on the host's calibration (planner.cost.calibrate),
+    whether applied or not (then the view says why and shows the fitted model)."""
+    cal = calibrate(res.model, res.hardware, measured, traces, comm, p)
     n = res.hardware.gpu_count
     for r in res.layouts:
         inst = instance(r.layout, n, res.isl, res.osl, res.engine, res.num_prompts,
                         res.token_budget, res.expert_load)  # fmt: skip
         r.calibrated = layout_curve(res.model, res.hardware, r.layout, inst, res.concurrency,
-                                    cp, comm)  # fmt: skip
+                                    cal.params_for(inst.serve), comm, cal.band)  # fmt: skip
         r.calibrated.calibrated = True
-    res.calibration, res.calibration_factors = cal, {k: round(v, 4) for k, v in factors.items()}
+    res.calibration, res.calibration_factors = cal, dict(cal.factors)
     res.recommended_calibrated = ranges([r.calibrated for r in res.layouts],
                                         [r.recommendable for r in res.layouts])  # fmt: skip
 
@@ -235,7 +234,7 @@ def _assumptions(res: PlanResult, p: ServingParams,
                    f"SGLang), {budget_text(res.engine, hw, res.isl, res.token_budget)}",
                    "--isl / --osl / --engine / --num-prompts / --token-budget"),
         routing_assumption(res.expert_load),
-        Assumption("error band", band(res.engine, m).describe(),
+        Assumption("error band", band(res.engine, m, "tpot", hw).describe(),
                    "planner/cost/fitted.json bands (python -m fitting --bands --write)"),
         Assumption("policy", res.policy.label, res.policy.path or "built-in"),
     ]  # fmt: skip
@@ -245,8 +244,8 @@ def _assumptions(res: PlanResult, p: ServingParams,
         out.append(Assumption(name, f"{val:.4g} ({what})", src))
     out += [Assumption(f"{c.op} latency", c.describe(), c.kind) for c in curves]
     if res.calibration is not None:
-        f = res.calibration_factors
-        out.append(Assumption(
-            "calibration", f"compute x{f['compute']:.2f}, AllReduce x{f['allreduce']:.2f}, "
-            f"all-to-all x{f['all_to_all']:.2f}", res.calibration.source))  # fmt: skip
+        cal = res.calibration
+        factors = ", ".join(f"{k} x{v:.2f}" for k, v in cal.factors.items())
+        out.append(Assumption("calibration", f"{cal.sentence()}; factors {factors}",
+                              f"the host's measurements: {cal.fitted_on}"))  # fmt: skip
     return out

@@ -105,6 +105,5 @@ def to_json(res: PlanResult, concurrencies: list[int] | None = None,
         }  # fmt: skip
     if res.calibration is not None:
         data["recommended_calibrated"] = [recommendation(res, c, True) for c in cs]
-        data["calibration"] = {"source": res.calibration.source,
-                               "factors": res.calibration_factors}  # fmt: skip
+        data["calibration"] = res.calibration.to_json()
     return data

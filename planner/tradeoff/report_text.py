@@ -66,9 +66,29 @@ def render_text(res: PlanResult, cs: list[int], preset: bool) -> str:
         "  costs nothing in TPOT at these concurrencies (where both fit)"])  # fmt: skip
     if res.findings:
         lines += ["", "Findings:"] + [f"  {f}" for f in res.findings]
+    if res.calibration is not None:
+        lines += ["", *calibration_lines(res, cs)]
     if preset:
         lines += ["", "Published figure vs model (published figures, not measured runs):"]
         lines += [f"  {c['figure']}: published {c['published']}; model {c['model']}"
                   for c in reference.checks(res)]  # fmt: skip
     lines += ["", "Assumptions:"] + [f"  {a.what}: {a.value} [{a.source}]" for a in res.assumptions]
     return "\n".join(lines)
+
+
+def calibration_lines(res: PlanResult, cs: list[int]) -> list[str]:
+    """The calibrated view: its check, what the measurements pinned, and each concurrency's
+    call with the band (the held-back error when there is one)."""
+    cal = res.calibration
+    out = [f"Calibrated to this host's measurements: {cal.sentence()}"]
+    out += [f"  {term}: {status}" for term, status in cal.pinned.items()]
+    out += [f"  note: {n}" for n in cal.notes]
+    out.append("  factors: " + ", ".join(f"{k} x{v:.2f}" for k, v in cal.factors.items()))
+    if cal.band is not None:
+        out.append(f"  band: {cal.band.describe()}")
+    for c in cs:
+        call = call_at(res, c, True)
+        if call.layout is not None:
+            out.append(f"  c={c}: {call.layout} {call.tpot_ms:.2f} "
+                       f"[{call.tpot_ms_low:.2f}-{call.tpot_ms_high:.2f}]")  # fmt: skip
+    return out

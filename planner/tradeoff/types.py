@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from planner.cost.calibrate import Calibration
+from planner.cost.calibrate import HostCalibration
 from planner.cost.expert_load import ExpertLoad
 from planner.policy.check import Policy, Violation
 from planner.specs.hardware import HardwareSpec
@@ -172,7 +172,7 @@ class PlanResult:
     num_prompts: int = 0  # the benchmark's --num-prompts; 0 = the fitted share per slot
     token_budget: int = 0  # the server's launched token budget (--token-budget); 0 = default
     findings: list[str] = field(default_factory=list)
-    calibration: Calibration | None = None
+    calibration: HostCalibration | None = None
     calibration_factors: dict[str, float] = field(default_factory=dict)
     recommended_calibrated: list[Range] = field(default_factory=list)
     comm_sources: list[str] = field(default_factory=list)

@@ -135,6 +135,66 @@ def trace_allreduce_anatomy(loc: StoreLocation, run_id: str) -> AllReduceAnatomy
                             float(moe["pct_of_step"].sum()))  # fmt: skip
 
 
+@dataclass(frozen=True)
+class CollectiveTransfer:
+    """A trace run's AllReduce calls matched across ranks: each call's duration on the rank
+    that waited least (the transfer) and averaged over ranks (what one rank's trace shows)."""
+
+    ranks: int
+    steps: int
+    calls_per_step: float
+    transfer_us: float  # per call: the minimum over ranks, averaged over calls
+    traced_us: float  # per call: the mean over ranks
+
+
+def trace_allreduce_transfer(loc: StoreLocation, run_id: str) -> CollectiveTransfer | None:
+    """The k-th AllReduce of step s on every rank is one call; a rank that launched it early
+    spends the wait for the slowest rank inside the kernel, so the call's transfer is its
+    shortest duration over ranks. Calls not seen on every rank are left out. None for a
+    one-rank run or one without AllReduce kernels (``trace_kernels``, migration 0002)."""
+    frame = _safe(
+        loc,
+        "WITH k AS (SELECT rank, step, dur_us, row_number() OVER (PARTITION BY rank, step "
+        "ORDER BY start_us, stream) AS i FROM trace_kernels WHERE run_id = ? "
+        "AND step IS NOT NULL AND category = 'allreduce' AND kind = 'kernel'), "
+        "r AS (SELECT count(DISTINCT rank) AS ranks FROM k), "
+        "c AS (SELECT step, i, min(dur_us) AS transfer_us, avg(dur_us) AS traced_us, "
+        "count(*) AS n FROM k GROUP BY step, i) "
+        "SELECT any_value(r.ranks) AS ranks, count(DISTINCT c.step) AS steps, count(*) AS calls, "
+        "avg(c.transfer_us) AS transfer_us, avg(c.traced_us) AS traced_us "
+        "FROM c CROSS JOIN r WHERE c.n = r.ranks",
+        [run_id],
+    )
+    if frame.empty or not frame["calls"].iloc[0] or (frame["ranks"].iloc[0] or 0) < 2:
+        return None
+    row = frame.iloc[0]
+    return CollectiveTransfer(int(row["ranks"]), int(row["steps"]),
+                              float(row["calls"]) / max(int(row["steps"]), 1),
+                              float(row["transfer_us"]), float(row["traced_us"]))  # fmt: skip
+
+
+def trace_host(loc: StoreLocation, run_id: str) -> str | None:
+    frame = _safe(loc, "SELECT host FROM v_runs WHERE run_id = ?", [run_id])
+    return None if frame.empty else str(frame["host"].iloc[0])
+
+
+def profiled_servers(loc: StoreLocation, host: str) -> pd.DataFrame:
+    """The host's vllm-profile and sglang-profile runs whose traces were imported: the server's
+    model and layout and the load it ran under (what a trace calibrates), newest first."""
+    cols = ("run_id, host, finished_at, model_id, tp, dp, ep, concurrency, input_len, "
+            "output_len")  # fmt: skip
+    frames = [
+        _safe(loc, f"SELECT {cols}, '{engine}' AS engine FROM {view} WHERE host = ? "
+              "AND run_id IN (SELECT run_id FROM trace_ranks)", [host])  # fmt: skip
+        for engine, view in (("vllm", "v_vllm_servers"), ("sglang", "v_sglang_servers"))
+    ]
+    frames = [f for f in frames if not f.empty]
+    if not frames:
+        return pd.DataFrame()
+    return pd.concat(frames, ignore_index=True).sort_values(
+        ["finished_at", "run_id"], ascending=False, ignore_index=True)
+
+
 def run_models(loc: StoreLocation) -> pd.DataFrame:
     """Runs whose arguments record a model (a name, or the `profile` collector's shape as a
     JSON object), newest first."""

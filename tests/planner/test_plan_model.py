@@ -7,9 +7,10 @@ import numpy as np
 import pytest
 
 from planner.api import plan
-from planner.cost.calibrate import Calibration
+from planner.cost.calibrate import Measured
 from planner.cost.params import FITTED
 from planner.cost.routing import expected_max_binomial
+from planner.cost.types import ServeLayout
 from planner.specs import hardware, models
 from planner.tradeoff.layouts import KINDS, default_layouts
 
@@ -88,17 +89,27 @@ def test_fp8_kv_doubles_what_the_cache_admits(kimi_h200) -> None:
     assert longer.layout("tp").curve.fits.sum() < tp.fits.sum()
 
 
-def test_calibration_reproduces_the_measured_step() -> None:
-    cal = Calibration("tp", 8, 1, 4, step_ms=30.0, comm_ms=(("allreduce", 12.0),),
-                      source="measured trace run t1")  # fmt: skip
-    res = plan(models.preset("deepseek-v3"), hardware.preset("b200-sxm-8x"), calibration=cal)
+def test_a_measured_sweep_gives_the_calibrated_view_beside_the_model() -> None:
+    """A TP=8 sweep 25% slower than the model: the calibrated TP=8 follows it, the model's
+    view is kept, every layout has a calibrated curve, and every printed point of either
+    view lies inside its band."""
+    m, hw = models.preset("deepseek-v3"), hardware.preset("b200-sxm-8x")
+    base = plan(m, hw, concurrencies=[1, 2, 4, 8, 16, 32], isl=1024, osl=256).layout("tp").curve
+    measured = [Measured(ServeLayout(8, moe_tp=8), 1024, 256, int(c), float(t) * 1.25)
+                for c, t in zip(base.concurrency, base.tpot_ms, strict=True)]  # fmt: skip
+    res = plan(m, hw, concurrencies=range(1, 65), isl=1024, osl=256, measured=measured)
     tp = res.layout("tp")
-    i = tp.curve.at(4)
-    assert tp.calibrated.tpot_ms[i] == pytest.approx(30.0)
-    assert tp.calibrated.terms["allreduce"][i] == pytest.approx(12.0)
-    assert tp.curve.tpot_ms[i] != pytest.approx(30.0)  # uncalibrated kept alongside
+    for c in (1, 8, 32):
+        i = tp.curve.at(c)
+        assert tp.calibrated.tpot_ms[i] == pytest.approx(1.25 * tp.curve.tpot_ms[i], rel=0.08)
+    assert res.calibration.applied and res.calibration.check.kind == "concurrencies"
     assert all(r.calibrated is not None for r in res.layouts)
-    assert any(a.what == "calibration" and a.source == "measured trace run t1"
+    for r in res.layouts:
+        for cur in (r.curve, r.calibrated):
+            ok = np.isfinite(cur.tpot_ms)
+            assert (cur.low_ms[ok] <= cur.tpot_ms[ok]).all()
+            assert (cur.tpot_ms[ok] <= cur.high_ms[ok]).all()
+    assert any(a.what == "calibration" and "calibrated on 6 points of TP=8" in a.value
                for a in res.assumptions)  # fmt: skip
 
 

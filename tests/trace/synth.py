@@ -127,13 +127,15 @@ EAGER_TAIL = [NVJET, GATHER, TOPK_SAMPLE]  # compute_logits + sampler run eagerl
 
 
 def graph_decode_trace(path: Path, rank: int, world_size: int = 4, steps: int = 8,
-                       layers: int = 3, annotate: bool = True) -> Path:  # fmt: skip
+                       layers: int = 3, annotate: bool = True,
+                       allreduce_us: float = 4.0) -> Path:  # fmt: skip
     """A vLLM decode trace captured with a FULL CUDA graph, the way Kineto writes one: each
     step's graph replay is one ``cudaGraphLaunch`` whose correlation id every kernel of the
     replay shares; the logits GEMM, the vocab AllGather and the sampler follow eagerly and
     run after the step's GPU annotation has ended. One H2D copy per step is launched
     between steps (outside every step). ``annotate=False`` drops the step annotations
-    (vLLM 0.10-0.11)."""
+    (vLLM 0.10-0.11). ``allreduce_us``: each AllReduce kernel's duration on this rank (a rank
+    that arrives early waits for the others inside the kernel)."""
     b = TraceBuilder(rank=rank, world_size=world_size)
     t = 10_000.0
     name = "execute_context_0(0)_generation_32(32)"
@@ -147,10 +149,11 @@ def graph_decode_trace(path: Path, rank: int, world_size: int = 4, steps: int = 
             b.events.append({"ph": "X", "cat": "gpu_user_annotation", "name": name, "pid": 0,
                              "tid": 7, "ts": g, "dur": 20.0, "args": {}})  # fmt: skip
         for kname in LAYER * layers + GRAPH_TAIL:
+            dur = allreduce_us if kname == CUSTOM_AR else 4.0
             b.events.append({"ph": "X", "cat": "kernel", "name": kname, "pid": 0, "tid": 7,
-                             "ts": g, "dur": 4.0, "args": {"stream": 7, "correlation": b.corr,
+                             "ts": g, "dur": dur, "args": {"stream": 7, "correlation": b.corr,
                                                             "graph node id": 1}})  # fmt: skip
-            g += 5.0
+            g += dur + 1.0
         for k, kname in enumerate(EAGER_TAIL):
             b.kernel(kname, t + 200 + 10 * k, g, 4.0)
             g += 5.0
