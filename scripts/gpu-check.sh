@@ -81,6 +81,14 @@ trace_dir() {
   find "$OUT/traces" -mindepth 1 -maxdepth 1 -type d -newer "$OUT/.started" 2>/dev/null | sort | tail -n 1
 }
 
+# The run id a check committed (its --json summary's last line), for a check that reads it.
+run_of() {
+  if [[ $DRY -eq 1 ]]; then echo "<$1 run id>"; return; fi
+  "$PY" -c 'import json, sys
+lines = [ln for ln in open(sys.argv[1]) if ln.startswith("{")]
+print(json.loads(lines[-1]).get("run_id", "") if lines else "")' "$OUT/logs/$1.out" 2>/dev/null
+}
+
 if [[ $DRY -eq 0 ]]; then
   mkdir -p "$OUT/logs" "$OUT/store" "$OUT/traces" "$OUT/locks"
   rm -f "$STORE" "$STORE.wal"
@@ -109,6 +117,9 @@ check comm-default 90 comm default:1 -- "$PY" -m collectors comm --json --device
 check profile 240 profile gemm -- "$PY" -m collectors profile --json --tp 1 "${PROFILE[@]}" \
   --keep-traces "$OUT/traces"
 check trace 90 trace gemm -- "$PY" -m collectors trace --json "$(trace_dir)"
+# The profiled step against its floors: the GPU's name must be in the known-GPU table and no
+# category may beat its floor (bytes over spec bandwidth, FLOPs over spec peak, 1 us a kernel).
+check floor 60 floor "" -- "$PY" -m collectors floor --json "$(run_of profile)"
 if [[ $N -ge 2 ]]; then
   # A LOCAL_RANK left in the shell must not pin every spawned rank to one GPU.
   check comm-multi-eager 150 comm "eager:$N" -- env LOCAL_RANK=0 "$PY" -m collectors comm \

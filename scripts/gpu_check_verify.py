@@ -116,7 +116,29 @@ def check_doctor(out: dict, _store: str, _arg: str) -> str:
     return nv[0]["detail"] if nv else "ok"
 
 
-CHECKS = {"gpu": check_gpu, "comm": check_comm, "trace": check_trace,
+def check_floor(out: dict, _store: str, _arg: str) -> str:
+    """A real CUDA step against its floors (docs/floors.md): the trace's GPU and the run's
+    model resolved, and no category faster than its floor (within 20%: the floors use spec
+    peaks, and a category measured below one means a floor's bytes or FLOPs are wrong)."""
+    unresolved = [m for m in out.get("missing", []) if m.startswith(("host:", "model:"))]
+    if unresolved:
+        raise Fail("; ".join(unresolved)[:300])
+    cats = {k: v for k, v in (out.get("categories") or {}).items()
+            if v.get("floor_us_per_step") is not None}  # fmt: skip
+    if not cats:
+        raise Fail("no category got a floor")
+    below = [f"{k} {v['measured_us_per_step']:.1f} us < floor {v['floor_us_per_step']:.1f} us"
+             for k, v in cats.items()
+             if v["measured_us_per_step"] < 0.8 * v["floor_us_per_step"]]  # fmt: skip
+    if below:
+        raise Fail("measured below the floor: " + "; ".join(below[:4]))
+    ratio = {k: v["measured_us_per_step"] / max(v["floor_us_per_step"], 1e-9)
+             for k, v in cats.items()}  # fmt: skip
+    shown = ", ".join(f"{k} {r:.1f}x" for k, r in sorted(ratio.items(), key=lambda x: -x[1]))
+    return f"{len(ratio)} categories at or above their floors: {shown}"
+
+
+CHECKS = {"gpu": check_gpu, "comm": check_comm, "trace": check_trace, "floor": check_floor,
           "profile": check_profile, "doctor": check_doctor}  # fmt: skip
 
 

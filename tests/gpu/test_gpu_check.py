@@ -16,7 +16,8 @@ from tests.helpers import FIXTURES, ROOT, run_cli
 SCRIPT = ROOT / "scripts" / "gpu-check.sh"
 VERIFY = ROOT / "scripts" / "gpu_check_verify.py"
 HTA = FIXTURES / "traces" / "hta"
-ONE_GPU = ["gpu", "comm-eager", "comm-graph", "comm-default", "profile", "trace", "doctor"]
+ONE_GPU = ["gpu", "comm-eager", "comm-graph", "comm-default", "profile", "trace", "floor",
+           "doctor"]
 MULTI = ["comm-multi-eager", "comm-multi-graph", "comm-visible", "profile-tp2", "trace-tp2"]
 
 
@@ -90,3 +91,41 @@ def test_verifier_checks_real_cuda_kernel_names(tmp_path: Path, store_path: Path
     bogus.write_text(json.dumps({"run_id": "no-such-run"}) + "\n")
     code, line = _verify("trace", str(bogus), str(store_path), "")
     assert code == 1 and "no kernels" in line
+
+
+# Qwen3-8B's shape (huggingface.co/Qwen/Qwen3-8B config.json), the model of TraceLens's
+# SGLang decode trace on one MI300X.
+QWEN3_8B = {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_size": 4096,
+            "num_hidden_layers": 36, "num_attention_heads": 32, "num_key_value_heads": 8,
+            "head_dim": 128, "intermediate_size": 12288, "vocab_size": 151936,
+            "torch_dtype": "bfloat16", "tie_word_embeddings": False}  # fmt: skip
+
+
+def test_verifier_judges_a_real_gpu_step_against_its_floors(tmp_path: Path,
+                                                             store_path: Path) -> None:  # fmt: skip
+    """A real SGLang decode trace (TraceLens tests/traces, MI300X) through trace and floor, as
+    the floor check runs it on the profile's run: its GPU resolves from the trace's name, its
+    model from --model here (the profile run records its shape); without a model, one line."""
+    trace = FIXTURES / "traces" / "tracelens" / "sglang_qwen3_8b_decode.json.gz"
+    res = run_cli(store_path, "trace", "--json", str(trace))
+    assert res.code == 0, res.stderr
+    run_id = res.json["run_id"]
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(QWEN3_8B))
+    out = tmp_path / "floor.out"
+    res = run_cli(store_path, "floor", "--json", "--model", str(config), run_id)
+    assert res.code == 0, res.stderr
+    out.write_text(res.stdout)
+    code, line = _verify("floor", str(out), str(store_path), "")
+    assert code == 0 and "gemm" in line and "attention" in line, line
+    bare = run_cli(store_path, "floor", "--json", run_id)
+    out.write_text(bare.stdout)
+    code, line = _verify("floor", str(out), str(store_path), "")
+    assert code == 1 and line.startswith("model:"), line
+    # a category faster than its floor is a wrong floor: the check fails naming it
+    data = json.loads(res.stdout.splitlines()[-1])
+    data["categories"]["gemm"]["measured_us_per_step"] = 0.5 * data["categories"]["gemm"][
+        "floor_us_per_step"]  # fmt: skip
+    out.write_text(json.dumps(data) + "\n")
+    code, line = _verify("floor", str(out), str(store_path), "")
+    assert code == 1 and "measured below the floor: gemm" in line, line
