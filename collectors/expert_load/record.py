@@ -60,13 +60,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def check_args(args: argparse.Namespace) -> str:
-    try:
-        base = client.normalize_base(args.url)
-    except ValueError as exc:
-        raise InputError(f"--url: {exc}") from None
-    for name in ("num_requests", "concurrency", "input_len", "output_len"):
-        if getattr(args, name) < 1:
-            raise InputError(f"--{name.replace('_', '-')}: must be at least 1")
+    base = orchestrate.check_url_and_load(args)
     if not args.dump_dir.is_dir():
         raise InputError(f"--dump-dir {args.dump_dir}: no such folder on this machine")
     return base

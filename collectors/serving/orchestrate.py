@@ -79,9 +79,8 @@ def add_nsys_argument(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
 
 
-def check_load_args(args: argparse.Namespace) -> str:
-    """The profile verbs' common checks (``--url``, the load's sizes, ``--trace-dir`` or
-    ``--nsys-report``); the server's base URL."""
+def check_url_and_load(args: argparse.Namespace) -> str:
+    """``--url`` and the load's sizes (``add_load_arguments``); the server's base URL."""
     try:
         base = client.normalize_base(args.url)
     except ValueError as exc:
@@ -89,6 +88,13 @@ def check_load_args(args: argparse.Namespace) -> str:
     for name in ("num_requests", "concurrency", "input_len", "output_len"):
         if getattr(args, name) < 1:
             raise InputError(f"--{name.replace('_', '-')}: must be at least 1")
+    return base
+
+
+def check_load_args(args: argparse.Namespace) -> str:
+    """The profile verbs' common checks (``--url``, the load's sizes, ``--trace-dir`` or
+    ``--nsys-report``); the server's base URL."""
+    base = check_url_and_load(args)
     report = getattr(args, "nsys_report", None)
     if report is not None:
         folder = report if report.is_dir() else report.parent
