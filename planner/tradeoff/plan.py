@@ -242,7 +242,9 @@ def _assumptions(res: PlanResult, p: ServingParams,
         val = getattr(p, name)
         val = val.get(res.engine, val.get("vllm")) if isinstance(val, dict) else val
         out.append(Assumption(name, f"{val:.4g} ({what})", src))
-    out += [Assumption(f"{c.op} latency", c.describe(), c.kind) for c in curves]
+    # a derived curve's description ends with its kind, which the source already shows
+    out += [Assumption(f"{c.op} latency", c.describe().removesuffix(f" [{c.kind}]"), c.kind)
+            for c in curves]  # fmt: skip
     if res.calibration is not None:
         cal = res.calibration
         factors = ", ".join(f"{k} x{v:.2f}" for k, v in cal.factors.items())
