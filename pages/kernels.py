@@ -113,9 +113,12 @@ run_id = pick_run("Run", "run", runs, optional=False)
 assert run_id is not None
 info = runs[runs["run_id"] == run_id].iloc[0]
 has_gpu = pd.notna(info["has_gpu"]) and bool(info["has_gpu"])
-device = info["device_name"] or ("GPU" if has_gpu else "CPU only (no GPU events)")
+# a NULL read through pandas is NaN, which is truthy: test for it, never `or`
+device = info["device_name"] if pd.notna(info["device_name"]) else (
+    "GPU" if has_gpu else "CPU only (no GPU events)")  # fmt: skip
+backend = info["backend"] if pd.notna(info["backend"]) else "unknown"
 st.caption(f"Run `{run_id}` ({info['verb']}) on {info['host']}: {int(info['ranks'])} rank(s), "
-           f"backend {info['backend'] or 'unknown'}, device {device}.")  # fmt: skip
+           f"backend {backend}, device {device}.")  # fmt: skip
 if info["status"] == "partial" or (pd.notna(info["partial"]) and bool(info["partial"])):
     st.warning(f"Partial run: {info['message'] or 'a trace was cut short'}")
 for note in provenance_notes(info):

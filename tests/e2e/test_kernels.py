@@ -93,6 +93,9 @@ def test_profile_run_sentence_charts_and_numbers(dash, page) -> None:
     expect(main.get_by_test_id("stPlotlyChart")).to_have_count(4)
     assert "Top:" in text and re.search(r"allreduce in \S+: \d+ call\(s\)", text), text
     expect(main.get_by_role("button", name="CSV").first).to_be_visible()
+    # a CPU profile records no device name: the caption says so, never "device nan"
+    assert re.search(r"backend gloo, device CPU only \(no GPU events\)\.", text), text
+    assert " nan" not in text
 
 
 ANATOMY = re.compile(r"([\w ]+) (AllReduce|AllGather): (\d+) calls/step, ([\d.]+) ms "
