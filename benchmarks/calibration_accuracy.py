@@ -98,9 +98,10 @@ def leave_one_layout_out(rows: list[Row], base_for) -> dict[tuple[int, int], lis
     return out
 
 
-def from_lowest(rows: list[Row], base_for) -> list[tuple[float, float, float, str, int]]:
-    """(uncalibrated, calibrated, sweep's uncalibrated median, engine, sweep number) per
-    higher-concurrency point of every sweep (one layout, one workload as launched)."""
+def from_lowest(rows: list[Row], base_for) -> list[tuple[float, float, float, str, int, float]]:
+    """(uncalibrated, calibrated, sweep's uncalibrated median, engine, sweep number,
+    uncalibrated error at the lowest concurrency) per higher-concurrency point of every sweep
+    (one layout, one workload as launched)."""
     out = []
     sweeps: dict[tuple, list[Row]] = defaultdict(list)
     for r in rows:
@@ -112,11 +113,13 @@ def from_lowest(rows: list[Row], base_for) -> list[tuple[float, float, float, st
         if not rest:
             continue
         base = base_for(key[1])
-        first = [measured(r) for r in sr if r.concurrency == low]
+        lowest = [r for r in sr if r.concurrency == low]
+        first = [measured(r) for r in lowest]
         b, a = errors(rest, base), errors(rest, calibrated(sr[0], first, base, key[4])[0])
         ok = (b == b) & (a == a)
         med = float(np.median(b[ok])) if ok.any() else np.nan
-        out += [(x, y, med, key[0], n) for x, y in zip(b[ok], a[ok], strict=True)]
+        e0 = float(np.nanmedian(errors(lowest, base)))
+        out += [(x, y, med, key[0], n, e0) for x, y in zip(b[ok], a[ok], strict=True)]
     return out
 
 
@@ -169,13 +172,18 @@ def main() -> int:
                        (f"sweeps misjudged by over {MISJUDGED:.0%}", lambda x: x[2] > MISJUDGED)]:  # fmt: skip
         sel = np.array([x[:2] for x in pts if keep(x)])
         print(f"| {name} | {len(sel)} | {np.median(sel[:, 0]):.2%} | {np.median(sel[:, 1]):.2%} |")
-    per: dict[int, list[tuple[float, float]]] = defaultdict(list)
+    per: dict[int, list[tuple]] = defaultdict(list)
     for x in pts:
-        per[x[4]].append(x[:2])
-    change = [np.median([a for _, a in v]) - np.median([b for b, _ in v]) for v in per.values()]
+        per[x[4]].append(x)
+    change = [np.median([x[1] for x in v]) - np.median([x[0] for x in v]) for v in per.values()]
     print(f"\nper sweep, median over its higher concurrencies: {sum(c < 0 for c in change)} of "
           f"{len(change)} sweeps better, {sum(c > 0 for c in change)} worse (worst "
           f"{max(change):+.1%} points)")  # fmt: skip
+    for name, sel in (("worse", [v for v, c in zip(per.values(), change, strict=True) if c > 0]),
+                      ("better", [v for v, c in zip(per.values(), change, strict=True) if c < 0])):
+        print(f"  {name} sweeps: median uncalibrated |error| {np.median([v[0][2] for v in sel]):.1%}"
+              f" over the higher concurrencies, {np.median([v[0][5] for v in sel]):.1%} at the "
+              "lowest (the one point calibrated on)")  # fmt: skip
     return 0
 
 
