@@ -105,6 +105,9 @@ def test_unmeasured_fast_allreduce_is_a_hypothesis_never_the_headline(res) -> No
     assert call_at(res, 1).layout == "TP=8"
     assert any(f.startswith("Hypothesis, not a recommendation: TP=8 + FlashInfer PCIe-IPC")
                for f in res.findings)  # fmt: skip
+    # the derived curve's assumption names its kind once, as its source
+    line = next(a for a in res.assumptions if a.what == "all_reduce_fast latency")
+    assert line.source == "derived" and "[derived]" not in line.value
 
 
 def test_a_measured_fast_allreduce_lifts_the_hypothesis() -> None:
