@@ -103,7 +103,7 @@ PICKERS: dict[str, dict[str, Picker]] = {
     "tradeoff": {"Model": Picker("model", MODEL_RUNS, prefix="run:"),
                  "Host": Picker("hw", GPU_HOSTS, prefix="gpu:"),
                  "Communication curves": Picker("comm", COMM_RUNS),
-                 "Calibrate to a measured step (trace run)": Picker("calib", TRACE_RUNS)},
+                 "Calibrate to this host's measurements": Picker("calib", TRACE_RUNS)},
     "policy": {"Run": Picker("run", TRACE_RUNS)},
     "serving": {"Model": Picker("model", None),
                 "Benchmark runs": Picker("runs", BENCH_RUNS, multi=True, joined=True),

@@ -5,6 +5,7 @@ page, and the same choice on the Serving page."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -55,7 +56,9 @@ def _main(pg):
 
 
 def _host_box(pg, label: str = "Host"):
-    return _main(pg).locator("[data-testid='stSelectbox']").filter(has_text=label)
+    # the label exactly: "Calibrate to this host's measurements" holds "host" too
+    exact = pg.locator("label").filter(has_text=re.compile(f"^{re.escape(label)}$"))
+    return _main(pg).locator("[data-testid='stSelectbox']").filter(has=exact)
 
 
 def _upload(pg, path: Path) -> None:
