@@ -52,7 +52,7 @@ def test_every_page_opens_on_a_lake_in_s3(pg, s3, tmp_path: Path, page,  # noqa:
     lake_ = new_s3_lake(pg, s3, tmp_path)
     lake_.apply(monkeypatch)
     src = tmp_path / "src.duckdb"
-    build_file(src, runs=10, kernel_rows=40_960, rank_steps=16, memory_limit="1GB", threads=2)
+    build_file(src, runs=11, kernel_rows=40_960, rank_steps=16, memory_limit="1GB", threads=2)
     res = run_cli(src, "migrate", "--to", lake_.url, **lake_.env())
     assert res.code == 0, res.stderr
     assert any("/trace_kernels/" in k for k in s3.keys(lake_.prefix))

@@ -20,7 +20,7 @@ from tests.lake.conftest import Lake
 @pytest.mark.parametrize("keep_days", ["7", "0"])
 def test_pages_queries_after_a_compact_by_another_process(lake: Lake, tmp_path: Path,
                                                           keep_days: str) -> None:  # fmt: skip
-    build_lake(lake.url, runs=10, kernel_rows=40_960, rank_steps=16, memory_limit="1GB",
+    build_lake(lake.url, runs=11, kernel_rows=40_960, rank_steps=16, memory_limit="1GB",
                threads=2, hosts=50)  # fmt: skip
     before = links(lake.url)  # this process's cached lake instance reads every kind of run
     res = run_cli(tmp_path / "unused.duckdb", "compact", "--store", lake.url, "--keep-days",

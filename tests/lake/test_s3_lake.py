@@ -108,10 +108,10 @@ def test_migrate_an_embedded_store_in_then_every_page_renders(
     from store import reader
 
     src = tmp_path / "src.duckdb"
-    build_file(src, runs=10, kernel_rows=40_960, rank_steps=16, memory_limit="1GB", threads=2)
+    build_file(src, runs=11, kernel_rows=40_960, rank_steps=16, memory_limit="1GB", threads=2)
     res = run_cli(src, "migrate", "--to", s3_lake.url, "--json", **s3_lake.env())
     assert res.code == 0, res.stderr
-    assert res.json["ok"] and res.json["new_runs"] == 10
+    assert res.json["ok"] and res.json["new_runs"] == 11
     assert res.json["tables"]["trace_kernels"] == {"source": 40_960, "copied": 40_960,
                                                    "target": 40_960}  # fmt: skip
     assert any("/trace_kernels/" in k for k in s3_lake.server.keys(s3_lake.prefix))
