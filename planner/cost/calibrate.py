@@ -263,7 +263,10 @@ def calibrate(model: ModelSpec, hw: HardwareSpec, points: list[Measured],
             "one unchecked point on a host like the fit's pins only its own layout"
             if check.kind == "none" else "the factors beat it on your held-back points only "
             "together with your layout's own level, or not beyond chance"))  # fmt: skip
-    params, path = _request_path(model, hw, pts, params if carries else base, comm)
+    params, path, below = _request_path(model, hw, pts, params if carries else base, comm)
+    notes += [f"{e}: the measured TTFT is {-d:.0f} ms below the model's own prefill, so the "
+              "request path is set to 0 ms and the model's TTFT stays above yours on this host "
+              "(its prefill, not the request path, is what is off)" for e, d in below.items()]
     if path:
         pinned["request path"] = "pinned by the measured TTFT(s): " + ", ".join(
             f"{e} {v:.0f} ms" for e, v in path.items())  # fmt: skip
@@ -346,9 +349,11 @@ def _comm_pinned(pts: list[Measured], traces: list[TraceStep], comm: CommSet | N
 
 
 def _request_path(model: ModelSpec, hw: HardwareSpec, pts: list[Measured], p: ServingParams,
-                  comm: CommSet | None) -> tuple[ServingParams, dict[str, float]]:  # fmt: skip
+                  comm: CommSet | None
+                  ) -> tuple[ServingParams, dict[str, float], dict[str, float]]:  # fmt: skip
     """The per-engine request path from measured TTFTs: at each sweep's lowest concurrency
-    (least queueing) the measured minus the predicted TTFT, median over sweeps."""
+    (least queueing) the measured minus the predicted TTFT, median over sweeps. Also, per
+    engine, how far a measured TTFT falls below the model's prefill (path clamped at 0)."""
     lowest: dict[tuple, Measured] = {}
     for m in pts:
         if m.ttft_ms and m.ttft_ms > 0:
@@ -363,11 +368,13 @@ def _request_path(model: ModelSpec, hw: HardwareSpec, pts: list[Measured], p: Se
             continue
         deltas.setdefault(m.engine, []).append(float(m.ttft_ms - pr.ttft_ms[0]))
     if not deltas:
-        return p, {}
-    path = {e: max(p.ttft_fixed_ms.get(e, p.ttft_fixed_ms["vllm"]) + float(np.median(d)), 0.0)
-            for e, d in deltas.items()}  # fmt: skip
+        return p, {}, {}
+    raw = {e: p.ttft_fixed_ms.get(e, p.ttft_fixed_ms["vllm"]) + float(np.median(d))
+           for e, d in deltas.items()}  # fmt: skip
+    path = {e: max(v, 0.0) for e, v in raw.items()}
+    below = {e: v for e, v in raw.items() if v < 0}
     return p.with_values(ttft_fixed_ms={**p.ttft_fixed_ms, **path}), {
-        e: round(v, 1) for e, v in path.items()}
+        e: round(v, 1) for e, v in path.items()}, below
 
 
 def _collectives(model: ModelSpec, hw: HardwareSpec, traces: list[TraceStep],

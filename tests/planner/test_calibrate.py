@@ -135,6 +135,23 @@ def test_the_request_path_is_pinned_by_measured_ttfts() -> None:
     assert cal.pinned["request path"].startswith("pinned by the measured TTFT")
 
 
+def test_a_ttft_below_the_models_prefill_says_so() -> None:
+    """A host whose measured TTFT undercuts the model's prefill alone: the request path stops
+    at 0 ms and a note says by how much the prefill is off, rather than a silent 0."""
+    pr = predict(KIMI, H200, TP8, Workload(1024, 256), np.array([1, 4]))
+    prefill_ms = float(pr.ttft_ms[0]) - FITTED.ttft_fixed_ms["vllm"]
+    pts = [Measured(TP8, 1024, 256, c, float(t), ttft_ms=float(f) * 0.3)
+           for c, t, f in zip((1, 4), pr.tpot_ms, pr.ttft_ms, strict=True)]  # fmt: skip
+    cal = calibrate(KIMI, H200, pts)
+    assert cal.request_path_ms["vllm"] == 0.0
+    (note,) = [n for n in cal.notes if "below the model's own prefill" in n]
+    below = prefill_ms - float(pr.ttft_ms[0]) * 0.3
+    assert note.startswith(f"vllm: the measured TTFT is {below:.0f} ms below")
+    fair = [Measured(m.layout, 1024, 256, m.concurrency, m.tpot_ms, ttft_ms=f + 150.0)
+            for m, f in zip(pts, pr.ttft_ms, strict=True)]  # fmt: skip
+    assert not [n for n in calibrate(KIMI, H200, fair).notes if "prefill" in n]
+
+
 def test_measured_comm_curves_hold_the_collectives() -> None:
     from planner.tradeoff import reference
 
