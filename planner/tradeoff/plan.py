@@ -12,6 +12,7 @@ import numpy as np
 
 from planner.cost.bands import Band, band
 from planner.cost.calibrate import Measured, TraceStep, calibrate
+from planner.cost.calibrate_fit import layout_key
 from planner.cost.comm import FITTED_OPS, CommCurve, CommSet, published_for
 from planner.cost.expert_load import ExpertLoad
 from planner.cost.params import DESCRIBE, FITTED, ServingParams
@@ -27,7 +28,7 @@ from planner.tradeoff.findings import findings
 from planner.tradeoff.instances import Instance, instance, predict_instance
 from planner.tradeoff.layouts import Layout, default_layouts
 from planner.tradeoff.placement import effects, routing_assumption
-from planner.tradeoff.recommend import crossovers, policy_costs, ranges
+from planner.tradeoff.recommend import crossovers, policy_costs, ranges, unmeasured_flips
 from planner.tradeoff.types import (
     REPORT_CONCURRENCIES,
     TERMS,
@@ -191,15 +192,20 @@ def _calibrate(res: PlanResult, measured: list[Measured], traces: list[TraceStep
     whether applied or not (then the view says why and shows the fitted model)."""
     cal = calibrate(res.model, res.hardware, measured, traces, comm, p)
     n = res.hardware.gpu_count
+    measured_names: set[str] = set()
     for r in res.layouts:
         inst = instance(r.layout, n, res.isl, res.osl, res.engine, res.num_prompts,
                         res.token_budget, res.expert_load)  # fmt: skip
+        if cal.fit is not None and layout_key(inst.serve) in cal.fit.offsets:
+            measured_names.add(r.layout.name)
         r.calibrated = layout_curve(res.model, res.hardware, r.layout, inst, res.concurrency,
                                     cal.params_for(inst.serve), comm, cal.band)  # fmt: skip
         r.calibrated.calibrated = True
     res.calibration, res.calibration_factors = cal, dict(cal.factors)
     res.recommended_calibrated = ranges([r.calibrated for r in res.layouts],
                                         [r.recommendable for r in res.layouts])  # fmt: skip
+    if cal.applied and not cal.carries:
+        res.findings += unmeasured_flips(res, measured_names)
 
 
 def _placement_effects(res: PlanResult, p: ServingParams, comm: CommSet) -> None:

@@ -123,3 +123,27 @@ def policy_costs(curves: list[LayoutCurve], compliant: list[bool],
             out.append(PolicyCost(int(c), curves[bad[j]].layout.name,
                                   curves[good[j]].layout.name, gain))  # fmt: skip
     return out
+
+
+
+def unmeasured_flips(res: PlanResult, measured: set[str]) -> list[str]:
+    """Concurrency ranges where the calibrated view recommends a layout the host did not
+    measure while the fitted model recommends a measured one: the calibration moved only the
+    measured layout (its level did not carry), so the new pick rests on the fitted model."""
+    out = []
+    for new in res.recommended_calibrated:
+        if new.layout in measured:
+            continue
+        for old in res.recommended:
+            lo, hi = max(new.start, old.start), min(new.end, old.end)
+            if old.layout not in measured or lo > hi:
+                continue
+            was = next(r for r in res.layouts if r.layout.name == old.layout)
+            j = was.curve.at(lo)
+            slower = was.view(True).tpot_ms[j] / was.curve.tpot_ms[j] - 1
+            span = f"{lo}" if lo == hi else f"{lo}-{hi}"
+            out.append(f"Calibrated view, concurrency {span}: {new.layout} (not measured: the "
+                       f"fitted model) replaces your measured {old.layout}, which ran "
+                       f"{slower:+.0%} against the fitted model; that level did not carry to "
+                       f"other layouts, so measure {new.layout} before switching.")  # fmt: skip
+    return out

@@ -113,6 +113,30 @@ def test_a_measured_sweep_gives_the_calibrated_view_beside_the_model() -> None:
                for a in res.assumptions)  # fmt: skip
 
 
+@pytest.mark.parametrize("scale", [1.25, 1.0])
+def test_a_pick_the_host_never_measured_is_flagged(scale: float) -> None:
+    """A measured TP=8 sweep 25% slower than the model on a host like the fit's raises only
+    TP=8 (its level does not carry), so the calibrated view may recommend a layout nobody
+    measured: a finding says which, where, and to measure it. A sweep the model already
+    predicts changes no pick and says nothing."""
+    m, hw = models.preset("kimi-k2.5"), hardware.preset("h200-sxm-8x")
+    base = plan(m, hw, concurrencies=[1, 2, 4, 8, 16, 32], isl=1024, osl=256).layout("tp").curve
+    measured = [Measured(ServeLayout(8, moe_tp=8), 1024, 256, int(c), float(t) * scale)
+                for c, t in zip(base.concurrency, base.tpot_ms, strict=True)]  # fmt: skip
+    res = plan(m, hw, concurrencies=range(1, 65), isl=1024, osl=256, measured=measured)
+    assert res.calibration.applied == (scale > 1) and not res.calibration.carries
+    flips = [f for f in res.findings if f.startswith("Calibrated view, concurrency")]
+    moved = [(r.start, r.end, r.layout) for r in res.recommended_calibrated
+             if r.layout != "TP=8" and any(f.layout == "TP=8" and f.start <= r.end
+                                           and r.start <= f.end for f in res.recommended)]
+    assert len(flips) == len(moved) == (1 if scale > 1 else 0)
+    if flips:
+        start, _, pick = moved[0]
+        assert flips[0].startswith(f"Calibrated view, concurrency {start}-")
+        assert f": {pick} (not measured" in flips[0] and f"measure {pick} before" in flips[0]
+        assert "your measured TP=8, which ran +2" in flips[0]
+
+
 def test_every_kind_is_offered() -> None:
     lays = default_layouts(models.preset("kimi-k2.5"), hardware.preset("rtx-pro-6000-pcie-8x"))
     assert {lay.kind for lay in lays} == set(KINDS)
