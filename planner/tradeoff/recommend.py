@@ -125,7 +125,6 @@ def policy_costs(curves: list[LayoutCurve], compliant: list[bool],
     return out
 
 
-
 def unmeasured_flips(res: PlanResult, measured: set[str]) -> list[str]:
     """Concurrency ranges where the calibrated view recommends a layout the host did not
     measure while the fitted model recommends a measured one: the calibration moved only the
@@ -138,7 +137,7 @@ def unmeasured_flips(res: PlanResult, measured: set[str]) -> list[str]:
             lo, hi = max(new.start, old.start), min(new.end, old.end)
             if old.layout not in measured or lo > hi:
                 continue
-            was = next(r for r in res.layouts if r.layout.name == old.layout)
+            was = res.layout(old.layout)
             j = was.curve.at(lo)
             slower = was.view(True).tpot_ms[j] / was.curve.tpot_ms[j] - 1
             span = f"{lo}" if lo == hi else f"{lo}-{hi}"
