@@ -15,7 +15,10 @@ the measurements identify, shrunk toward the global fit (planner.cost.calibrate_
 It then checks itself on points it did not see: with several layouts measured, each layout
 is held out in turn (fitted on the others); with one, the top block of each sweep's
 concurrencies is held back. The factors are applied only where they beat the fitted model on
-those held-back points, and the band drawn after calibration is their held-back error.
+those held-back points, and the band drawn after calibration is their held-back error. One
+concurrency leaves nothing to hold back: on a host like the fit's it is applied only where it
+lies outside the fitted model's band (a point inside it cannot tell the host's level from the
+model's own scatter, which on the fixture does not persist to higher concurrencies).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from planner.cost import calibrate_fit as cf
-from planner.cost.bands import Band, from_residuals, outside_fit
+from planner.cost.bands import Band, band, from_residuals, outside_fit
 from planner.cost.comm import CommSet
 from planner.cost.params import CALIBRATION, FITTED, ServingParams
 from planner.cost.serving import predict
@@ -239,15 +242,17 @@ def calibrate(model: ModelSpec, hw: HardwareSpec, points: list[Measured],
     factors["collectives"] = round(factors["collectives"] * comm_factor, 4)
     pinned = cf.pinned(whole, prior, len(pts))
     pinned.update(_comm_pinned(pts, traces or [], comm, pinned["collectives"]))
-    applied = check.passed or check.kind == "none"
+    outside = bool(outside_fit(hw))
+    applied = check.passed
     reason = "" if applied else "it did not beat the fitted model on your held-back points"
     if check.kind == "none":
         notes.append("one concurrency of one layout: nothing to hold back, so the factors are "
                      "unchecked; the band stays the fitted model's")  # fmt: skip
+        inside = None if outside else _inside_band(model, hw, pts, base, comm)
+        applied, reason = inside is None, inside or ""
     # One unchecked point: on a host like the fit's, one layout's level carries over poorly
     # (docs/calibration.md), so it pins its own layout; on a host the fit never saw, it is
     # the best there is for every layout.
-    outside = bool(outside_fit(hw))
     carries = applied and (check.carries or (check.kind == "none" and outside))
     # Two or more collective sizes measured tell fixed costs from collectives (and the
     # held-out-layout check has tested the carry); one size pins only their sum.
@@ -277,6 +282,27 @@ def calibrate(model: ModelSpec, hw: HardwareSpec, points: list[Measured],
     return HostCalibration(params, applied, factors,
                            describe_points(pts), len(pts), check, pinned, band, reason, notes,
                            path, whole, base, carries, world)  # fmt: skip
+
+
+def _inside_band(model: ModelSpec, hw: HardwareSpec, pts: list[Measured], base: ServingParams,
+                 comm: CommSet | None) -> str | None:  # fmt: skip
+    """Why one unchecked concurrency is not applied: it lies inside the fitted model's band
+    for its engine and format (None: outside it, or the model cannot run it)."""
+    err = float(np.median(np.expm1(cf.log_errors(model, hw, _points(pts), base, comm))))
+    if err != err:
+        return None
+    b = band(pts[0].engine, model, "tpot", hw)
+    if not b.q10 <= err <= b.q90:
+        return None
+    return (f"your one concurrency ({pts[0].concurrency}) is {_signed(-err / (1 + err))} against "
+            f"the fitted model, inside its band for {b.key} ({_signed(-b.q90 / (1 + b.q90))} to "
+            f"{_signed(-b.q10 / (1 + b.q10))}): one point cannot tell this host's level from "
+            "the model's own scatter, which does not persist to other concurrencies; measure a "
+            "second concurrency and the check holds the top one back")  # fmt: skip
+
+
+def _signed(x: float) -> str:
+    return f"{x:+.0%}"
 
 
 def _points(pts: list[Measured]) -> list[cf.Point]:
