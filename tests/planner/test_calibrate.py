@@ -46,7 +46,7 @@ def test_one_point_of_a_sweep_moves_it_only_where_it_lies_outside_the_models_ban
     for r in rows:
         if r.engine == "vllm":
             sweeps[(r.model_path, r.quant, r.system, r.layout, fixture.workload_for(r))].append(r)
-    before, after, moved = [], [], []
+    before, after, moved, kept = [], [], [], 0
     for sr in sweeps.values():
         low = min(r.concurrency for r in sr)
         rest = [r for r in sr if r.concurrency > low]
@@ -62,8 +62,9 @@ def test_one_point_of_a_sweep_moves_it_only_where_it_lies_outside_the_models_ban
             moved.append((np.median(b), np.median(a)))
         else:
             assert "inside its band for vllm/" in cal.reason and np.array_equal(a, b)
+            kept += 1
     assert np.median(after) <= np.median(before)
-    assert len(moved) >= 5
+    assert kept > len(moved) >= 5  # most lowest points lie inside the band
     assert np.median([a for _, a in moved]) < 0.75 * np.median([b for b, _ in moved])
 
 
