@@ -16,7 +16,8 @@ The fixture holds one model at several layouts on one GPU type: exactly the user
 ``--held-out model``: the uncalibrated model is the fit without the row's model (every
 parameter refitted, as a user's unseen model meets it; ~12 min); ``--held-out gpu``: without
 the row's GPU (B200 or B300: a host the fit never saw, judged by its spec sheet; ~3 min);
-default: the shipped fit (in-sample: the harder test, little host bias is left to correct). Results: docs/benchmarks.md.
+default: the shipped fit (in-sample: the harder test, little host bias is left to correct).
+Results: docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -135,9 +136,10 @@ def from_lowest(rows: list[Row], base_for) -> tuple[list[Higher], int]:
             continue
         first = [measured(r) for r in lowest]
         params, applied = calibrated(sr[0], first, base, key[4])
-        b, a = errors(rest, base), errors(rest, params)
+        s = signed(rest, base)
+        b, a = np.abs(s), errors(rest, params)
         # the floor: a move of 0.1% toward the lowest point's error, at every higher point
-        nudge = np.abs(signed(rest, base) - 1e-3 * np.sign(np.nanmedian(e0)))
+        nudge = np.abs(s - 1e-3 * np.sign(np.nanmedian(e0)))
         ok = (b == b) & (a == a)
         med = float(np.median(b[ok])) if ok.any() else np.nan
         out += [Higher(float(x), float(y), n, med, key[0], key[3], key[1].split("/")[-1],
@@ -191,7 +193,7 @@ def main() -> int:
     ap.add_argument("--held-out", choices=("model", "gpu"), help="uncalibrated = the fit "
                     "without the row's model or GPU (slow)")  # fmt: skip
     ap.add_argument("--cache", type=Path, help="JSON of those fits: read if there, else "
-                    "written (they take tens of minutes)")  # fmt: skip
+                    "written (they take minutes)")  # fmt: skip
     args = ap.parse_args()
     if not fixture.CSV.is_file():
         print(f"skipped: {fixture.CSV} absent")

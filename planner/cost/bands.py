@@ -93,8 +93,12 @@ class Band:
     def high(self, predicted: np.ndarray) -> np.ndarray:
         return np.asarray(predicted) * max(1 / (1 + self.q10), 1.0) * math.exp(self.widen)
 
+    def measured(self) -> tuple[float, float]:
+        """Where measured runs fell, relative to the prediction (measured / predicted - 1)."""
+        return 1 / (1 + self.q90) - 1, 1 / (1 + self.q10) - 1
+
     def describe(self) -> str:
-        lo, hi = 1 / (1 + self.q90) - 1, 1 / (1 + self.q10) - 1
+        lo, hi = self.measured()
         text = (f"{self.key}: measured within {lo:+.0%} .. {hi:+.0%} of the prediction for "
                 f"80% of {self.rows} held-out runs (median |error| {self.median_abs:.0%})")  # fmt: skip
         if lo > 0 or hi < 0:

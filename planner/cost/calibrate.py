@@ -294,15 +294,12 @@ def _inside_band(model: ModelSpec, hw: HardwareSpec, pts: list[Measured], base: 
     b = band(pts[0].engine, model, "tpot", hw)
     if not b.q10 <= err <= b.q90:
         return None
-    return (f"your one concurrency ({pts[0].concurrency}) is {_signed(-err / (1 + err))} against "
-            f"the fitted model, inside its band for {b.key} ({_signed(-b.q90 / (1 + b.q90))} to "
-            f"{_signed(-b.q10 / (1 + b.q10))}): one point cannot tell this host's level from "
-            "the model's own scatter, which does not persist to other concurrencies; measure a "
-            "second concurrency and the check holds the top one back")  # fmt: skip
-
-
-def _signed(x: float) -> str:
-    return f"{x:+.0%}"
+    lo, hi = b.measured()
+    return (f"your one concurrency ({pts[0].concurrency}) is {1 / (1 + err) - 1:+.0%} against "
+            f"the fitted model, inside its band for {b.key} ({lo:+.0%} to {hi:+.0%}): one point "
+            "cannot tell this host's level from the model's own scatter, which does not persist "
+            "to other concurrencies; measure a second concurrency and the check holds the top "
+            "one back")  # fmt: skip
 
 
 def _points(pts: list[Measured]) -> list[cf.Point]:
