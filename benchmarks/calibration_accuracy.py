@@ -156,7 +156,9 @@ def signed(rows: list[Row], p: ServingParams) -> np.ndarray:
 
 
 def _worse_classes(pts: list[Higher], key) -> tuple[int, list[tuple]]:
-    """(classes of MIN_CLASS+ points, [(class, points, before, after)] of those worse)."""
+    """(classes of MIN_CLASS+ points, [(class, points, before, after, points better, points
+    worse)] of those worse in median): the counts tell a median that one point moved across
+    from a class where more points got worse than better."""
     by: dict = defaultdict(list)
     for x in pts:
         by[key(x)].append(x)
@@ -165,7 +167,9 @@ def _worse_classes(pts: list[Higher], key) -> tuple[int, list[tuple]]:
     for k, v in sorted(big.items(), key=lambda kv: str(kv[0])):
         b, a = np.median([x.before for x in v]), np.median([x.after for x in v])
         if a > b:
-            worse.append((k, len(v), b, a))
+            up = sum(x.after > x.before for x in v)
+            down = sum(x.after < x.before for x in v)
+            worse.append((k, len(v), b, a, down, up))
     return len(big), worse
 
 
@@ -232,7 +236,8 @@ def main() -> int:
                       ("engine, model and GPU", lambda x: (x.engine, x.model, x.system))):
         worse = _worse_classes(pts, key)
         print(f"per {what} ({MIN_CLASS}+ points): {len(worse[1])} of {worse[0]} classes worse"
-              + "".join(f"; {k}: {b:.2%} -> {a:.2%} ({n})" for k, n, b, a in worse[1]))
+              + "".join(f"; {k}: {b:.2%} -> {a:.2%} ({n}: {down} points better, {up} worse)"
+                        for k, n, b, a, down, up in worse[1]))  # fmt: skip
     per: dict[int, list[Higher]] = defaultdict(list)
     for x in pts:
         per[x.sweep].append(x)

@@ -24,6 +24,13 @@ compute factor fitted on one layout moves others the wrong way (prefill interfer
 differs by layout); docs/calibration.md has the numbers. A host class the fit never saw gets
 ``outside_prior_sd`` on every factor (its measurements decide). ``host_spread``, the spread of whole host-and-model mean errors, widens the band of
 such a host (planner.cost.bands).
+
+``carry_octaves``: how far along a sweep one point's error says anything about another's. The
+correlation of two points' log errors within one sweep (one layout, one workload as launched,
+one host), by octaves of concurrency apart (rounded); counting up from one octave, the upper
+edge of the last distance whose correlation is significantly above zero (two-sided 5%: above
+1.96 / sqrt(pairs)). One measured concurrency on a host like the fit's moves only the
+concurrencies that close to it (planner.cost.calibrate).
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ from planner.cost import calibrate_fit as cf
 from planner.cost.params import ServingParams
 
 SWEEP_FACTORS = ("fixed", "collectives")
+CARRY_Z = 1.96  # a correlation this many standard errors (1 / sqrt(pairs)) above 0 carries
 PINNED_SD = 1e-3
 OUTSIDE_PRIOR_SD = 1.0
 
@@ -79,7 +87,44 @@ def spreads(rows: list[Row], p: ServingParams, held_out: list[tuple] | None = No
             "point_sd": _round(math.sqrt(point2)), "outside_prior_sd": OUTSIDE_PRIOR_SD,
             "host_spread": host_spread(held_out) if held_out else _in_sample_spread(errs),
             "host_spread_from": "held out (leave one model out)" if held_out else "in-sample",
-            "layout_pairs": len(cross)}  # fmt: skip
+            "layout_pairs": len(cross), **carry(sweep_errors(rows, p))}  # fmt: skip
+
+
+def sweep_errors(rows: list[Row], p: ServingParams) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Each sweep's (log2 concurrency, log(predicted / measured)) at ``p``: one layout and one
+    workload as launched, on one host (points the model cannot run left out)."""
+    sweeps: dict[tuple, list[Row]] = defaultdict(list)
+    for r in rows:
+        sweeps[(r.engine, r.model_path, r.quant, r.system, r.layout, fixture.workload_for(r))
+               ].append(r)  # fmt: skip
+    out = []
+    for sr in sweeps.values():
+        pts = [cf.Point(r.layout, fixture.workload_for(r), r.concurrency, r.tpot_ms) for r in sr]
+        e = cf.log_errors(fixture.model_for(sr[0]), fixture.host_for(sr[0]), pts, p, None)
+        ok = np.isfinite(e)
+        out.append((np.log2([r.concurrency for r in sr])[ok], e[ok]))
+    return out
+
+
+def carry(sweeps: list[tuple[np.ndarray, np.ndarray]]) -> dict:
+    """``carry_octaves`` (the module doc) and the correlations it rests on, by octaves apart
+    up to the first that does not carry."""
+    pairs: dict[int, tuple[list[float], list[float]]] = defaultdict(lambda: ([], []))
+    for x, e in sweeps:
+        for i, j in zip(*np.nonzero(x[None, :] > x[:, None]), strict=True):
+            a, b = pairs[int(round(x[j] - x[i]))]
+            a.append(float(e[i]))
+            b.append(float(e[j]))
+    corr: dict[str, float] = {}
+    last = 0
+    for d in range(1, max(pairs, default=0) + 1):
+        a, b = pairs.get(d, ([], []))
+        r = float(np.corrcoef(a, b)[0, 1]) if len(a) >= 3 else float("nan")
+        corr[str(d)] = _round(r) if r == r else None
+        if not r > CARRY_Z / math.sqrt(max(len(a), 1)):
+            break
+        last = d
+    return {"carry_octaves": last + 0.5, "carry_correlation": corr}
 
 
 def _in_sample_spread(errs: dict) -> float:

@@ -18,7 +18,9 @@ concurrencies is held back. The factors are applied only where they beat the fit
 those held-back points, and the band drawn after calibration is their held-back error. One
 concurrency leaves nothing to hold back: on a host like the fit's it is applied only where it
 lies outside the fitted model's band (a point inside it cannot tell the host's level from the
-model's own scatter, which on the fixture does not persist to higher concurrencies).
+model's own scatter, which on the fixture does not persist to higher concurrencies), and then
+moves only the concurrencies within ``carry_octaves`` of it (farther, the fixture's errors are
+uncorrelated with one point's).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ import numpy as np
 from planner.cost import calibrate_fit as cf
 from planner.cost.bands import Band, band, from_residuals, outside_fit
 from planner.cost.comm import CommSet
-from planner.cost.params import CALIBRATION, FITTED, ServingParams
+from planner.cost.params import CALIBRATION, FITTED, ServingParams, Window
 from planner.cost.serving import predict
 from planner.cost.types import ServeLayout, Workload
 from planner.errors import PlannerInputError
@@ -139,6 +141,9 @@ class HostCalibration:
     # layouts' own collectives: they carry to layouts with collectives on this many GPUs or
     # more (0: to every layout).
     carry_from_world: int = 0
+    # One concurrency on a host like the fit's: the concurrencies its layout's factors and
+    # level hold for (None: all).
+    window: tuple[float, float] | None = None
 
     def params_for(self, lay: ServeLayout) -> ServingParams:
         """What a prediction of ``lay`` uses: for a measured layout its own level and the
@@ -151,7 +156,12 @@ class HostCalibration:
         if not self.applied or not (own or carries):
             return self.base.with_values(ttft_fixed_ms=self.params.ttft_fixed_ms)
         p = self.fit.params(self.base, lay if own else None)
-        return p.with_values(ttft_fixed_ms=self.params.ttft_fixed_ms)
+        path = self.params.ttft_fixed_ms
+        if self.window is None:
+            return p.with_values(ttft_fixed_ms=path)
+        lo, hi = self.window
+        return p.with_values(ttft_fixed_ms=path, window=Window(
+            lo, hi, self.base.with_values(ttft_fixed_ms=path)))  # fmt: skip
 
     def sentence(self) -> str:
         c = self.check
@@ -167,6 +177,7 @@ class HostCalibration:
             "applied": self.applied, "sentence": self.sentence(), "reason": self.reason,
             "factors": self.factors, "points_used": self.points, "fitted_on": self.fitted_on,
             "request_path_ms": self.request_path_ms, "carried_to_other_layouts": self.carries,
+            "concurrencies_moved": window_clients(self.window) if self.window else None,
             "check": {"kind": c.kind, "held_back": c.held, "points": len(c.after),
                       "median_abs_error_before": _r(c.median_before),
                       "median_abs_error_after": _r(c.median_after),
@@ -231,6 +242,7 @@ def calibrate(model: ModelSpec, hw: HardwareSpec, points: list[Measured],
     comm_measured = _comm_measured(pts, traces or [], comm)
     prior = calibration_prior(hw, comm_measured)
     notes: list[str] = []
+    window = None
     base, trace_notes, comm_factor = _collectives(model, hw, traces or [], base, comm)
     notes += trace_notes
     if not pts:
@@ -250,6 +262,9 @@ def calibrate(model: ModelSpec, hw: HardwareSpec, points: list[Measured],
                      "unchecked; the band stays the fitted model's")  # fmt: skip
         inside = None if outside else _inside_band(model, hw, pts, base, comm)
         applied, reason = inside is None, inside or ""
+        if applied and not outside:
+            window = carry_window(pts[0].concurrency)
+            notes.append(_window_note(pts[0].concurrency, window))
     # One unchecked point: on a host like the fit's, one layout's level carries over poorly
     # (docs/calibration.md), so it pins its own layout; on a host the fit never saw, it is
     # the best there is for every layout.
@@ -281,7 +296,29 @@ def calibrate(model: ModelSpec, hw: HardwareSpec, points: list[Measured],
             if applied and len(check.after) >= MIN_BAND_POINTS else None)  # fmt: skip
     return HostCalibration(params, applied, factors,
                            describe_points(pts), len(pts), check, pinned, band, reason, notes,
-                           path, whole, base, carries, world)  # fmt: skip
+                           path, whole, base, carries, world, window)  # fmt: skip
+
+
+def carry_window(concurrency: float) -> tuple[float, float]:
+    """The concurrencies (exclusive bounds) one measured concurrency says something about."""
+    k = 2.0 ** CALIBRATION["carry_octaves"]
+    return concurrency / k, concurrency * k
+
+
+def window_clients(window: tuple[float, float]) -> list[int]:
+    """[lowest, highest] whole concurrency inside a window (its bounds are exclusive)."""
+    return [math.floor(window[0]) + 1, math.ceil(window[1]) - 1]
+
+
+def _window_note(concurrency: int, window: tuple[float, float]) -> str:
+    low, high = window_clients(window)
+    beyond = int(CALIBRATION["carry_octaves"] + 0.5)
+    r = CALIBRATION["carry_correlation"].get(str(beyond))
+    why = f", r = {r:.2f}" if r is not None else ""
+    return (f"your one concurrency ({concurrency}) moves only its neighbours, concurrencies "
+            f"{low}-{high} of its layout; farther, the fitted model stays: on the fixture, the "
+            f"model's errors {beyond} octaves apart are uncorrelated{why}; measure one there "
+            "to move them")  # fmt: skip
 
 
 def _inside_band(model: ModelSpec, hw: HardwareSpec, pts: list[Measured], base: ServingParams,

@@ -75,6 +75,7 @@ class ServingParams:
     compute_scale: float = 1.0
     allreduce_scale: float = 1.0
     a2a_scale: float = 1.0
+    window: Window | None = None  # the concurrencies these values hold for (else all)
 
     def with_values(self, **kw) -> ServingParams:
         return replace(self, **kw)
@@ -86,6 +87,19 @@ class ServingParams:
         """How an assumptions list names the client's prompt count."""
         return (f"{num_prompts} prompts" if num_prompts else
                 f"{self.prompts_per_slot(engine):.1f} prompts per concurrency slot")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Window:
+    """The concurrencies a calibration moves: one measured concurrency says something only
+    about those near it (``CALIBRATION["carry_octaves"]``); ``outside`` predicts the rest."""
+
+    low: float  # exclusive bounds, concurrency as predict() takes it
+    high: float
+    outside: ServingParams
+
+    def covers(self, conc):
+        return (conc > self.low) & (conc < self.high)
 
 
 # Names, units and sources of every parameter, for the assumptions list.

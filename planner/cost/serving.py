@@ -16,7 +16,7 @@ its activations' collectives (planner.cost.step_comm.prefill_comm).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -161,7 +161,32 @@ def predict(
     m: ModelSpec, hw: HardwareSpec, lay: ServeLayout, w: Workload, conc: np.ndarray,
     p: ServingParams = FITTED, comm: CommSet | None = None,
 ) -> Prediction:  # fmt: skip
-    """Mean TPOT / TTFT / output tokens/s at each client concurrency (vectorised)."""
+    """Mean TPOT / TTFT / output tokens/s at each client concurrency (vectorised); where
+    ``p`` holds only in a window of concurrencies, its ``outside`` values predict the rest."""
+    if p.window is None:
+        return _predict(m, hw, lay, w, conc, p, comm)
+    c = np.asarray(conc, dtype=float)
+    inside = p.window.covers(c)
+    moved = _predict(m, hw, lay, w, c, p.with_values(window=None), comm)
+    if inside.all():
+        return moved
+    kept = predict(m, hw, lay, w, c, p.window.outside, comm)
+
+    def pick(a, b):
+        return np.where(inside, a, b)
+
+    return replace(moved, tpot_ms=pick(moved.tpot_ms, kept.tpot_ms),
+                   ttft_ms=pick(moved.ttft_ms, kept.ttft_ms),
+                   output_tok_s=pick(moved.output_tok_s, kept.output_tok_s),
+                   running=pick(moved.running, kept.running),
+                   dummy_ranks=pick(moved.dummy_ranks, kept.dummy_ranks),
+                   admitted=pick(moved.admitted, kept.admitted),
+                   breakdown_ms={t: pick(v, kept.breakdown_ms[t])
+                                 for t, v in moved.breakdown_ms.items()})  # fmt: skip
+
+
+def _predict(m: ModelSpec, hw: HardwareSpec, lay: ServeLayout, w: Workload, conc: np.ndarray,
+             p: ServingParams, comm: CommSet | None) -> Prediction:  # fmt: skip
     check(m, hw, lay, w)
     comm = comm if comm is not None else CommSet([], hw, p.link_eff)
     eng = ENGINES[w.engine]

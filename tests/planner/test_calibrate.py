@@ -3,6 +3,7 @@ itself on held-back points, applies itself only where it beats the fitted model 
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 
 import numpy as np
@@ -11,7 +12,7 @@ import pytest
 from fitting import fit, fixture
 from planner.cost.calibrate import Measured, TraceStep, calibrate
 from planner.cost.comm import CommSet
-from planner.cost.params import FITTED
+from planner.cost.params import CALIBRATION, FITTED, Window
 from planner.cost.serving import ServeLayout, Workload, predict
 from planner.errors import PlannerInputError
 from planner.specs import hardware, models
@@ -112,6 +113,38 @@ def test_one_point_on_a_host_like_the_fits_pins_only_its_own_layout() -> None:
     assert cal.pinned["fixed"].startswith("not pinned apart: one point")
 
 
+def test_one_point_on_a_host_like_the_fits_moves_only_concurrencies_near_it() -> None:
+    """Within carry_octaves of the measured concurrency (the fixture's errors farther apart
+    are uncorrelated) the point moves the prediction; beyond, the fitted model stays. The
+    note and --json say which concurrencies."""
+    cal = calibrate(MINIMAX, H200, _points(MINIMAX, H200, TP8, (4,), 1.3))
+    top = math.ceil(4 * 2 ** CALIBRATION["carry_octaves"]) - 1
+    assert cal.applied and cal.to_json()["concurrencies_moved"] == [1, top]
+    assert any(f"concurrencies 1-{top} of its layout" in n for n in cal.notes)
+    for c in (1, 4, top):
+        assert _tpot_with(cal.params_for(TP8), MINIMAX, TP8, c=c) > 1.15 * _tpot_with(
+            FITTED, MINIMAX, TP8, c=c)  # fmt: skip
+    for c in (top + 1, 4 * top):
+        assert _tpot_with(cal.params_for(TP8), MINIMAX, TP8, c=c) == _tpot_with(
+            FITTED, MINIMAX, TP8, c=c)  # fmt: skip
+
+
+def test_a_window_predicts_inside_with_its_values_and_outside_with_the_others() -> None:
+    moved = FITTED.with_values(compute_scale=1.4)
+    c = np.array([1.0, 8.0, 9.0, 64.0])
+    got = predict(KIMI, H200, TP8, Workload(1024, 256), c,
+                  moved.with_values(window=Window(0.5, 8.5, FITTED)))  # fmt: skip
+    inside = predict(KIMI, H200, TP8, Workload(1024, 256), c, moved)
+    outside = predict(KIMI, H200, TP8, Workload(1024, 256), c, FITTED)
+    assert not np.array_equal(inside.tpot_ms, outside.tpot_ms)
+    for field in ("tpot_ms", "ttft_ms", "output_tok_s", "running"):
+        want = np.concatenate([getattr(inside, field)[:2], getattr(outside, field)[2:]])
+        assert np.array_equal(getattr(got, field), want), field
+    for term, v in got.breakdown_ms.items():
+        assert np.array_equal(v, np.where(c < 8.5, inside.breakdown_ms[term],
+                                          outside.breakdown_ms[term])), term  # fmt: skip
+
+
 def test_one_point_of_a_compute_poor_host_pulls_its_whole_curve() -> None:
     """H20 (148 dense BF16 TFLOPS for 4.8 TB/s): one point at 64 clients three times the
     model's moves the rest of that layout's curve, and other layouts, toward it."""
@@ -120,6 +153,7 @@ def test_one_point_of_a_compute_poor_host_pulls_its_whole_curve() -> None:
     slow = _points(KIMI, h20, dp8, (64,), 3.0)
     cal = calibrate(KIMI, h20, slow)
     assert cal.applied and cal.carries  # a host the fit never saw: the point is the best there is
+    assert cal.window is None  # ... at every concurrency (the fixture's spreads say nothing)
     assert cal.factors["compute"] < 0.5
     for c in (16, 128):
         assert _tpot_with(cal.params_for(dp8), KIMI, dp8, h20, c) > 1.5 * _tpot_with(
