@@ -2,6 +2,7 @@
 better on what it did not measure?
 
     .venv/bin/python benchmarks/calibration_accuracy.py [--held-out model|gpu --cache FILE]
+        [--lowest K]
 
 The fixture holds one model at several layouts on one GPU type: exactly the user's case.
 
@@ -11,7 +12,8 @@ The fixture holds one model at several layouts on one GPU type: exactly the user
   predicted TP) class, uncalibrated -> calibrated;
 - **from the lowest concurrency**: calibrate on each sweep's lowest-concurrency point and
   predict the same sweep's higher concurrencies; also over the sweeps the model misjudges
-  (uncalibrated median |error| above 15%).
+  (uncalibrated median |error| above 15%). ``--lowest K``: on its K lowest concurrencies
+  (a sweep's bottom, extrapolated upward; the check holds the top third of them back).
 
 ``--held-out model``: the uncalibrated model is the fit without the row's model (every
 parameter refitted, as a user's unseen model meets it; ~12 min); ``--held-out gpu``: without
@@ -114,9 +116,10 @@ class Higher:
     applied: bool  # whether the calibration was applied (one point: outside the model's band)
 
 
-def from_lowest(rows: list[Row], base_for) -> tuple[list[Higher], int]:
-    """Every higher-concurrency point of every sweep (one layout, one workload as launched),
-    and how many sweeps are left out because the model cannot run their lowest point."""
+def from_lowest(rows: list[Row], base_for, k: int = 1) -> tuple[list[Higher], int]:
+    """Every higher-concurrency point of every sweep (one layout, one workload as launched)
+    calibrated on its ``k`` lowest concurrencies, and how many sweeps are left out because the
+    model cannot run their lowest point."""
     out: list[Higher] = []
     refused = 0
     sweeps: dict[tuple, list[Row]] = defaultdict(list)
@@ -124,12 +127,12 @@ def from_lowest(rows: list[Row], base_for) -> tuple[list[Higher], int]:
         sweeps[(r.engine, r.model_path, r.quant, r.system, r.layout, fixture.workload_for(r))
                ].append(r)  # fmt: skip
     for n, (key, sr) in enumerate(sweeps.items()):
-        low = min(r.concurrency for r in sr)
-        rest = [r for r in sr if r.concurrency > low]
+        low = sorted({r.concurrency for r in sr})[:k]
+        rest = [r for r in sr if r.concurrency > low[-1]]
         if not rest:
             continue
         base = base_for(sr[0])
-        lowest = [r for r in sr if r.concurrency == low]
+        lowest = [r for r in sr if r.concurrency in low]
         e0 = signed(lowest, base)
         if not np.isfinite(e0).any():
             refused += 1
@@ -198,6 +201,8 @@ def main() -> int:
                     "without the row's model or GPU (slow)")  # fmt: skip
     ap.add_argument("--cache", type=Path, help="JSON of those fits: read if there, else "
                     "written (they take minutes)")  # fmt: skip
+    ap.add_argument("--lowest", type=int, default=1, metavar="K", help="calibrate each sweep "
+                    "on its K lowest concurrencies (default 1)")  # fmt: skip
     args = ap.parse_args()
     if not fixture.CSV.is_file():
         print(f"skipped: {fixture.CSV} absent")
@@ -218,10 +223,12 @@ def main() -> int:
         print(f"| TP={s} -> TP={d}{flag} | {len(pairs)} | {np.median(b):.2%} | {np.median(a):.2%} |")
     b, a = np.array(every).T
     print(f"| all | {len(every)} | {np.median(b):.2%} | {np.median(a):.2%} |")
-    pts, refused = from_lowest(rows, base_for)
-    print(f"\nfrom the lowest concurrency ({refused} sweeps left out: the model cannot run "
-          "their lowest point)")  # fmt: skip
-    print("\n| from the lowest concurrency | points | uncalibrated | calibrated |")
+    pts, refused = from_lowest(rows, base_for, args.lowest)
+    what = ("the lowest concurrency" if args.lowest == 1 else
+            f"the {args.lowest} lowest concurrencies")  # fmt: skip
+    print(f"\nfrom {what} ({refused} sweeps left out: the model cannot run their lowest "
+          "point)")  # fmt: skip
+    print(f"\n| from {what} | points | uncalibrated | calibrated |")
     print("|---|---:|---:|---:|")
     for name, keep in [("all", lambda x: True), *[(e, lambda x, e=e: x.engine == e) for e in
                         ("vllm", "sglang", "trtllm")],

@@ -18,9 +18,9 @@ concurrencies is held back. The factors are applied only where they beat the fit
 those held-back points, and the band drawn after calibration is their held-back error. One
 concurrency leaves nothing to hold back: on a host like the fit's it is applied only where it
 lies outside the fitted model's band (a point inside it cannot tell the host's level from the
-model's own scatter, which on the fixture does not persist to higher concurrencies), and then
-moves only the concurrencies within ``carry_octaves`` of it (farther, the fixture's errors are
-uncorrelated with one point's).
+model's own scatter, which on the fixture does not persist to higher concurrencies). On such a
+host, what is measured moves only the concurrencies within ``carry_octaves`` of the measured
+ones (farther, the fixture's errors are uncorrelated with theirs).
 """
 
 from __future__ import annotations
@@ -141,8 +141,7 @@ class HostCalibration:
     # layouts' own collectives: they carry to layouts with collectives on this many GPUs or
     # more (0: to every layout).
     carry_from_world: int = 0
-    # One concurrency on a host like the fit's: the concurrencies its layout's factors and
-    # level hold for (None: all).
+    # On a host like the fit's: the concurrencies the measurements move (None: all).
     window: tuple[float, float] | None = None
 
     def params_for(self, lay: ServeLayout) -> ServingParams:
@@ -242,7 +241,7 @@ def calibrate(model: ModelSpec, hw: HardwareSpec, points: list[Measured],
     comm_measured = _comm_measured(pts, traces or [], comm)
     prior = calibration_prior(hw, comm_measured)
     notes: list[str] = []
-    window = None
+    window = None  # on a host outside the fit's, the measurements move every concurrency
     base, trace_notes, comm_factor = _collectives(model, hw, traces or [], base, comm)
     notes += trace_notes
     if not pts:
@@ -262,9 +261,10 @@ def calibrate(model: ModelSpec, hw: HardwareSpec, points: list[Measured],
                      "unchecked; the band stays the fitted model's")  # fmt: skip
         inside = None if outside else _inside_band(model, hw, pts, base, comm)
         applied, reason = inside is None, inside or ""
-        if applied and not outside:
-            window = carry_window(pts[0].concurrency)
-            notes.append(_window_note(pts[0].concurrency, window))
+    if applied and not outside:  # what is measured moves the concurrencies near it
+        concs = sorted({m.concurrency for m in pts})
+        window = carry_window(concs[0], concs[-1])
+        notes.append(_window_note(concs, window))
     # One unchecked point: on a host like the fit's, one layout's level carries over poorly
     # (docs/calibration.md), so it pins its own layout; on a host the fit never saw, it is
     # the best there is for every layout.
@@ -299,10 +299,11 @@ def calibrate(model: ModelSpec, hw: HardwareSpec, points: list[Measured],
                            path, whole, base, carries, world, window)  # fmt: skip
 
 
-def carry_window(concurrency: float) -> tuple[float, float]:
-    """The concurrencies (exclusive bounds) one measured concurrency says something about."""
+def carry_window(lowest: float, highest: float) -> tuple[float, float]:
+    """The concurrencies (exclusive bounds) measured ones from ``lowest`` to ``highest`` say
+    something about on a host like the fit's: within ``carry_octaves`` of them."""
     k = 2.0 ** CALIBRATION["carry_octaves"]
-    return concurrency / k, concurrency * k
+    return lowest / k, highest * k
 
 
 def window_clients(window: tuple[float, float]) -> list[int]:
@@ -310,13 +311,15 @@ def window_clients(window: tuple[float, float]) -> list[int]:
     return [math.floor(window[0]) + 1, math.ceil(window[1]) - 1]
 
 
-def _window_note(concurrency: int, window: tuple[float, float]) -> str:
+def _window_note(concs: list[int], window: tuple[float, float]) -> str:
     low, high = window_clients(window)
     beyond = int(CALIBRATION["carry_octaves"] + 0.5)
     r = CALIBRATION["carry_correlation"].get(str(beyond))
     why = f", r = {r:.2f}" if r is not None else ""
-    return (f"your one concurrency ({concurrency}) moves only its neighbours, concurrencies "
-            f"{low}-{high} of its layout; farther, the fitted model stays: on the fixture, the "
+    what = (f"your one concurrency ({concs[0]}) moves only the concurrencies near it"
+            if len(concs) == 1 else
+            f"your concurrencies {concs[0]}-{concs[-1]} move only the concurrencies near them")  # fmt: skip
+    return (f"{what}, {low}-{high}; farther, the fitted model stays: on the fixture, the "
             f"model's errors {beyond} octaves apart are uncorrelated{why}; measure one there "
             "to move them")  # fmt: skip
 
