@@ -29,8 +29,8 @@ such a host (planner.cost.bands).
 correlation of two points' log errors within one sweep (one layout, one workload as launched,
 one host), by octaves of concurrency apart (rounded); counting up from one octave, the upper
 edge of the last distance whose correlation is significantly above zero (two-sided 5%: above
-1.96 / sqrt(pairs)). One measured concurrency on a host like the fit's moves only the
-concurrencies that close to it (planner.cost.calibrate).
+1.96 / sqrt(pairs)). On a host like the fit's, what is measured moves the concurrencies that
+close to it, weighted by those correlations, and nothing farther (planner.cost.params.Window).
 """
 
 from __future__ import annotations

@@ -19,8 +19,9 @@ those held-back points, and the band drawn after calibration is their held-back 
 concurrency leaves nothing to hold back: on a host like the fit's it is applied only where it
 lies outside the fitted model's band (a point inside it cannot tell the host's level from the
 model's own scatter, which on the fixture does not persist to higher concurrencies). On such a
-host, what is measured moves only the concurrencies within ``carry_octaves`` of the measured
-ones (farther, the fixture's errors are uncorrelated with theirs).
+host, what is measured holds at the measured concurrencies and fades away from them, as the
+fixture's errors along one sweep correlate less the farther apart they are (nothing is
+carried from ``carry_octaves`` + 0.5 octaves on: planner.cost.params.Window).
 """
 
 from __future__ import annotations
@@ -141,7 +142,8 @@ class HostCalibration:
     # layouts' own collectives: they carry to layouts with collectives on this many GPUs or
     # more (0: to every layout).
     carry_from_world: int = 0
-    # On a host like the fit's: the concurrencies the measurements move (None: all).
+    # On a host like the fit's: the measured concurrencies, [lowest, highest] (None: the
+    # measurements move every concurrency alike).
     window: tuple[float, float] | None = None
 
     def params_for(self, lay: ServeLayout) -> ServingParams:
@@ -263,8 +265,8 @@ def calibrate(model: ModelSpec, hw: HardwareSpec, points: list[Measured],
         applied, reason = inside is None, inside or ""
     if applied and not outside:  # what is measured moves the concurrencies near it
         concs = sorted({m.concurrency for m in pts})
-        window = carry_window(concs[0], concs[-1])
-        notes.append(_window_note(concs, window))
+        window = (concs[0], concs[-1])
+        notes.append(_window_note(concs))
     # One unchecked point: on a host like the fit's, one layout's level carries over poorly
     # (docs/calibration.md), so it pins its own layout; on a host the fit never saw, it is
     # the best there is for every layout.
@@ -299,29 +301,26 @@ def calibrate(model: ModelSpec, hw: HardwareSpec, points: list[Measured],
                            path, whole, base, carries, world, window)  # fmt: skip
 
 
-def carry_window(lowest: float, highest: float) -> tuple[float, float]:
-    """The concurrencies (exclusive bounds) measured ones from ``lowest`` to ``highest`` say
-    something about on a host like the fit's: within ``carry_octaves`` of them."""
-    k = 2.0 ** CALIBRATION["carry_octaves"]
-    return lowest / k, highest * k
-
-
 def window_clients(window: tuple[float, float]) -> list[int]:
-    """[lowest, highest] whole concurrency inside a window (its bounds are exclusive)."""
-    return [math.floor(window[0]) + 1, math.ceil(window[1]) - 1]
+    """[lowest, highest] whole concurrency the measured ``window`` moves at all."""
+    low, high = Window(*window, FITTED).reach()
+    return [math.floor(low) + 1, math.ceil(high) - 1]
 
 
-def _window_note(concs: list[int], window: tuple[float, float]) -> str:
-    low, high = window_clients(window)
-    beyond = int(CALIBRATION["carry_octaves"] + 0.5)
-    r = CALIBRATION["carry_correlation"].get(str(beyond))
-    why = f", r = {r:.2f}" if r is not None else ""
-    what = (f"your one concurrency ({concs[0]}) moves only the concurrencies near it"
+def _window_note(concs: list[int]) -> str:
+    low, high = window_clients((concs[0], concs[-1]))
+    corr = CALIBRATION["carry_correlation"]
+    last = round(CALIBRATION["carry_octaves"] - 0.5)
+    near = ", ".join(f"{corr[str(d)]:.2f}" for d in range(1, last + 1))
+    far = corr.get(str(last + 1))
+    why = f" (r = {far:.2f})" if far is not None else ""
+    what = (f"your one concurrency ({concs[0]}) moves the concurrencies near it"
             if len(concs) == 1 else
-            f"your concurrencies {concs[0]}-{concs[-1]} move only the concurrencies near them")  # fmt: skip
-    return (f"{what}, {low}-{high}; farther, the fitted model stays: on the fixture, the "
-            f"model's errors {beyond} octaves apart are uncorrelated{why}; measure one there "
-            "to move them")  # fmt: skip
+            f"your concurrencies {concs[0]}-{concs[-1]} move the concurrencies near them")  # fmt: skip
+    return (f"{what}, {low}-{high}, less the farther they are: by the fixture's correlation "
+            f"of the model's errors 1-{last} octaves apart along one sweep ({near}); from "
+            f"{last + 1} octaves on{why} the fitted model stays; measure one there to move "
+            "them")  # fmt: skip
 
 
 def _inside_band(model: ModelSpec, hw: HardwareSpec, pts: list[Measured], base: ServingParams,

@@ -18,6 +18,8 @@ import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import numpy as np
+
 # Weight formats as the kernels see them. Fractions of the dense (BF16/FP8) bandwidth
 # efficiency a format's decode GEMM reaches, by GPU generation (fixed, not fitted):
 # - W4A16 Marlin: ~3.9x of the ideal 4x over FP16 up to batch 16-32 (Frantar et al., "MARLIN:
@@ -91,15 +93,31 @@ class ServingParams:
 
 @dataclass(frozen=True)
 class Window:
-    """The concurrencies a calibration moves: one measured concurrency says something only
-    about those near it (``CALIBRATION["carry_octaves"]``); ``outside`` predicts the rest."""
+    """The measured concurrencies of a calibration (``lowest``-``highest``): it holds there
+    and fades away from them, weighted by how far one point's error carries along a sweep on
+    the fixture (:meth:`weight`); ``outside`` predicts where nothing carries."""
 
-    low: float  # exclusive bounds, concurrency as predict() takes it
-    high: float
+    lowest: float
+    highest: float
     outside: ServingParams
 
-    def covers(self, conc):
-        return (conc > self.low) & (conc < self.high)
+    def weight(self, conc) -> np.ndarray:
+        """1 within the measured concurrencies; octaves away from them, the fixture's
+        correlation of the model's errors that far apart along one sweep (linear between
+        whole octaves), down to 0 at the first distance whose correlation is not
+        significant (``carry_octaves`` + 0.5) and beyond."""
+        c = np.asarray(conc, dtype=float)
+        octaves = np.maximum(np.log2(np.maximum(self.lowest / c, c / self.highest)), 0.0)
+        last = round(CALIBRATION["carry_octaves"] - 0.5)
+        corr = CALIBRATION["carry_correlation"]
+        apart = [0.0, *range(1, last + 1), last + 1.0]
+        r = [1.0, *(corr[str(d)] for d in range(1, last + 1)), 0.0]
+        return np.interp(octaves, apart, r)
+
+    def reach(self) -> tuple[float, float]:
+        """The exclusive bounds of the concurrencies with a weight above 0."""
+        k = 2.0 ** (round(CALIBRATION["carry_octaves"] - 0.5) + 1)
+        return self.lowest / k, self.highest * k
 
 
 # Names, units and sources of every parameter, for the assumptions list.

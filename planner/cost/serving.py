@@ -162,26 +162,30 @@ def predict(
     p: ServingParams = FITTED, comm: CommSet | None = None,
 ) -> Prediction:  # fmt: skip
     """Mean TPOT / TTFT / output tokens/s at each client concurrency (vectorised); where
-    ``p`` holds only in a window of concurrencies, its ``outside`` values predict the rest."""
+    ``p`` holds in a window of concurrencies, its ``outside`` values predict the rest and the
+    two are mixed by the window's weight in between (planner.cost.params.Window)."""
     if p.window is None:
         return _predict(m, hw, lay, w, conc, p, comm)
     c = np.asarray(conc, dtype=float)
-    inside = p.window.covers(c)
+    carried = p.window.weight(c)
     moved = _predict(m, hw, lay, w, c, p.with_values(window=None), comm)
-    if inside.all():
+    if (carried == 1).all():
         return moved
     kept = predict(m, hw, lay, w, c, p.window.outside, comm)
 
-    def pick(a, b):
-        return np.where(inside, a, b)
+    def mix(a, b):  # exactly one side where the weight is 1 or 0 (the other may be NaN)
+        return np.select([carried >= 1, carried <= 0], [a, b], carried * a + (1 - carried) * b)
 
-    return replace(moved, tpot_ms=pick(moved.tpot_ms, kept.tpot_ms),
-                   ttft_ms=pick(moved.ttft_ms, kept.ttft_ms),
-                   output_tok_s=pick(moved.output_tok_s, kept.output_tok_s),
+    def pick(a, b):  # what the factors do not change (memory, admission), from either side
+        return np.where(carried > 0, a, b)
+
+    return replace(moved, tpot_ms=mix(moved.tpot_ms, kept.tpot_ms),
+                   ttft_ms=mix(moved.ttft_ms, kept.ttft_ms),
+                   output_tok_s=mix(moved.output_tok_s, kept.output_tok_s),
                    running=pick(moved.running, kept.running),
                    dummy_ranks=pick(moved.dummy_ranks, kept.dummy_ranks),
                    admitted=pick(moved.admitted, kept.admitted),
-                   breakdown_ms={t: pick(v, kept.breakdown_ms[t])
+                   breakdown_ms={t: mix(v, kept.breakdown_ms[t])
                                  for t, v in moved.breakdown_ms.items()})  # fmt: skip
 
 

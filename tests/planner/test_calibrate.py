@@ -3,7 +3,6 @@ itself on held-back points, applies itself only where it beats the fitted model 
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 
 import numpy as np
@@ -113,36 +112,45 @@ def test_one_point_on_a_host_like_the_fits_pins_only_its_own_layout() -> None:
     assert cal.pinned["fixed"].startswith("not pinned apart: one point")
 
 
-def test_one_point_on_a_host_like_the_fits_moves_only_concurrencies_near_it() -> None:
-    """Within carry_octaves of the measured concurrency (the fixture's errors farther apart
-    are uncorrelated) the point moves the prediction; beyond, the fitted model stays. The
-    note and --json say which concurrencies."""
+def test_one_point_on_a_host_like_the_fits_moves_its_neighbours_less_the_farther_they_are() -> None:
+    """At the measured concurrency the point moves the prediction fully; away from it, less
+    with every octave (the fixture's errors farther apart correlate less); from the first
+    distance that does not carry, the fitted model stays. The note and --json say which
+    concurrencies move."""
     cal = calibrate(MINIMAX, H200, _points(MINIMAX, H200, TP8, (4,), 1.3))
-    top = math.ceil(4 * 2 ** CALIBRATION["carry_octaves"]) - 1
+    top = 4 * 2 ** (round(CALIBRATION["carry_octaves"] - 0.5) + 1) - 1
     assert cal.applied and cal.to_json()["concurrencies_moved"] == [1, top]
-    assert any(f"moves only the concurrencies near it, 1-{top};" in n for n in cal.notes)
-    for c in (1, 4, top):
-        assert _tpot_with(cal.params_for(TP8), MINIMAX, TP8, c=c) > 1.15 * _tpot_with(
-            FITTED, MINIMAX, TP8, c=c)  # fmt: skip
+    assert any(f"moves the concurrencies near it, 1-{top}, less the farther" in n
+               for n in cal.notes)  # fmt: skip
+    moved = [_tpot_with(cal.params_for(TP8), MINIMAX, TP8, c=c) / _tpot_with(
+        FITTED, MINIMAX, TP8, c=c) for c in (4, 8, 16, top)]  # fmt: skip
+    assert moved[0] > 1.15
+    assert moved == sorted(moved, reverse=True) and moved[-1] > 1
     for c in (top + 1, 4 * top):
         assert _tpot_with(cal.params_for(TP8), MINIMAX, TP8, c=c) == _tpot_with(
             FITTED, MINIMAX, TP8, c=c)  # fmt: skip
 
 
-def test_a_window_predicts_inside_with_its_values_and_outside_with_the_others() -> None:
+def test_a_window_predicts_inside_with_its_values_and_mixes_in_the_others_away_from_it() -> None:
     moved = FITTED.with_values(compute_scale=1.4)
-    c = np.array([1.0, 8.0, 9.0, 64.0])
-    got = predict(KIMI, H200, TP8, Workload(1024, 256), c,
-                  moved.with_values(window=Window(0.5, 8.5, FITTED)))  # fmt: skip
+    window = Window(1.0, 8.0, FITTED)
+    c = np.array([1.0, 8.0, 16.0, 64.0, 128.0, 512.0])
+    weight = window.weight(c)
+    corr = CALIBRATION["carry_correlation"]
+    assert weight[:3] == pytest.approx([1.0, 1.0, corr["1"]])
+    assert weight[3] == pytest.approx(corr["3"]) and weight[-1] == 0.0
+    got = predict(KIMI, H200, TP8, Workload(1024, 256), c, moved.with_values(window=window))
     inside = predict(KIMI, H200, TP8, Workload(1024, 256), c, moved)
     outside = predict(KIMI, H200, TP8, Workload(1024, 256), c, FITTED)
     assert not np.array_equal(inside.tpot_ms, outside.tpot_ms)
-    for field in ("tpot_ms", "ttft_ms", "output_tok_s", "running"):
-        want = np.concatenate([getattr(inside, field)[:2], getattr(outside, field)[2:]])
-        assert np.array_equal(getattr(got, field), want), field
+    for field in ("tpot_ms", "ttft_ms", "output_tok_s"):
+        want = weight * getattr(inside, field) + (1 - weight) * getattr(outside, field)
+        assert getattr(got, field) == pytest.approx(want), field
+        assert np.array_equal(getattr(got, field)[:2], getattr(inside, field)[:2]), field
+        assert getattr(got, field)[-1] == getattr(outside, field)[-1], field
     for term, v in got.breakdown_ms.items():
-        assert np.array_equal(v, np.where(c < 8.5, inside.breakdown_ms[term],
-                                          outside.breakdown_ms[term])), term  # fmt: skip
+        want = weight * inside.breakdown_ms[term] + (1 - weight) * outside.breakdown_ms[term]
+        assert v == pytest.approx(want), term
 
 
 def test_one_point_of_a_compute_poor_host_pulls_its_whole_curve() -> None:
