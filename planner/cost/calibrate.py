@@ -364,7 +364,10 @@ def _splits(pts: list[Measured]) -> tuple[str, list[tuple[list[int], list[int]]]
 
 def _check(model: ModelSpec, hw: HardwareSpec, pts: list[Measured], base: ServingParams,
            prior: cf.Prior, comm: CommSet | None) -> Check:  # fmt: skip
+    """Fit without the held-back points and predict them as the calibration would be applied:
+    on a host like the fit's, fading away from the concurrencies it was fitted on."""
     kind, splits = _splits(pts)
+    windowed = not outside_fit(hw)
     if kind == "none":
         return Check("none", "")
     before, after, levels, held_all = [], [], [], []
@@ -377,10 +380,12 @@ def _check(model: ModelSpec, hw: HardwareSpec, pts: list[Measured], base: Servin
             continue
         b = cf.log_errors(model, hw, held, base, comm)
         a = np.full(len(held), np.nan)
+        concs = [x.concurrency for x in sub]
+        window = Window(min(concs), max(concs), base) if windowed else None
         for key in {cf.layout_key(x.layout) for x in held}:
             idx = [i for i, x in enumerate(held) if cf.layout_key(x.layout) == key]
-            lay = held[idx[0]].layout
-            a[idx] = cf.log_errors(model, hw, [held[i] for i in idx], f.params(base, lay), comm)
+            p = f.params(base, held[idx[0]].layout).with_values(window=window)
+            a[idx] = cf.log_errors(model, hw, [held[i] for i in idx], p, comm)
         # the layouts' own levels alone (no host factors): log error less the level
         level = cf.level_offsets(sub, cf.log_errors(model, hw, sub, base, comm), prior)
         c = b - np.array([level.get(cf.layout_key(x.layout), 0.0) for x in held])

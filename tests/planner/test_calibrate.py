@@ -131,6 +131,20 @@ def test_one_point_on_a_host_like_the_fits_moves_its_neighbours_less_the_farther
             FITTED, MINIMAX, TP8, c=c)  # fmt: skip
 
 
+def test_the_check_judges_the_held_back_points_as_the_calibration_would_show_them() -> None:
+    """Held back three octaves above the points it was fitted on, a concurrency is checked
+    on the faded move the user would see there, not on the factors carried in full."""
+    pts = _points(MINIMAX, H200, TP8, (1, 2, 16), 1.3)
+    cal = calibrate(MINIMAX, H200, pts)
+    assert cal.check.kind == "concurrencies" and [m.concurrency for m in cal.check.points] == [16]
+    shown = calibrate(MINIMAX, H200, pts[:2])
+    assert shown.applied
+    err = _tpot_with(shown.params_for(TP8), MINIMAX, TP8, c=16) / pts[2].tpot_ms - 1
+    assert cal.check.after == pytest.approx([err])
+    full = _tpot_with(shown.fit.params(FITTED, TP8), MINIMAX, TP8, c=16) / pts[2].tpot_ms - 1
+    assert abs(full) < abs(err) - 0.05  # carried in full, the host's +30% level is met closer
+
+
 def test_a_window_predicts_inside_with_its_values_and_mixes_in_the_others_away_from_it() -> None:
     moved = FITTED.with_values(compute_scale=1.4)
     window = Window(1.0, 8.0, FITTED)
