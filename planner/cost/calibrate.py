@@ -35,7 +35,14 @@ import numpy as np
 from planner.cost import calibrate_fit as cf
 from planner.cost.bands import Band, band, from_residuals, outside_fit
 from planner.cost.comm import CommSet
-from planner.cost.params import CALIBRATION, FITTED, ServingParams, Window
+from planner.cost.params import (
+    CALIBRATION,
+    CARRY_APART,
+    CARRY_WEIGHT,
+    FITTED,
+    ServingParams,
+    Window,
+)
 from planner.cost.serving import predict
 from planner.cost.types import ServeLayout, Workload
 from planner.errors import PlannerInputError
@@ -303,24 +310,22 @@ def calibrate(model: ModelSpec, hw: HardwareSpec, points: list[Measured],
 
 def window_clients(window: tuple[float, float]) -> list[int]:
     """[lowest, highest] whole concurrency the measured ``window`` moves at all."""
-    low, high = Window(*window, FITTED).reach()
-    return [math.floor(low) + 1, math.ceil(high) - 1]
+    k = 2.0 ** CARRY_APART[-1]
+    return [math.floor(window[0] / k) + 1, math.ceil(window[1] * k) - 1]
 
 
 def _window_note(concs: list[int]) -> str:
     low, high = window_clients((concs[0], concs[-1]))
-    corr = CALIBRATION["carry_correlation"]
-    last = round(CALIBRATION["carry_octaves"] - 0.5)
-    near = ", ".join(f"{corr[str(d)]:.2f}" for d in range(1, last + 1))
-    far = corr.get(str(last + 1))
+    near = ", ".join(f"{r:.2f}" for r in CARRY_WEIGHT[1:-1])
+    cut = int(CARRY_APART[-1])
+    far = CALIBRATION["carry_correlation"].get(str(cut))
     why = f" (r = {far:.2f})" if far is not None else ""
     what = (f"your one concurrency ({concs[0]}) moves the concurrencies near it"
             if len(concs) == 1 else
             f"your concurrencies {concs[0]}-{concs[-1]} move the concurrencies near them")  # fmt: skip
     return (f"{what}, {low}-{high}, less the farther they are: by the fixture's correlation "
-            f"of the model's errors 1-{last} octaves apart along one sweep ({near}); from "
-            f"{last + 1} octaves on{why} the fitted model stays; measure one there to move "
-            "them")  # fmt: skip
+            f"of the model's errors 1-{cut - 1} octaves apart along one sweep ({near}); from "
+            f"{cut} octaves on{why} the fitted model stays; measure one there to move them")  # fmt: skip
 
 
 def _inside_band(model: ModelSpec, hw: HardwareSpec, pts: list[Measured], base: ServingParams,

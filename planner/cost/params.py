@@ -102,22 +102,11 @@ class Window:
     outside: ServingParams
 
     def weight(self, conc) -> np.ndarray:
-        """1 within the measured concurrencies; octaves away from them, the fixture's
-        correlation of the model's errors that far apart along one sweep (linear between
-        whole octaves), down to 0 at the first distance whose correlation is not
-        significant (``carry_octaves`` + 0.5) and beyond."""
+        """1 within the measured concurrencies; octaves away from them, ``CARRY_WEIGHT``
+        (linear between whole octaves), 0 from ``CARRY_APART[-1]`` octaves on."""
         c = np.asarray(conc, dtype=float)
         octaves = np.maximum(np.log2(np.maximum(self.lowest / c, c / self.highest)), 0.0)
-        last = round(CALIBRATION["carry_octaves"] - 0.5)
-        corr = CALIBRATION["carry_correlation"]
-        apart = [0.0, *range(1, last + 1), last + 1.0]
-        r = [1.0, *(corr[str(d)] for d in range(1, last + 1)), 0.0]
-        return np.interp(octaves, apart, r)
-
-    def reach(self) -> tuple[float, float]:
-        """The exclusive bounds of the concurrencies with a weight above 0."""
-        k = 2.0 ** (round(CALIBRATION["carry_octaves"] - 0.5) + 1)
-        return self.lowest / k, self.highest * k
+        return np.interp(octaves, CARRY_APART, CARRY_WEIGHT)
 
 
 # Names, units and sources of every parameter, for the assumptions list.
@@ -148,3 +137,10 @@ BANDS: dict[str, dict[str, dict[str, float]]] = _FITTED_DOC["bands"]
 # factors, one layout's level and one point stray, on the fixture; python -m fitting
 # --calibration --write.
 CALIBRATION: dict = _FITTED_DOC["calibration"]
+# How far one measured point's error carries along a sweep (planner.cost.params.Window): weight 1
+# at 0 octaves apart, the fixture's correlation at each whole octave whose correlation is
+# significant, 0 at the first that is not (``carry_octaves`` + 0.5).
+_CARRY_LAST = round(CALIBRATION["carry_octaves"] - 0.5)
+CARRY_APART = [0.0, *range(1, _CARRY_LAST + 1), _CARRY_LAST + 1.0]
+CARRY_WEIGHT = [1.0, *(CALIBRATION["carry_correlation"][str(d)]
+                       for d in range(1, _CARRY_LAST + 1)), 0.0]  # fmt: skip
