@@ -114,6 +114,8 @@ class Higher:
     concurrency: int
     toward: float  # after a tiny move toward the lowest point's error: the floor's test
     applied: bool  # whether the calibration was applied (one point: outside the model's band)
+    lowest: float  # the sweep's evidence: its lowest point's predicted / measured - 1
+    what: str  # the sweep: layout, workload and lowest concurrency
 
 
 def from_lowest(rows: list[Row], base_for, k: int = 1) -> tuple[list[Higher], int]:
@@ -145,8 +147,10 @@ def from_lowest(rows: list[Row], base_for, k: int = 1) -> tuple[list[Higher], in
         nudge = np.abs(s - 1e-3 * np.sign(np.nanmedian(e0)))
         ok = (b == b) & (a == a)
         med = float(np.median(b[ok])) if ok.any() else np.nan
+        what = (f"{key[4].describe()} isl {key[5].isl} osl {key[5].osl} from concurrency "
+                f"{low[0]}")  # fmt: skip
         out += [Higher(float(x), float(y), n, med, key[0], key[3], key[1].split("/")[-1],
-                       r.concurrency, float(t), applied)
+                       r.concurrency, float(t), applied, float(np.nanmedian(e0)), what)
                 for x, y, r, t in zip(b[ok], a[ok], np.array(rest)[ok], nudge[ok], strict=True)]  # fmt: skip
     return out, refused
 
@@ -261,9 +265,24 @@ def main() -> int:
     for k, c in change.items():
         if c > 0:
             x = per[k][0]
-            print(f"  worse: {x.engine} {x.model} {x.system} sweep {k}: "
+            print(f"  worse: {x.engine} {x.model} {x.system} {x.what} (sweep {k}): "
                   f"{x.sweep_median:.1%} -> {x.sweep_median + c:.1%}")  # fmt: skip
+            print(f"    {_twin(k, per, change)}")
     return 0
+
+
+def _twin(k: int, per: dict[int, list[Higher]], change: dict[int, float]) -> str:
+    """The sweep the calibration improved whose evidence (its lowest point's error) is
+    nearest to sweep ``k``'s: a rule of that evidence alone moves both alike."""
+    x = per[k][0]
+    better = [j for j, c in change.items() if c < 0 and per[j][0].applied]
+    if not better:
+        return "no sweep the calibration improved to compare with"
+    j = min(better, key=lambda j: abs(per[j][0].lowest - x.lowest))
+    y = per[j][0]
+    return (f"its lowest point {x.lowest:+.1%}; the improved sweep nearest in that evidence: "
+            f"{y.engine} {y.model} {y.system} {y.what} (sweep {j}), lowest point "
+            f"{y.lowest:+.1%}, {y.sweep_median:.1%} -> {y.sweep_median + change[j]:.1%}")  # fmt: skip
 
 
 if __name__ == "__main__":
