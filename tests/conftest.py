@@ -4,6 +4,11 @@ from pathlib import Path
 
 import pytest
 
+# Fixtures that start a service (PostgreSQL, an S3 server, Chromium): a test that uses one,
+# directly or through another fixture, is marked ``service`` and left out of the quick tier
+# (``scripts/test.sh --quick``).
+SERVICE_FIXTURES = frozenset({"pg", "s3", "browser"})
+
 
 @pytest.fixture
 def store_path(tmp_path: Path) -> Path:
@@ -22,3 +27,10 @@ def pytest_report_header() -> list[str]:
         except PackageNotFoundError:
             found.append(f"{name} (not installed)")
     return ["stepscope deps: " + ", ".join(found)]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test that needs a service (see SERVICE_FIXTURES) as ``service``."""
+    for item in items:
+        if SERVICE_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.service)
