@@ -27,7 +27,8 @@ import streamlit as st
 
 from pages.helpers import ui
 from pages.helpers.host_choice import host_select
-from pages.helpers.tradeoff_view import plain, render
+from pages.helpers.tradeoff_answer import plain
+from pages.helpers.tradeoff_view import render
 from planner.api import (
     ENGINES,
     SLO_STATS,
