@@ -41,6 +41,7 @@ def answer_lines(res: PlanResult, slo: SloAnswer | None) -> list[str]:
     lines += ["", "Within the targets".ljust(width) + "max concurrency  tokens/s per GPU"]
     for x in slo.per_layout:
         tag = "" if x.recommendable else "  BLOCKED" if not x.compliant else "  HYPOTHESIS"
+        tag += "  (no prediction: see below)" if res.layout(x.layout).curve.why_not else ""
         if x.max_concurrency is None:
             lines.append(x.layout.ljust(width) + f"{'-':>15}  {'-':>16}{tag}")
             continue
