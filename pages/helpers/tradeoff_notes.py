@@ -20,7 +20,7 @@ def blocked_lines(res: PlanResult, calibrated: bool) -> list[str]:
     for r, cur in zip(res.layouts, curves, strict=True):
         if r.compliant:
             continue
-        rules = "; ".join(f"`{v.rule_id}` ({v.sentence})" for v in r.violations)
+        rules = "; ".join(f"`{v.rule_id}` ({plain(v.sentence)})" for v in r.violations)
         gain = np.where(cur.fits & np.isfinite(good), good - cur.tpot_ms, -np.inf)
         j = int(np.argmax(gain))
         if gain[j] > 0:
@@ -86,10 +86,10 @@ def calibration_check(res: PlanResult, detail: bool) -> None:
     """The calibration's own check (held-back points before -> after), and in the calibrated
     view what the measurements pinned and its notes."""
     cal = res.calibration
-    (st.success if cal.applied else st.warning)(f"Calibration: {cal.sentence()}")
-    if detail:
-        lines = [f"- **{term}**: {status}" for term, status in cal.pinned.items()]
-        lines += [f"- {n}" for n in cal.notes]
+    (st.success if cal.applied else st.warning)(f"Calibration: {plain(cal.sentence())}")
+    if detail:  # the measurements' sources carry stored labels: text, not markup
+        lines = [f"- **{term}**: {plain(status)}" for term, status in cal.pinned.items()]
+        lines += [f"- {plain(n)}" for n in cal.notes]
         lines.append("- factors: " + ", ".join(f"{k} x{v:.2f}" for k, v in cal.factors.items()))
         if cal.band is not None:
             lines.append(f"- band: {cal.band.describe()}")

@@ -8,7 +8,7 @@ from __future__ import annotations
 from planner.tradeoff import reference
 from planner.tradeoff.recommend import call_at
 from planner.tradeoff.report_json import result_commands
-from planner.tradeoff.slo import SloAnswer
+from planner.tradeoff.slo import SloAnswer, meet_targets
 from planner.tradeoff.types import PlanResult
 
 
@@ -37,6 +37,9 @@ def answer_lines(res: PlanResult, slo: SloAnswer | None) -> list[str]:
         lines.append(slo.runner_up_sentence())
     if slo.too_close:
         lines += _measure_lines(res, [slo.best.layout, slo.runner_up.layout])
+    if res.calibration is not None and res.calibration.applied:
+        lines.append("Calibrated to this host's measurements: "
+                     + meet_targets(res, slo.targets, calibrated=True).sentence())  # fmt: skip
     width = max(len(x.layout) for x in slo.per_layout) + 2
     lines += ["", "Within the targets".ljust(width) + "max concurrency  tokens/s per GPU"]
     for x in slo.per_layout:
