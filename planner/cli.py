@@ -5,6 +5,7 @@
     python -m planner --model CONFIG.json|PRESET --host-from-store HOST [--store S] [--json]
     python -m planner --model PRESET --host PRESET --expert-load RUN_ID [--store S]
     python -m planner ... [--calibrate-from-store] [--measured FILE.csv]   # the calibrated view
+    python -m planner ... --tpot-ms T --ttft-ms F [--slo-stat mean|p90|p99]  # latency targets
 
 Exit codes: 0 ok, 1 bad input (one line on stderr), 2 usage.
 """
@@ -26,6 +27,8 @@ from planner.tradeoff.layouts import default_layouts, select
 from planner.tradeoff.plan import plan
 from planner.tradeoff.report_json import to_json
 from planner.tradeoff.report_text import render_text
+from planner.tradeoff.slo import STATS, SloAnswer, Targets, meet_targets
+from planner.tradeoff.slo import to_json as slo_json
 from planner.tradeoff.types import PlanResult
 
 
@@ -55,8 +58,32 @@ def build_parser() -> argparse.ArgumentParser:
     add_workload_arguments(p)
     p.add_argument("--policy", help="policy file (default: the full-precision policy)")
     measurements.add_arguments(p)
+    add_target_arguments(p)
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
     return p
+
+
+def add_target_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tpot-ms", type=float, metavar="T",
+                   help="latency target: TPOT at most T ms (with --ttft-ms); the answer is "
+                   "the layout serving the most output tokens/s per GPU within both")  # fmt: skip
+    p.add_argument("--ttft-ms", type=float, metavar="F",
+                   help="latency target: TTFT at most F ms (with --tpot-ms)")
+    p.add_argument("--slo-stat", default="mean", choices=STATS,
+                   help="the statistic the targets hold on (p90 / p99: per-request "
+                   "percentiles where the predictions carry them, else the mean stands in "
+                   "and the answer says so); default mean")  # fmt: skip
+
+
+def targets_from(args: argparse.Namespace) -> Targets | None:
+    """The latency targets the flags give (both or neither), checked."""
+    if args.tpot_ms is None and args.ttft_ms is None:
+        if args.slo_stat != "mean":
+            raise PlannerInputError("--slo-stat: give the targets too (--tpot-ms T --ttft-ms F)")
+        return None
+    if args.tpot_ms is None or args.ttft_ms is None:
+        raise PlannerInputError("latency targets: give both --tpot-ms T and --ttft-ms F")
+    return Targets(args.tpot_ms, args.ttft_ms, args.slo_stat).check()
 
 
 def add_workload_arguments(p: argparse.ArgumentParser, required: bool = False) -> None:
@@ -215,6 +242,7 @@ def target_args(args: argparse.Namespace) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        targets = targets_from(args)
         res = run_plan(args)
         cs = parse_ints(args.report, "--report") if args.report else res.report_concurrencies()
         missing = [c for c in cs if c not in set(res.concurrency.tolist())]
@@ -223,8 +251,13 @@ def main(argv: list[str] | None = None) -> int:
     except PlannerInputError as exc:
         print(f"planner: {exc}", file=sys.stderr)
         return 1
+    slo: SloAnswer | None = meet_targets(res, targets) if targets else None
     if args.json:
         data = to_json(res, cs, target_args(args))
+        if slo is not None:
+            data["slo"] = slo_json(slo)
+            if slo.stat_note():
+                print(f"planner: {slo.stat_note()}", file=sys.stderr)
         if args.preset:
             data["published"] = {"name": reference.NAME, "label": "published figures",
                                  "figures": reference.PUBLISHED,
@@ -232,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
                                  "allreduce_floor": reference.allreduce_floor().as_dict()}  # fmt: skip
         print(json.dumps(data, default=_jsonable))
     else:
-        print(render_text(res, cs, bool(args.preset)))
+        print(render_text(res, cs, bool(args.preset), slo))
     return 0
 
 

@@ -80,8 +80,17 @@ def layout_curve(model: ModelSpec, hw: HardwareSpec, lay: Layout, inst: Instance
         {t: np.broadcast_to(pr.breakdown_ms[t], c.shape).astype(float) for t in TERMS},
         pr.admitted.copy(), tb.low(pr.tpot_ms), tb.high(pr.tpot_ms), fb.low(pr.ttft_ms),
         fb.high(pr.ttft_ms), pr.weights_per_gpu_gb * 1e9, pr.kv_capacity_seqs, pr.dummy_ranks,
-        pr.allreduce_calls, eng, inst.predict_args(),
+        pr.allreduce_calls, eng, inst.predict_args(), percentiles=percentiles(pr, c.shape),
     )  # fmt: skip
+
+
+def percentiles(pr: object, shape: tuple[int, ...]) -> dict[str, dict[str, np.ndarray]]:
+    """The prediction's per-request percentiles over the grid, ``{"tpot_ms": {"p90": ...},
+    "ttft_ms": {...}}``, once the serving model carries them (a simulated benchmark gives
+    each request its own TPOT and TTFT); empty while it answers means only."""
+    given = getattr(pr, "percentiles", None) or {}
+    return {metric: {stat: np.broadcast_to(np.asarray(v, dtype=float), shape).copy()
+                     for stat, v in stats.items()} for metric, stats in given.items()}  # fmt: skip
 
 
 def _collectives(model: ModelSpec, hw: HardwareSpec, inst: Instance,

@@ -62,6 +62,9 @@ class LayoutCurve:
     predict_args: list[str] = field(default_factory=list)
     why_not: str = ""  # set when the model cannot answer (does not fit): arrays are NaN
     calibrated: bool = False
+    # Per-request percentiles where the serving model gives them, over the grid:
+    # {"tpot_ms": {"p50": ..., "p90": ..., "p99": ...}, "ttft_ms": {...}}; empty: means only.
+    percentiles: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
 
     def at(self, c: int) -> int:
         return int(np.searchsorted(self.concurrency, c))

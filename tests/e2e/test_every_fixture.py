@@ -266,7 +266,10 @@ def _problems(pg) -> list[str]:
 
 
 def _labels(pg, testid: str) -> list[str]:
-    """Labels of the page's widgets of one kind (main area; the sidebar's host filter aside)."""
+    """Labels of the page's widgets of one kind (main area; the sidebar's host filter aside),
+    those under a closed expander too (it is opened: no script run)."""
+    for summary in pg.locator("[data-testid='stMain'] details:not([open]) > summary").all():
+        summary.click()
     return [w.locator("label").first.inner_text().strip()
             for w in pg.locator(f"[data-testid='stMain'] [data-testid='{testid}']").all()
             if w.locator("label").count()]  # fmt: skip
@@ -282,6 +285,10 @@ def _open_list(pg, widget):
     into view opens the list and closes it again (the popover closes when the page scrolls
     under it), so the widget is scrolled into view first, and the open is checked."""
     box = widget.get_by_role("combobox")
+    closed = widget.locator("xpath=ancestor::details[not(@open)]/summary")
+    if closed.count():  # a picker under a closed expander ("More inputs"): open it first
+        closed.first.click()
+        expect(box).to_be_visible()
     for _ in range(3):
         box.scroll_into_view_if_needed()
         pg.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")

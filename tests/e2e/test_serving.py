@@ -15,7 +15,14 @@ import pytest
 from playwright.sync_api import expect
 
 from collectors.serving.load import LoadSpec, run_load
-from tests.e2e.conftest import Dashboard, open_app, start_dashboard, stop_dashboard, wait_app
+from tests.e2e.conftest import (
+    Dashboard,
+    open_app,
+    open_tab,
+    start_dashboard,
+    stop_dashboard,
+    wait_app,
+)
 from tests.gpu.conftest import PCIE, fake_env
 from tests.helpers import ROOT, run_cli
 from tests.sglang import fixtures as sglang_fixtures
@@ -193,7 +200,8 @@ def test_tradeoff_sglang_only_layout_names_its_measure_command(serving, page) ->
     launch and measure it (planner/tradeoff/engine_commands.py)."""
     dash, _ = serving
     _open(page, dash, "tradeoff")
-    main = _main(page)
+    open_tab(page, "Commands to measure")
+    main = page.get_by_role("tabpanel")
     expect(main.get_by_text("runs on SGLang only").first).to_be_visible()
     # Code blocks: each may render a moment after the text around it.
     expect(main).to_contain_text("python -m sglang.launch_server --model-path MODEL --tp 8 "
