@@ -5,7 +5,6 @@ Where things sit on the screen is tests/e2e/test_tradeoff.py's business."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,8 @@ import pytest
 from planner.specs import hardware, models
 from planner.tradeoff.plan import plan
 from planner.tradeoff.slo import Targets, meet_targets
-from tests.helpers import ROOT
+from tests.pages import apptest
+from tests.pages.apptest import unescaped
 
 LINK = {"setup": "custom", "model": "deepseek-v3", "hw": "preset:h200-sxm-8x"}
 
@@ -25,19 +25,10 @@ def deepseek_plan():
 
 
 def open_page(monkeypatch: pytest.MonkeyPatch, store: Path, **params: str):
-    from streamlit.testing.v1 import AppTest
-
     monkeypatch.setenv("STEPSCOPE_STORE", str(store))
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    at.switch_page("pages/tradeoff.py")
-    at.query_params.update(params)
-    at.run()
+    at = apptest.open_page("pages/tradeoff.py", params)
     assert not at.exception, at.exception[0].value
     return at
-
-
-def unescaped(markdown: str) -> str:
-    return re.sub(r"\\(.)", r"\1", markdown)
 
 
 def test_the_link_s_targets_give_the_planner_s_answer(monkeypatch, tmp_path, deepseek_plan) -> None:
