@@ -16,4 +16,4 @@ else
 fi
 bash scripts/setup.sh requirements-dev.txt
 .venv/bin/ruff check .
-.venv/bin/python -m pytest -n "${STEPSCOPE_TEST_WORKERS:-auto}" --dist loadfile "${tier[@]}" "$@"
+.venv/bin/python -m pytest -n "${STEPSCOPE_TEST_WORKERS:-auto}" --dist loadfile --no-loadscope-reorder "${tier[@]}" "$@"
