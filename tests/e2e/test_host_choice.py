@@ -156,14 +156,3 @@ def test_serving_page_predicts_for_an_uploaded_host(dash, page) -> None:
     expect(main.locator("[data-testid='stAlertContentError']")).to_have_text(
         "host file bad.json: field 'memory_gb': -141 must be > 0")  # fmt: skip
     assert page.locator("[data-testid='stException']").count() == 0
-
-
-def test_host_choice_without_a_store(tmp_path: Path, page) -> None:
-    d = start_dashboard(tmp_path / "nothing-here.duckdb", tmp_path / "st.log")
-    try:
-        open_app(page, d.link(f"{TRADEOFF}&hw=gpu:no-such-run"))
-        expect(page.get_by_text("Assumptions and sources")).to_be_visible(timeout=SLOW_MS)
-        text = _main(page).inner_text()
-        assert "Host 'gpu:no-such-run' from the link is not available here" in text
-    finally:
-        stop_dashboard(d)

@@ -180,21 +180,6 @@ def test_copied_link_reopens_the_same_view(serving, page, browser) -> None:
         fresh.close()
 
 
-def test_empty_store_shows_the_commands(tmp_path, page) -> None:
-    d = start_dashboard(tmp_path / "empty.duckdb", tmp_path / "st.log")
-    try:
-        assert run_cli(tmp_path / "empty.duckdb", "host").code == 0
-        _open(page, d, "serving")
-        # The last section's command: the page has rendered all three when it shows.
-        expect(_main(page).get_by_text("python -m collectors vllm-profile --url")).to_be_visible()
-        text = _main(page).inner_text()
-        for cmd in ("python -m collectors vllm-bench --results", "python -m collectors "
-                    "vllm-metrics --url", "python -m collectors vllm-profile --url"):  # fmt: skip
-            assert cmd in text
-    finally:
-        stop_dashboard(d)
-
-
 def test_tradeoff_sglang_only_layout_names_its_measure_command(serving, page) -> None:
     """The Tradeoff page's SGLang-only layout (TP attention + EP MoE at DP=1) says how to
     launch and measure it (planner/tradeoff/engine_commands.py)."""

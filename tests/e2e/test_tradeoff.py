@@ -184,19 +184,6 @@ def test_calibrated_view_shows_its_check_on_the_host_s_stored_sweep(tmp_path: Pa
         stop_dashboard(d)
 
 
-def test_missing_store_still_plans_from_presets(tmp_path: Path, page) -> None:
-    d = start_dashboard(tmp_path / "nothing-here.duckdb", tmp_path / "st.log")
-    try:
-        open_app(page, d.link("tradeoff?setup=custom&model=deepseek-v3&hw=preset:h200-sxm-8x"))
-        expect(page.get_by_text("Assumptions and sources")).to_be_visible()
-        text = _main(page)
-        assert "Recommended (compliant, fits, on measured or fitted collectives)" in text
-        assert "h200-sxm-8x" in text
-        assert "presets only" in open_tab(page, "Assumptions and sources")
-    finally:
-        stop_dashboard(d)
-
-
 def test_calibration_from_a_trace_names_the_measured_moe_allreduce(dash: Dashboard,
                                                                    filled: PlannerStore,
                                                                    tmp_path: Path, page) -> None:  # fmt: skip

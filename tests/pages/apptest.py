@@ -88,3 +88,16 @@ def widget_labels(at) -> dict[str, str]:  # noqa: ANN001
     """Labels of the page's selectboxes and multiselects (main area and sidebar) -> kind."""
     return {**{w.label: "selectbox" for w in at.selectbox},
             **{w.label: "multiselect" for w in at.multiselect}}  # fmt: skip
+
+
+def page_text(at, area: str = "main") -> str:  # noqa: ANN001
+    """Every text the page shows in ``area`` (``main`` or ``sidebar``): element values and
+    labels (tabs, expanders, metrics, widgets), in page order, as the reader sees them; the
+    contents of closed expanders and of every tab included (AppTest renders them all)."""
+    parts = []
+    for node in getattr(at, area):
+        for attr in ("label", "value"):
+            value = getattr(node, attr, None)
+            if isinstance(value, str) and value:
+                parts.append(unescaped(value))
+    return "\n".join(parts)
