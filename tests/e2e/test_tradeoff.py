@@ -164,26 +164,6 @@ def test_stored_host_link_reopens_same_view(dash: Dashboard, filled: PlannerStor
         fresh.close()
 
 
-def test_calibrated_view_shows_its_check_on_the_host_s_stored_sweep(tmp_path: Path, page) -> None:
-    """A measured TP=8 sweep of Kimi-K2.5, 25% slower than the model on this 8-GPU host,
-    imported by the real `vllm-bench` CLI: the calibrated view fits it, holds back its top
-    concurrencies, and shows the check (before -> after) it passed to be applied."""
-    from tests.planner.test_calibrate_from_store import store_with_sweeps
-
-    store, gpu_run = store_with_sweeps(tmp_path, {"tp": False})
-    d = start_dashboard(store, tmp_path / "st.log")
-    try:
-        open_app(page, d.link(f"tradeoff?setup=custom&model=kimi-k2.5&hw=gpu:{gpu_run}"
-                              "&calib=host&view=calibrated&isl=1024&osl=256"))  # fmt: skip
-        expect(page.get_by_text("Assumptions and sources")).to_be_visible()
-        text = open_tab(page, "Calibration check")
-        assert ("Calibration: calibrated on 6 points of TP=8; checked on 2 points of TP=8 "
-                "(concurrency 16-32): 20% → ") in text  # Streamlit draws -> as an arrow
-        assert "factors: bandwidth x" in text and "request path" in text
-    finally:
-        stop_dashboard(d)
-
-
 def test_calibration_from_a_trace_names_the_measured_moe_allreduce(dash: Dashboard,
                                                                    filled: PlannerStore,
                                                                    tmp_path: Path, page) -> None:  # fmt: skip

@@ -73,3 +73,19 @@ def test_nothing_meets_and_a_link_value_shown_as_text(monkeypatch, tmp_path,
     shown = [w.value for w in at.warning if "from the link" in w.value]
     assert shown and all("\\*\\*bold\\*\\*" in w and "\\[click\\]" in w and "\\$x\\$" in w
                          and "\\:red\\[" in w for w in shown)  # fmt: skip
+
+
+def test_calibrated_view_shows_its_check_on_the_host_s_stored_sweep(monkeypatch, tmp_path) -> None:
+    """A measured TP=8 sweep of Kimi-K2.5, 25% slower than the model on this 8-GPU host,
+    imported by the real `vllm-bench` CLI: the calibrated view fits it, holds back its top
+    concurrencies, and shows the check (before -> after) it passed to be applied."""
+    from tests.planner.test_calibrate_from_store import store_with_sweeps
+
+    store, gpu_run = store_with_sweeps(tmp_path, {"tp": False})
+    at = open_page(monkeypatch, store, setup="custom", model="kimi-k2.5", hw=f"gpu:{gpu_run}",
+                   calib="host", view="calibrated", isl="1024", osl="256")  # fmt: skip
+    assert "Calibration check" in [t.label for t in at.tabs]
+    text = apptest.page_text(at)
+    assert ("Calibration: calibrated on 6 points of TP=8; checked on 2 points of TP=8 "
+            "(concurrency 16-32): 20% -> ") in text, text
+    assert "factors: bandwidth x" in text and "request path" in text
