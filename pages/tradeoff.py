@@ -176,8 +176,11 @@ def inputs() -> tuple[dict, list[str]]:
     if routing is not None:
         kwargs["expert_load"] = routing
     if cal == HOST:
-        points, steps = measurements.from_store(ui.store(), host_name, model_arg, model)
+        skipped: list[str] = []
+        points, steps = measurements.from_store(ui.store(), host_name, model_arg, model, hw,
+                                                skipped)  # fmt: skip
         kwargs.update(measured=points, traces=steps)
+        notes += skipped
     elif cal != NONE:
         row = traces[traces["run_id"] == cal].iloc[0]
         world = hw.gpu_count if pd.isna(row["world_size"]) else int(row["world_size"])
