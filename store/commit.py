@@ -37,7 +37,7 @@ log = logging.getLogger("stepscope.store")
 # Environment keys copied into their own runs columns; the whole snapshot stays in `env`.
 ENV_COLUMNS = (
     "hostname", "os", "cpu", "cpu_count", "mem_bytes", "python", "torch", "nccl",
-    "cuda_driver", "cuda", "gpu_model", "gpu_count", "vllm", "stepscope_version", "imported_on",
+    "cuda_driver", "cuda", "gpu_model", "gpu_count", "vllm", "stepscope_version",
 )  # fmt: skip
 
 

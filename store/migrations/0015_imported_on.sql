@@ -1,17 +1,19 @@
 -- 0015 (issue 57): a run is filed under the host that recorded it, never the machine that
--- imported its files. `imported_on` keeps that machine for imports (`trace`, `nccl-tests`);
--- NULL for runs measured on their own host. Imports made before this migration were filed
--- under `hostname`, the importing machine: it is copied over so they can be found and named
--- (`python -m collectors relabel RUN_ID --host NAME`).
-ALTER TABLE runs ADD COLUMN imported_on VARCHAR;
-UPDATE runs SET imported_on = hostname WHERE verb IN ('trace', 'nccl-tests');
+-- imported its files. `imported_on` is that machine for imports (`trace`, `nccl-tests`: the
+-- run's environment records it as `imported_on`); NULL for runs measured on their own host.
+-- Imports made before this migration were filed under `hostname`, the importing machine: it
+-- stands in, so they can be found and named (`python -m collectors relabel RUN_ID --host NAME`).
+-- A view, not a new `runs` column: on a fresh DuckLake, adding a column to `runs` made the
+-- next `compact` fail (it looked for an inlined-data table of the old schema version that was
+-- never created; duckdb-extension-ducklake for duckdb 1.5.5).
 
 CREATE OR REPLACE VIEW v_runs AS
 SELECT run_id, verb, label, host, started_at, finished_at,
        date_diff('millisecond', started_at, finished_at) / 1000.0 AS duration_s,
        status, message, hostname, os, cpu, cpu_count, mem_bytes, python, torch, nccl,
        cuda_driver, cuda, gpu_model, gpu_count, vllm, stepscope_version, args, committed_at,
-       imported_on
+       coalesce(json_extract_string(env, '$.imported_on'),
+                CASE WHEN verb IN ('trace', 'nccl-tests') THEN hostname END) AS imported_on
 FROM runs;
 
 -- The GPUs a comm curve was measured on: a curve stands only for those (planner.cost.comm).

@@ -125,3 +125,19 @@ def test_the_overview_lists_unknown_host_runs_apart_with_no_empty_value_shown(
     for frame in frames:
         data = frame.data if hasattr(frame, "data") else frame  # a Styler's frame
         assert not data.isna().any().any(), data
+
+
+def test_imports_made_before_0015_show_the_machine_they_were_filed_under(tmp_path: Path) -> None:
+    """Before migration 0015 an import's environment did not record `imported_on`: the view
+    gives its `hostname` (the importing machine it was filed under) so it can be found."""
+    import duckdb
+
+    store = tmp_path / "stepscope.duckdb"
+    res = run_cli(store, "nccl-tests", str(LOG), "--json")
+    assert res.code == 0, res.stderr
+    with duckdb.connect(str(store)) as con:  # as an older collector wrote it
+        con.execute("UPDATE runs SET env = '{}', hostname = 'old-laptop' WHERE run_id = ?",
+                    [res.json["run_id"]])  # fmt: skip
+    assert _run(store, res.json["run_id"])[1] == "old-laptop"
+    assert run_cli(store, "host").code == 0  # measured here: no imported_on
+    assert query(store, "SELECT imported_on FROM v_runs WHERE verb = 'host'") == [(None,)]
