@@ -226,7 +226,7 @@ def measurement_inputs(s: Setup, problems: list[str]) -> None:
         comm = url_select("Communication curves", "comm", list(comm_opts), comm_opts, problems)
     if comm != AUTO:
         rows = qp.comm_rows(ui.store(), [comm]).to_dict("records")
-        kwargs["comm_curves"] = curves_from_rows(rows, hw.interconnect, devices=())
+        kwargs["comm_curves"] = curves_from_rows(rows, hw.interconnect, devices=(), chosen=True)
     elif host_name is not None and not comm_runs.empty:
         ids = comm_runs[comm_runs["host"] == host_name]["run_id"].tolist()
         rows = qp.comm_rows(ui.store(), ids).to_dict("records") if ids else []
@@ -247,8 +247,11 @@ def measurement_inputs(s: Setup, problems: list[str]) -> None:
     if routing is not None:
         kwargs["expert_load"] = routing
     if cal == HOST:
-        points, steps = measurements.from_store(ui.store(), host_name, s.model_arg, model)
+        skipped: list[str] = []
+        points, steps = measurements.from_store(ui.store(), host_name, s.model_arg, model, hw,
+                                                skipped)  # fmt: skip
         kwargs.update(measured=points, traces=steps)
+        s.notes += skipped
     elif cal != NONE:
         row = traces[traces["run_id"] == cal].iloc[0]
         world = hw.gpu_count if pd.isna(row["world_size"]) else int(row["world_size"])

@@ -165,7 +165,8 @@ def _store(store: str | None, what: str):
 
 
 def stored_curves(host: str | None, run_ids: list[str], store: str | None, interconnect: str):
-    """Measured curves: the given comm runs (any device), else the host's GPU comm runs."""
+    """Measured curves: the given comm runs (any device, used even where their run names no
+    GPU), else the host's GPU comm runs."""
     from planner.cost.comm import curves_from_rows
     from store.queries import planner as qp
 
@@ -176,12 +177,8 @@ def stored_curves(host: str | None, run_ids: list[str], store: str | None, inter
         missing = [r for r in run_ids if r not in found]
         if missing:
             raise PlannerInputError(f"--comm-run {missing[0]}: no such comm run in the store")
-        return curves_from_rows(rows.to_dict("records"), interconnect, devices=())
-    runs = qp.comm_runs(loc, host)
-    if runs.empty:
-        return []
-    rows = qp.comm_rows(loc, runs["run_id"].tolist())
-    return curves_from_rows(rows.to_dict("records"), interconnect)
+        return curves_from_rows(rows.to_dict("records"), interconnect, devices=(), chosen=True)
+    return hosts.host_comm_curves(loc, host, interconnect)
 
 
 def run_plan(args: argparse.Namespace) -> PlanResult:
@@ -207,7 +204,9 @@ def run_plan(args: argparse.Namespace) -> PlanResult:
                                                       hw.interconnect)  # fmt: skip
         except StoreError as exc:
             raise PlannerInputError(f"store: {exc}") from None
-    points, traces = measurements.gather(args, model, stored)
+    points, traces, skipped = measurements.gather(args, model, hw, stored)
+    for line in skipped:  # stored points physics rules out (planner.physical)
+        print(f"planner: {line}", file=sys.stderr)
     if points or traces:
         kwargs.update(measured=points, traces=traces)
     try:

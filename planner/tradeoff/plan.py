@@ -190,7 +190,7 @@ def plan(
     if measured or traces:
         _calibrate(res, measured or [], traces or [], params, comm)
     res.comm_sources = [c.describe() for c in comm.used()]
-    res.assumptions = _assumptions(res, params, comm.used())
+    res.assumptions = _assumptions(res, params, comm)
     res.findings += findings(res)
     return res
 
@@ -234,8 +234,7 @@ def _placement_effects(res: PlanResult, p: ServingParams, comm: CommSet) -> None
                 e.sentence() for e in dict.fromkeys(ends)) + ".")  # fmt: skip
 
 
-def _assumptions(res: PlanResult, p: ServingParams,
-                 curves: list[CommCurve]) -> list[Assumption]:  # fmt: skip
+def _assumptions(res: PlanResult, p: ServingParams, comm: CommSet) -> list[Assumption]:
     m, hw = res.model, res.hardware
     prompts = p.prompts_text(res.engine, res.num_prompts)
     out = [
@@ -257,9 +256,14 @@ def _assumptions(res: PlanResult, p: ServingParams,
         val = getattr(p, name)
         val = val.get(res.engine, val.get("vllm")) if isinstance(val, dict) else val
         out.append(Assumption(name, f"{val:.4g} ({what})", src))
-    # a derived curve's description ends with its kind, which the source already shows
-    out += [Assumption(f"{c.op} latency", c.describe().removesuffix(f" [{c.kind}]"), c.kind)
-            for c in curves]  # fmt: skip
+    # a derived curve's description ends with its kind, which the source already shows; a
+    # stored one says which of the sizes asked of it it measured and which it extended
+    for c in comm.used():
+        sizes = comm.explain(c.op, c.world_size)
+        out.append(Assumption(f"{c.op} latency", c.describe().removesuffix(f" [{c.kind}]")
+                              + (f"; {sizes}" if sizes else ""), c.kind))  # fmt: skip
+    out += [Assumption(f"{n.curve.op} over {n.curve.world_size} GPUs", n.sentence(), "not used")
+            for n in comm.not_used()]  # fmt: skip
     if res.calibration is not None:
         cal = res.calibration
         factors = ", ".join(f"{k} x{v:.2f}" for k, v in cal.factors.items())
