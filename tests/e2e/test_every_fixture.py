@@ -380,7 +380,7 @@ def click_walk(pg, dash: Dashboard, path: str, problems: list[str]) -> list[str]
     for base in BASES.get(path, [{}]):
         where = f"{name}{'?' + urlencode(base) if base else ''}"
         _view(pg, dash, path, base, where, problems)
-        at = base  # the view the browser shows
+        at: dict | None = base  # the link the browser shows
         found = {(t, lab) for t in ("stSelectbox", "stMultiSelect") for lab in _labels(pg, t)}
         unlisted = [lab for _, lab in found if PICKER.search(lab) and lab not in table]
         problems += [f"{where}: run picker {lab!r} has no entry in PICKERS" for lab in unlisted]
@@ -401,6 +401,7 @@ def click_walk(pg, dash: Dashboard, path: str, problems: list[str]) -> list[str]
             if _real_click(pg, testid, label, pick, values):
                 clicked.append(label)
             problems += [f"{where} [{label}: clicked]: {p}" for p in _problems(pg)]
+            at = None  # the click moved the view away from any link: reload before the next
     return clicked
 
 
