@@ -32,8 +32,9 @@ PAGE_FILES = {
     "overview": "pages/overview.py", "kernels": "pages/kernels.py",
     "hardware": "pages/hardware.py", "collectives": "pages/collectives.py",
     "tradeoff": "pages/tradeoff.py", "policy": "pages/policy.py", "serving": "pages/serving.py",
-    "experts": "pages/experts.py",
+    "experts": "pages/experts.py", "trends": "pages/trends.py",
 }  # fmt: skip
+MAX_TEXT = 1_500  # characters: a longer text element is a list that should be a table
 
 
 def links(store: str) -> dict[str, dict]:
@@ -70,6 +71,7 @@ def links(store: str) -> dict[str, dict]:
         "serving": {"runs": ",".join(bench["run_id"].head(4)), "model": model,
                     "server": f"{server['host']} · {server['url']} · {server['model_name']}"},
         "experts": {"run": queries_experts.runs(loc, None)["run_id"].iloc[0]},
+        "trends": {},  # what a first visit shows: regressions only, every host
     }  # fmt: skip
 
 
@@ -91,11 +93,15 @@ def _limit_duckdb(memory_limit: str) -> None:
 
 
 def _record_queries(calls: list[dict]) -> None:
-    """Wrap query_df in every store.queries module: name, SQL, params and time of each call."""
+    """Wrap query_df in every store.queries module: name, SQL, params and time of each call.
+
+    Each module binds ``query_df`` by name (``from store.reader import query_df``), so the
+    wrapper replaces that name in every ``store.queries.*`` submodule (and store.reader for
+    any caller going through the module)."""
     import importlib
     import pkgutil
 
-    import store
+    import store.queries
     from store import reader
 
     real = reader.query_df
@@ -114,11 +120,20 @@ def _record_queries(calls: list[dict]) -> None:
                       "page_s": time.perf_counter() - start})  # fmt: skip
         return out
 
-    for info in pkgutil.iter_modules(store.__path__):
-        if info.name.startswith("queries"):
-            mod = importlib.import_module(f"store.{info.name}")
-            if hasattr(mod, "query_df"):
-                mod.query_df = query_df
+    reader.query_df = query_df
+    for info in pkgutil.iter_modules(store.queries.__path__):
+        mod = importlib.import_module(f"store.queries.{info.name}")
+        if getattr(mod, "query_df", None) is real:
+            mod.query_df = query_df
+
+
+def _longest_text(at) -> dict:
+    """The longest text element the page shows (markdown, captions, alerts): its length and
+    start. A text of more than MAX_TEXT characters is an unbounded list in a sentence."""
+    texts = [*at.markdown, *at.caption, *at.info, *at.warning, *at.error, *at.success,
+             *at.text]  # fmt: skip
+    longest = max((str(t.value) for t in texts), key=len, default="")
+    return {"chars": len(longest), "start": longest[:120]}
 
 
 def _plain_times(store: str, calls: list[dict], reps: int) -> list[dict]:
@@ -192,6 +207,7 @@ def worker(page: str, params: dict, store: str, reps: int, memory_limit: str,
         if phase == "cold":
             first_calls = list(calls)
             errors = [str(e.value)[:300] for e in at.exception]
+            longest = _longest_text(at)
     result = {
         "page": page, "params": params, "imports_s": round(imports_s, 3), "errors": errors,
         "cold_s": round(timed[0][1], 4),
@@ -199,7 +215,9 @@ def worker(page: str, params: dict, store: str, reps: int, memory_limit: str,
         "warm_s": [round(t, 4) for p, t in timed if p == "warm"],
         "html_export_s": [round(t, 4) for t in html_warm],  # inside the warm runs
         "url_after": {k: at.query_params[k] for k in at.query_params},
-        "text": [m.value for m in at.markdown][:6],
+        "text": [m.value[:300] for m in at.markdown][:6], "longest_text": longest,
+        "queries_in_cold_run": len(first_calls),
+        "query_s_in_cold_run": round(sum(c["page_s"] for c in first_calls), 4),
     }  # fmt: skip
     if queries:
         result["queries"] = _plain_times(store, first_calls, 3)
@@ -266,6 +284,9 @@ def summarize(page: str, params: dict, runs: list[dict]) -> dict:
         "warm_s": round(med(t for r in ok for t in r["warm_s"]), 3),
         "imports_s": round(med(r["imports_s"] for r in ok), 3),
         "html_export_s": round(med(t for r in ok for t in r["html_export_s"]), 3),
+        "longest_text_chars": max(r["longest_text"]["chars"] for r in ok),
+        "queries_in_cold_run": ok[0]["queries_in_cold_run"],
+        "query_s_in_cold_run": round(med(r["query_s_in_cold_run"] for r in ok), 3),
         "errors": ok[0]["errors"], "text": ok[0]["text"], "queries": ok[0].get("queries", []),
     }  # fmt: skip
 
