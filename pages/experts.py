@@ -67,7 +67,8 @@ if head.empty:
     st.warning(f"Run {run_id} is not an expert-load run in this store.")
     st.stop()
 info = head.iloc[0]
-files = ", ".join(json.loads(info["files"] or "[]"))
+files = json.loads(info["files"] or "[]")
+files = ui.few(files, "more files") if files else "no files recorded"
 st.caption(f"{info['model_id']} ({info['num_layers']} layers, {info['num_experts']} routed "
            f"experts top-{info['top_k']}, {info['dense_layers']} dense), {info['recorder_mode']}"
            f" recording on {info['host']}, {ui.age(info['finished_at'])} ago; {files}")  # fmt: skip

@@ -1,5 +1,9 @@
 """Kernel breakdown: where a run's decode step goes, per rank, per step, per kernel.
 
+First screen: the run, the step in a sentence and the per-category breakdown table; the
+floors chart and its inputs, communication, step anatomy, per-rank and per-step charts, top
+kernels, collective dtypes and the comparison below.
+
 State lives in the URL: ``run`` and ``vs`` hold absolute run ids, ``rank`` the rank the
 per-step chart shows. Numbers come from store.queries.trace; this page only formats them.
 """
@@ -133,12 +137,15 @@ st.markdown(
     f"Step: **{top['step_us'] / 1000:.2f} ms** mean wall per step and rank; largest category: "
     f"**{top['category']}** ({top['pct_of_step']:.1f}% of step)."
 )
+breakdown_slot = st.container()  # the answer's table, above the floors that fill it
 floors = floor_view.show(run_id, COLORS)
-st.subheader("Breakdown")
-st.caption("Per category, per step and rank; the floor is the busiest rank's (docs/floors.md).")
-breakdown = summary.drop(columns=["step_us", "is_comm"]).merge(
-    floors.drop(columns=["measured_us_per_step", "assumption"]), on="category", how="left")
-st.dataframe(breakdown, hide_index=True, width="stretch")
+with breakdown_slot:
+    st.subheader("Breakdown")
+    st.caption("Per category, per step and rank; the floor is the busiest rank's "
+               "(docs/floors.md, the chart below).")  # fmt: skip
+    breakdown = summary.drop(columns=["step_us", "is_comm"]).merge(
+        floors.drop(columns=["measured_us_per_step", "assumption"]), on="category", how="left")
+    st.dataframe(breakdown, hide_index=True, width="stretch", key="breakdown")
 st.subheader("Communication")
 sentences = comm_sentences(summary)
 st.markdown("\n".join(f"- {s}" for s in sentences) or "No communication in this run's steps.")
