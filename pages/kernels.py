@@ -47,17 +47,21 @@ def empty(what: str) -> None:
     st.code(COMMANDS, language="bash")
 
 
-def run_label(row: dict) -> str:
-    when = pd.Timestamp(row["finished_at"]).strftime("%Y-%m-%d %H:%M:%S UTC")
-    label = row["label"] if isinstance(row["label"], str) and row["label"] else row["verb"]
-    return f"{row['host']} · {label} · {when} · {int(row['ranks'])} rank(s)"
+def run_labels(runs: pd.DataFrame) -> dict[str, str]:
+    """Each run's picker label, "host · label · when · N rank(s)" (a fleet lists 3,600 runs:
+    built column-wise, not row by row)."""
+    named = runs["label"].where(runs["label"].fillna("") != "", runs["verb"])
+    when = pd.to_datetime(runs["finished_at"], utc=True).dt.strftime("%Y-%m-%d %H:%M:%S UTC")
+    text = (runs["host"].astype(str) + " · " + named.astype(str) + " · " + when + " · "
+            + runs["ranks"].astype(int).astype(str) + " rank(s)")  # fmt: skip
+    return dict(zip(runs["run_id"], text, strict=True))
 
 
 def pick_run(
     title: str, param: str, runs: pd.DataFrame, optional: bool, exclude: str | None = None
 ) -> str | None:
     """A run picker whose URL parameter holds the absolute run id (never 'latest')."""
-    labels = {row["run_id"]: run_label(row) for row in runs.to_dict("records")}
+    labels = run_labels(runs)
     ids = [r for r in labels if r != exclude]
     options = ([NONE] if optional else []) + ids
     key = f"pick_{param}"

@@ -23,7 +23,8 @@ from store.queries import series as queries_series
 
 REGRESSIONS, CHOSEN = "Regressions only", "Chosen series"
 FAMILIES = ("all", "serving", "comm", "trace")
-MAX_CHARTS = 24  # a page of charts stays readable; the table lists the rest
+MAX_CHARTS = 24  # chosen series: a page of charts stays readable
+FIRST_CHARTS = 6  # regressions: the newest moves drawn (~0.1 s a chart), all of them in a table
 FILLED_BY = ("vllm-bench", "nccl-tests", "trace")  # one command per family for the empty page
 
 CHECK = "python -m collectors check"
@@ -58,8 +59,8 @@ min_pct = c3.number_input("Smallest change to mark (%)", min_value=0.5, max_valu
                           bind="query-params")  # fmt: skip
 
 
-def draw(shown: list, found: dict, labels: dict[str, str]) -> None:
-    for trend in shown[:MAX_CHARTS]:
+def draw(shown: list, found: dict, labels: dict[str, str], limit: int = MAX_CHARTS) -> None:
+    for trend in shown[:limit]:
         f = found.get(trend.series_id)
         if f is not None:
             (st.error if f.kind == "regression" else st.success)(f.line())
@@ -67,8 +68,8 @@ def draw(shown: list, found: dict, labels: dict[str, str]) -> None:
             st.caption(f"{labels.get(trend.series_id, trend.series_id)}: no lasting move of "
                        f"{min_pct:g}% or more.")  # fmt: skip
         ui.chart(trend_charts.figure(trend), trend_charts.table(trend), f"trends-{trend.series_id}")
-    if len(shown) > MAX_CHARTS:
-        st.info(f"{len(shown) - MAX_CHARTS} more series not drawn; narrow the family or host.")
+    if len(shown) > limit:
+        st.info(f"{len(shown) - limit} more series not drawn; narrow the family or host.")
 
 
 if show == REGRESSIONS:
@@ -99,17 +100,21 @@ if show == REGRESSIONS:
     st.caption(f"{len(regressed):,} of {checked} regressed at the last check ({when}, run "
                f"{info['run_id']})" + (f", {better:,} improved" if better else "") +
                f". `{CHECK}` reports the same lines.")  # fmt: skip
-    ids = regressed["series_id"].tolist()
-    points = queries_series.check_points(loc, info["run_id"], ids[:MAX_CHARTS])
+    ids = regressed["series_id"].tolist()[:FIRST_CHARTS]
+    points = queries_series.check_points(loc, info["run_id"], ids)
     by_series = {sid: part for sid, part in points.groupby("series_id", sort=False)}
     rows = regressed.set_index("series_id")
     shown = [trends.stored_trend(by_series[sid], json.loads(rows.loc[sid, "shifts"]))
-             for sid in ids[:MAX_CHARTS] if sid in by_series]  # fmt: skip
-    found = {t.series_id: trends.finding(t) for t in shown}
-    draw(shown, found, {})
-    if len(ids) > MAX_CHARTS:
-        st.dataframe(regressed.drop(columns=["shifts"]).iloc[MAX_CHARTS:], hide_index=True,
-                     width="stretch")  # fmt: skip
+             for sid in ids if sid in by_series]  # fmt: skip
+    draw(shown, {t.series_id: trends.finding(t) for t in shown}, {})
+    if len(regressed) > len(shown):
+        st.subheader(f"Every regression ({len(regressed):,})")
+        st.caption("The newest first; pick **Chosen series** (or copy a series id into the link, "
+                   "`?series=ID`) to draw any of them.")  # fmt: skip
+        table = regressed.assign(change_pct=(regressed["change"] * 100).round(1))
+        st.dataframe(table[["host", "series", "before", "after", "unit", "change_pct",
+                            "since_run_id", "since_at", "runs_since", "versions_changed",
+                            "series_id"]], hide_index=True, width="stretch")  # fmt: skip
     st.stop()
 
 listing = queries_series.series_list(loc, host)

@@ -6,8 +6,13 @@ is timed. Per page, several fresh worker processes each measure:
 
 - cold: the first run in a new process with an empty result cache (heavy libraries are
   imported beforehand and reported separately, as a running server has them loaded);
-- cold cache: ``store.reader.clear_cache()`` then a run, in the now warm process;
+- cold cache: ``store.reader.clear_cache()`` and the pages' own ``st.cache_data`` cleared
+  (what a commit does: both are keyed by the store's data version), then a run, in the now
+  warm process;
 - warm: repeat runs (the cache hit a second visitor gets).
+
+Each phase also records the process's CPU seconds (every thread's): on a shared, loaded
+machine the wall time stretches and the CPU time is the better guide to a quiet one.
 
 Every named query a page calls is recorded (``store.queries`` function, SQL, parameters,
 time inside the page's cold run) and re-timed on a plain DuckDB connection, no cache.
@@ -174,8 +179,32 @@ def _time_html_exports(spent: list[float]) -> None:
     BaseFigure.to_html = to_html
 
 
+def _profiled(run) -> str:
+    """``run()`` under cProfile, in the thread the script runs in: the 40 costliest calls."""
+    import cProfile
+    import io
+    import pstats
+    import threading
+
+    prof = cProfile.Profile()
+
+    def enable(*_args):  # the script runs in its own thread: profile that thread
+        sys.setprofile(None)
+        prof.enable()
+
+    threading.setprofile(enable)
+    run()
+    threading.setprofile(None)
+    buf = io.StringIO()
+    pstats.Stats(prof, stream=buf).sort_stats("cumulative").print_stats(40)
+    return buf.getvalue()
+
+
 def worker(page: str, params: dict, store: str, reps: int, memory_limit: str,
            queries: bool) -> dict:  # fmt: skip
+    """SCALE_PROFILE=1: profile a warm run after the timed ones; =cold: the first run
+    (then untimed)."""
+    profile_cold = os.environ.get("SCALE_PROFILE") == "cold"
     start = time.perf_counter()
     import pandas  # noqa: F401 - what a running server has loaded before a page runs
     import plotly.graph_objects  # noqa: F401
@@ -194,14 +223,19 @@ def worker(page: str, params: dict, store: str, reps: int, memory_limit: str,
     at.switch_page(PAGE_FILES[page])
     for key, value in params.items():
         at.query_params[key] = value
-    timed, html_warm = [], []
+    timed, cpu, html_warm = [], [], []
     for phase in ["cold"] + ["cold_cache", "warm"] * reps:
         if phase == "cold_cache":
             reader.clear_cache()
+            streamlit.cache_data.clear()
         html.clear()
-        t0 = time.perf_counter()
-        at.run()
+        t0, c0 = time.perf_counter(), time.process_time()
+        if profile_cold and phase == "cold":
+            cold_profile = _profiled(at.run)
+        else:
+            at.run()
         timed.append((phase, time.perf_counter() - t0))
+        cpu.append((phase, time.process_time() - c0))  # every thread's: a loaded box's floor
         if phase == "warm":
             html_warm.append(sum(html))
         if phase == "cold":
@@ -213,6 +247,8 @@ def worker(page: str, params: dict, store: str, reps: int, memory_limit: str,
         "cold_s": round(timed[0][1], 4),
         "cold_cache_s": [round(t, 4) for p, t in timed if p == "cold_cache"],
         "warm_s": [round(t, 4) for p, t in timed if p == "warm"],
+        "cold_cpu_s": round(cpu[0][1], 4),
+        "warm_cpu_s": [round(t, 4) for p, t in cpu if p == "warm"],
         "html_export_s": [round(t, 4) for t in html_warm],  # inside the warm runs
         "url_after": {k: at.query_params[k] for k in at.query_params},
         "text": [m.value[:300] for m in at.markdown][:6], "longest_text": longest,
@@ -221,24 +257,10 @@ def worker(page: str, params: dict, store: str, reps: int, memory_limit: str,
     }  # fmt: skip
     if queries:
         result["queries"] = _plain_times(store, first_calls, 3)
-    if os.environ.get("SCALE_PROFILE"):  # where a warm run spends its time (diagnosis only)
-        import cProfile
-        import io
-        import pstats
-        import threading
-
-        prof = cProfile.Profile()
-
-        def enable(*_args):  # the script runs in its own thread: profile that thread
-            sys.setprofile(None)
-            prof.enable()
-
-        threading.setprofile(enable)
-        at.run()
-        threading.setprofile(None)
-        buf = io.StringIO()
-        pstats.Stats(prof, stream=buf).sort_stats("cumulative").print_stats(40)
-        result["profile"] = buf.getvalue()
+    if profile_cold:
+        result["profile"] = cold_profile
+    if os.environ.get("SCALE_PROFILE") and not profile_cold:  # a warm run (diagnosis only)
+        result["profile"] = _profiled(at.run)
     return result
 
 
@@ -282,6 +304,8 @@ def summarize(page: str, params: dict, runs: list[dict]) -> dict:
         "cold_s": round(med(r["cold_s"] for r in ok), 3),
         "cold_cache_s": round(med(t for r in ok for t in r["cold_cache_s"]), 3),
         "warm_s": round(med(t for r in ok for t in r["warm_s"]), 3),
+        "cold_cpu_s": round(med(r["cold_cpu_s"] for r in ok), 3),
+        "warm_cpu_s": round(med(t for r in ok for t in r["warm_cpu_s"]), 3),
         "imports_s": round(med(r["imports_s"] for r in ok), 3),
         "html_export_s": round(med(t for r in ok for t in r["html_export_s"]), 3),
         "longest_text_chars": max(r["longest_text"]["chars"] for r in ok),
