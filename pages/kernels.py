@@ -149,7 +149,7 @@ with breakdown_slot:
                "(docs/floors.md, the chart below).")  # fmt: skip
     breakdown = summary.drop(columns=["step_us", "is_comm"]).merge(
         floors.drop(columns=["measured_us_per_step", "assumption"]), on="category", how="left")
-    st.dataframe(breakdown, hide_index=True, width="stretch", key="breakdown")
+    st.container(key="breakdown").dataframe(breakdown, hide_index=True, width="stretch")
 st.subheader("Communication")
 sentences = comm_sentences(summary)
 st.markdown("\n".join(f"- {s}" for s in sentences) or "No communication in this run's steps.")

@@ -81,8 +81,8 @@ with answer:
     if len(regressed):
         st.caption(f"Newest regressions (first {min(len(regressed), ui.FEW)} of "
                    f"{len(regressed):,}; the Trends page draws them):")  # fmt: skip
-        st.dataframe(oa.regression_table(regressed.head(ui.FEW)), hide_index=True,
-                     width="stretch", key="regressions")  # fmt: skip
+        st.container(key="regressions").dataframe(
+            oa.regression_table(regressed.head(ui.FEW)), hide_index=True, width="stretch")
     if not shown_hosts.empty:
         table = oa.host_table(shown_hosts, fresh, regressed, lambda t: ui.age(t, now))
         # the host's own inventory (host/gpu runs) apart from the GPUs its imported profiles name
@@ -90,8 +90,8 @@ with answer:
                    "regressions", "cuda_driver", "os", "cpu"]  # fmt: skip
         if "imported_gpu_model" in table and table["imported_gpu_model"].notna().any():
             columns.insert(3, "imported_gpu_model")
-        st.dataframe(table[columns], hide_index=True, width="stretch", key="hosts",
-                     height=min(36 + 35 * len(table), 316))  # fmt: skip
+        st.container(key="hosts").dataframe(table[columns], hide_index=True, width="stretch",
+                                            height=min(36 + 35 * len(table), 316))  # fmt: skip
         if "imported_gpu_model" in columns:
             st.caption("`gpu_model`/`gpu_count`: the host's own inventory (`collectors host`); "
                        "`imported_gpu_model`: the GPUs named by profiles imported for it.")  # fmt: skip

@@ -171,12 +171,12 @@ with answer:
     f1, f2, _ = st.columns([2, 2, 3])
     counts = pr.counts(table)
     default_show = pr.SHOW[0] if counts[pr.BREAKS] + counts[pr.REVIEW] else "all"
-    show = f1.selectbox("Show runs", pr.SHOW, key="show", bind="query-params",
+    show = f1.selectbox("Show", pr.SHOW, key="show", bind="query-params",
                         index=pr.SHOW.index(default_show))  # fmt: skip
     rule = f2.selectbox("Rule", [pr.ANY_RULE, *(r.id for r in policy.rules)], key="rule",
                         bind="query-params")  # fmt: skip
     view = pr.shown(table, show, rule)
-    st.dataframe(view, hide_index=True, width="stretch", height=360, key="policy_runs")
+    st.container(key="policy_runs").dataframe(view, hide_index=True, width="stretch", height=360)
     t1, t2 = st.columns([5, 1])
     t1.caption(f"{len(view):,} of {len(table):,} run(s) shown; the CSV holds every run.")
     with t2:

@@ -38,9 +38,11 @@ def host_table(hosts: pd.DataFrame, fresh: pd.DataFrame, regressed: pd.DataFrame
 
 def regression_table(regressed: pd.DataFrame) -> pd.DataFrame:
     """A check's regressions as the Overview lists them (newest move first)."""
-    return regressed.assign(change_pct=(regressed["change"] * 100).round(1))[
-        ["host", "series", "before", "after", "unit", "change_pct", "since_run_id", "since_at",
-         "runs_since", "versions_changed"]]  # fmt: skip
+    table = regressed.assign(change_pct=(regressed["change"] * 100).round(1),
+                             before=regressed["before"].round(2),
+                             after=regressed["after"].round(2))  # fmt: skip
+    return table[["host", "change_pct", "series", "before", "after", "unit", "since_run_id",
+                  "since_at", "runs_since", "versions_changed"]]
 
 
 def sentence(hosts: int, stale: pd.DataFrame, regressed: int | None, series: int | None,
