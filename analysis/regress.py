@@ -135,16 +135,15 @@ def merge_small(values: Sequence[float], points: Sequence[int], min_change: floa
     medians differ by less than ``min_change`` (the weakest first, then recomputed)."""
     x = np.asarray(values, dtype=float)
     cuts = sorted(points)
-    while True:
+    while cuts:  # no cut, no shift (and no median of a series every run of which is set aside)
         bounds = [0, *cuts, len(x)]
         medians = [float(np.median(x[a:b])) for a, b in zip(bounds, bounds[1:], strict=False)]
         shifts = [Shift(c, medians[i], medians[i + 1]) for i, c in enumerate(cuts)]
-        if not shifts:
-            return []
         weakest = min(range(len(shifts)), key=lambda i: abs(shifts[i].change))
         if abs(shifts[weakest].change) >= min_change:
             return shifts
         del cuts[weakest]
+    return []
 
 
 def outliers(values: Sequence[float], min_runs: int = MIN_RUNS) -> np.ndarray:

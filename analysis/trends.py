@@ -85,6 +85,7 @@ class Finding:
     runs_since: int  # runs at the new level, the newest included
     newest_run_id: str
     versions: VersionChange | None = field(default=None)
+    family: str = ""
 
     def line(self) -> str:
         changed = f"changed then: {self.versions.describe()}" if self.versions else (
@@ -93,6 +94,18 @@ class Finding:
                 f"{number(self.after)} {self.unit} ({self.change * 100:+.1f}%) since run "
                 f"{self.since_run_id} ({self.since_at:%Y-%m-%d %H:%M} UTC, {self.runs_since} "
                 f"runs); {changed}")  # fmt: skip
+
+    def as_row(self) -> dict[str, Any]:
+        """The finding as ``check`` stores it (migration 0016, check_findings)."""
+        return {
+            "kind": self.kind, "series_id": self.series_id, "family": self.family,
+            "host": self.host, "series": self.series, "metric_label": self.metric_label,
+            "unit": self.unit, "better": self.better, "before": self.before,
+            "after": self.after, "change": self.change, "since_run_id": self.since_run_id,
+            "since_at": self.since_at, "runs_since": self.runs_since,
+            "newest_run_id": self.newest_run_id,
+            "versions_changed": self.versions.describe() if self.versions else None,
+        }  # fmt: skip
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -117,23 +130,46 @@ def number(value: float) -> str:
     return f"{value:.1f}" if size >= 100 else f"{value:.2f}" if size >= 10 else f"{value:.3g}"
 
 
+def _known(values: pd.Series) -> np.ndarray:
+    """A version column as Python strings, None for unknown (NULL, NaN)."""
+    arr = values.to_numpy(dtype=object, na_value=None)
+    return np.array([None if v is None or v != v else str(v) for v in arr], dtype=object)
+
+
+def _moves(points: pd.DataFrame, first: np.ndarray) -> dict[str, np.ndarray]:
+    """Per version field, where a known version differs from the previous point's known one
+    (``first``: the points that start a series, which have no previous point)."""
+    out = {}
+    for c, _ in VERSION_FIELDS:
+        v = _known(points[c])
+        prev = np.r_[None, v[:-1]]
+        known = np.not_equal(v, None) & np.not_equal(prev, None) & ~first
+        out[c] = known & (v != prev)
+    return out
+
+
+def _changes(points: pd.DataFrame, moved: dict[str, np.ndarray], start: int,
+             end: int) -> list[VersionChange]:  # fmt: skip
+    """The version changes of the points ``start:end`` (one series), indexed from its start."""
+    hits = np.flatnonzero(np.logical_or.reduce([m[start:end] for m in moved.values()]))
+    out = []
+    for i in hits:
+        row, before = points.iloc[start + i], points.iloc[start + i - 1]
+        engine = row["engine"]
+        changes = tuple(
+            (name or ENGINE_NAMES.get(str(engine), str(engine)), str(before[c]), str(row[c]))
+            for c, name in VERSION_FIELDS if moved[c][start + i]
+        )  # fmt: skip
+        out.append(VersionChange(int(i), row["run_id"], row["measured_at"], changes))
+    return out
+
+
 def version_changes(points: pd.DataFrame) -> list[VersionChange]:
     """Where a known version differs from the previous point's (unknown -> known is not a
     change: the snapshot that records it may simply have started then)."""
-    known = {c: points[c].astype("string") for c, _ in VERSION_FIELDS}  # <NA> for unknown
-    moved = {c: (v.shift().notna() & v.notna() & (v.shift() != v)).fillna(False).to_numpy()
-             for c, v in known.items()}  # fmt: skip
-    out = []
-    for i in np.flatnonzero(np.logical_or.reduce(list(moved.values()))):
-        engine = points["engine"].iloc[i]
-        changes = tuple(
-            (name or ENGINE_NAMES.get(str(engine), str(engine)), known[c].iloc[i - 1],
-             known[c].iloc[i])
-            for c, name in VERSION_FIELDS if moved[c][i]
-        )  # fmt: skip
-        row = points.iloc[i]
-        out.append(VersionChange(int(i), row["run_id"], row["measured_at"], changes))
-    return out
+    first = np.zeros(len(points), dtype=bool)
+    first[:1] = True
+    return _changes(points, _moves(points, first), 0, len(points))
 
 
 def _utc(value: Any) -> datetime:
@@ -144,14 +180,39 @@ def _utc(value: Any) -> datetime:
 def analyse(
     points: pd.DataFrame, min_change: float = regress.MIN_CHANGE, min_runs: int = regress.MIN_RUNS
 ) -> list[SeriesTrend]:
-    """Every series in ``points`` (ordered by series, then time) with its shifts."""
+    """Every series in ``points`` (ordered by series, then time) with its shifts.
+
+    One pass over numpy arrays, a slice per series: a fleet has ~50,000 series, and a
+    pandas group and string conversion per series cost ~100 ms each (issue 58)."""
+    if points.empty:
+        return []
+    points = points.iloc[np.argsort(points["series_id"].to_numpy(), kind="stable")]
+    points = points.reset_index(drop=True)  # each series' points together, in time order
+    ids = points["series_id"].to_numpy()
+    first = np.r_[True, ids[1:] != ids[:-1]]
+    moved = _moves(points, first)
+    values = points["value"].to_numpy(dtype=float)
+    bounds = [*np.flatnonzero(first), len(points)]
     out = []
-    for series_id, group in points.groupby("series_id", sort=False):
-        group = group.reset_index(drop=True)
-        values = group["value"].to_numpy(dtype=float)
-        out.append(SeriesTrend(str(series_id), group, regress.shifts(values, min_change, min_runs),
-                               version_changes(group), regress.outliers(values, min_runs)))  # fmt: skip
+    for start, end in zip(bounds, bounds[1:], strict=False):
+        x = values[start:end]
+        out.append(SeriesTrend(str(ids[start]), points.iloc[start:end].reset_index(drop=True),
+                               regress.shifts(x, min_change, min_runs),
+                               _changes(points, moved, start, end),
+                               regress.outliers(x, min_runs)))  # fmt: skip
     return out
+
+
+def stored_trend(points: pd.DataFrame, shifts: list[list[float]],
+                 min_runs: int = regress.MIN_RUNS) -> SeriesTrend:  # fmt: skip
+    """One series as a ``check`` run kept it (migration 0016): its points (oldest first) and
+    the level changes it found ([first index, before, after], ...). Outliers and version
+    changes are recomputed from the points (numpy and pandas only: no change detection)."""
+    group = points.reset_index(drop=True)
+    values = group["value"].to_numpy(dtype=float)
+    return SeriesTrend(str(group["series_id"].iloc[0]), group,
+                       [regress.Shift(int(i), float(b), float(a)) for i, b, a in shifts],
+                       version_changes(group), regress.outliers(values, min_runs))  # fmt: skip
 
 
 def finding(trend: SeriesTrend) -> Finding | None:
@@ -167,7 +228,7 @@ def finding(trend: SeriesTrend) -> Finding | None:
         before=shift.before, after=shift.after, change=shift.change,
         since_run_id=str(at["run_id"]), since_at=_utc(at["measured_at"]),
         runs_since=len(trend.points) - shift.index, newest_run_id=str(newest["run_id"]),
-        versions=trend.version_change_near(shift.index),
+        versions=trend.version_change_near(shift.index), family=str(first["family"]),
     )  # fmt: skip
 
 

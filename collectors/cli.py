@@ -77,8 +77,8 @@ VERBS: tuple[Verb, ...] = (
          "optionally a vLLM or SGLang URL; one pass/warn/fail line each",
          writes=False),  # fmt: skip
     Verb("check", "collectors.upkeep.check", "compare the newest run of every measured series with "
-         "its history; one line per regression or improvement, exit 3 on a regression",
-         writes=False),  # fmt: skip
+         "its history; one line per regression or improvement, exit 3 on a regression; "
+         "the findings are kept as a run the dashboard shows"),  # fmt: skip
     Verb("migrate", "collectors.upkeep.migrate_store", "copy every run of an embedded store into a "
          "DuckLake (--to URL); re-running is a no-op"),  # fmt: skip
     Verb("compact", "collectors.upkeep.compact", "merge a lake's small files and expire old "

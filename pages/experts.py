@@ -67,14 +67,6 @@ if head.empty:
     st.warning(f"Run {run_id} is not an expert-load run in this store.")
     st.stop()
 info = head.iloc[0]
-files = ", ".join(json.loads(info["files"] or "[]"))
-st.caption(f"{info['model_id']} ({info['num_layers']} layers, {info['num_experts']} routed "
-           f"experts top-{info['top_k']}, {info['dense_layers']} dense), {info['recorder_mode']}"
-           f" recording on {info['host']}, {ui.age(info['finished_at'])} ago; {files}")  # fmt: skip
-if info["layer_total_spread"] and info["layer_total_spread"] > 0:
-    st.caption(f"Per-layer totals differ by up to {info['layer_total_spread']:.3%} (accepted: "
-               "each layer's figures use its own total).")  # fmt: skip
-
 counts = qe.counts(loc, run_id)
 layers = qe.layers(loc, run_id)
 summary = qe.ep_summary(loc, run_id)
@@ -87,6 +79,15 @@ st.markdown(f"**Hottest expert per layer: {routed['max_over_mean'].min():.1f}x t
 st.subheader("Layers x experts")
 fig, data = charts.heatmap(counts, f"Tokens per expert over its layer's mean, run {run_id}")
 ui.chart(fig, data, f"expert-heatmap-{run_id}")
+# what was recorded, under the answer (first screen: the sentence and the heatmap)
+files = json.loads(info["files"] or "[]")
+files = ui.few(files, "more files") if files else "no files recorded"
+st.caption(f"{info['model_id']} ({info['num_layers']} layers, {info['num_experts']} routed "
+           f"experts top-{info['top_k']}, {info['dense_layers']} dense), {info['recorder_mode']}"
+           f" recording on {info['host']}, {ui.age(info['finished_at'])} ago; {files}")  # fmt: skip
+if info["layer_total_spread"] and info["layer_total_spread"] > 0:
+    st.caption(f"Per-layer totals differ by up to {info['layer_total_spread']:.3%} (accepted: "
+               "each layer's figures use its own total).")  # fmt: skip
 
 st.subheader("Imbalance per layer")
 ui.chart(charts.layer_bars(layers), layers, f"expert-layers-{run_id}")

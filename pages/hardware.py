@@ -1,4 +1,7 @@
-"""Hardware: one ``gpu`` run's GPUs, topology matrix, P2P matrix and interconnect class."""
+"""Hardware: one ``gpu`` run's GPUs, topology matrix, P2P matrix and interconnect class.
+
+First screen: the interconnect in a sentence and the topology matrix; the devices' facts, the
+GPU table and the P2P matrix below."""
 
 from __future__ import annotations
 
@@ -186,6 +189,14 @@ n = int(info["gpu_count"])
 klass = str(info["interconnect_class"])
 st.markdown(f"**{n}x {info['gpu_model']}, {CLASS_WORDS.get(klass, klass)}**: "
             f"{pair_words(counts, n, klass)}; {p2p_words(p2p)}.")  # fmt: skip
+st.subheader("Topology matrix")
+st.caption("As `nvidia-smi topo -m` prints it: how each GPU pair is connected, nearest first.")
+topo = matrix(links, "topology")
+topo["CPU Affinity"] = [str(a) if a else "?" for a in dev["cpu_affinity"]]
+topo["NUMA Affinity"] = [_num(a) for a in dev["numa_node"]]
+styled_table(topo, topo_colour, f"topology-{run_id}", f"GPU topology, run {run_id}")
+legend(TOPO_LEGEND)
+
 facts = device_facts(dev) if not dev.empty else []
 sys_pairs = counts[counts["topology"] == "SYS"]
 if len(sys_pairs):
@@ -220,14 +231,6 @@ if not nvl.empty:
         st.caption("NVLink: " + "; ".join(
             f"GPU {r.gpu_index}: {r.active_links} active (to {r.remote_types or '?'})"
             for r in nvl.itertuples()))  # fmt: skip
-
-st.subheader("Topology matrix")
-st.caption("As `nvidia-smi topo -m` prints it: how each GPU pair is connected, nearest first.")
-topo = matrix(links, "topology")
-topo["CPU Affinity"] = [str(a) if a else "?" for a in dev["cpu_affinity"]]
-topo["NUMA Affinity"] = [_num(a) for a in dev["numa_node"]]
-styled_table(topo, topo_colour, f"topology-{run_id}", f"GPU topology, run {run_id}")
-legend(TOPO_LEGEND)
 
 st.subheader("P2P matrix")
 cap = st.segmented_control("P2P capability", CAPS, default="read", key="p2p",

@@ -1,5 +1,9 @@
 """Kernel breakdown: where a run's decode step goes, per rank, per step, per kernel.
 
+First screen: the run, the step in a sentence and the per-category breakdown table; the
+floors chart and its inputs, communication, step anatomy, per-rank and per-step charts, top
+kernels, collective dtypes and the comparison below.
+
 State lives in the URL: ``run`` and ``vs`` hold absolute run ids, ``rank`` the rank the
 per-step chart shows. Numbers come from store.queries.trace; this page only formats them.
 """
@@ -43,17 +47,21 @@ def empty(what: str) -> None:
     st.code(COMMANDS, language="bash")
 
 
-def run_label(row: dict) -> str:
-    when = pd.Timestamp(row["finished_at"]).strftime("%Y-%m-%d %H:%M:%S UTC")
-    label = row["label"] if isinstance(row["label"], str) and row["label"] else row["verb"]
-    return f"{row['host']} · {label} · {when} · {int(row['ranks'])} rank(s)"
+def run_labels(runs: pd.DataFrame) -> dict[str, str]:
+    """Each run's picker label, "host · label · when · N rank(s)" (a fleet lists 3,600 runs:
+    built column-wise, not row by row)."""
+    named = runs["label"].where(runs["label"].fillna("") != "", runs["verb"])
+    when = pd.to_datetime(runs["finished_at"], utc=True).dt.strftime("%Y-%m-%d %H:%M:%S UTC")
+    text = (runs["host"].astype(str) + " · " + named.astype(str) + " · " + when + " · "
+            + runs["ranks"].astype(int).astype(str) + " rank(s)")  # fmt: skip
+    return dict(zip(runs["run_id"], text, strict=True))
 
 
 def pick_run(
     title: str, param: str, runs: pd.DataFrame, optional: bool, exclude: str | None = None
 ) -> str | None:
     """A run picker whose URL parameter holds the absolute run id (never 'latest')."""
-    labels = {row["run_id"]: run_label(row) for row in runs.to_dict("records")}
+    labels = run_labels(runs)
     ids = [r for r in labels if r != exclude]
     options = ([NONE] if optional else []) + ids
     key = f"pick_{param}"
@@ -133,12 +141,15 @@ st.markdown(
     f"Step: **{top['step_us'] / 1000:.2f} ms** mean wall per step and rank; largest category: "
     f"**{top['category']}** ({top['pct_of_step']:.1f}% of step)."
 )
+breakdown_slot = st.container()  # the answer's table, above the floors that fill it
 floors = floor_view.show(run_id, COLORS)
-st.subheader("Breakdown")
-st.caption("Per category, per step and rank; the floor is the busiest rank's (docs/floors.md).")
-breakdown = summary.drop(columns=["step_us", "is_comm"]).merge(
-    floors.drop(columns=["measured_us_per_step", "assumption"]), on="category", how="left")
-st.dataframe(ui.blank(breakdown), hide_index=True, width="stretch")
+with breakdown_slot:
+    st.subheader("Breakdown")
+    st.caption("Per category, per step and rank; the floor is the busiest rank's "
+               "(docs/floors.md, the chart below).")  # fmt: skip
+    breakdown = summary.drop(columns=["step_us", "is_comm"]).merge(
+        floors.drop(columns=["measured_us_per_step", "assumption"]), on="category", how="left")
+    st.container(key="breakdown").dataframe(ui.blank(breakdown), hide_index=True, width="stretch")
 st.subheader("Communication")
 sentences = comm_sentences(summary)
 st.markdown("\n".join(f"- {s}" for s in sentences) or "No communication in this run's steps.")

@@ -1,4 +1,10 @@
-"""Overview: hosts, freshness per host x collector, recent runs, and what is still empty."""
+"""Overview: which hosts report, what went stale, the newest regressions, recent runs, and
+what is still empty.
+
+First screen: metric cards and a sentence (hosts, stale collectors, regressed series), the
+newest regressions `collectors check` finds (first five; all on the Trends page) and the
+hosts table; the stale threshold (URL ``stale_h``), the freshness table, the recent runs
+(URL ``verb``) and the empty areas below."""
 
 from __future__ import annotations
 
@@ -7,10 +13,12 @@ from datetime import UTC, datetime
 import pandas as pd
 import streamlit as st
 
+from pages.helpers import overview_answer as oa
 from pages.helpers import ui
 from store import RELABEL_COMMAND, UNKNOWN_HOST
 from store.errors import StoreError
 from store.queries import overview as queries
+from store.queries import series as queries_series
 from store.spool.status import human_age, spool_status
 
 st.title("Overview")
@@ -43,24 +51,56 @@ now = datetime.now(UTC)
 # runs whose files named no host are no host of their own: listed apart, below
 real_hosts = hosts[hosts["host"] != UNKNOWN_HOST]
 shown_hosts = real_hosts if host is None else real_hosts[real_hosts["host"] == host]
+answer = st.container()  # cards, sentence and tables: filled once the threshold below is read
 
-st.subheader("Hosts")
-if shown_hosts.empty and host == UNKNOWN_HOST:
-    st.caption("Runs whose files named no host are listed below, under Unknown host.")
-elif shown_hosts.empty:
-    st.warning(f"No runs from host {host!r} in this store.")
+st.subheader("Freshness")
+stale_hours = int(st.number_input(
+    "Stale after (hours)", min_value=1, max_value=24 * 90, value=24, step=1, key="stale_h",
+    bind="query-params", help="A collector whose last successful run is older is flagged.",
+))  # fmt: skip
+fresh = oa.with_staleness(fresh, now, stale_hours)
+stale = fresh[fresh["stale"]]
+check = queries_series.latest_check(loc, host)
+if check.empty:
+    regressed, series, checked_ago = pd.DataFrame(columns=["host"]), None, ""
 else:
-    st.caption(f"{len(shown_hosts)} host(s): " + ", ".join(shown_hosts["host"]))
-    table = shown_hosts.assign(
-        last_seen=[ui.age(t, now) + " ago" for t in shown_hosts["last_seen_at"]]
-    )
-    # the host's own inventory (host/gpu runs) apart from the GPUs its imported profiles name
-    columns = ["host", "gpu_model", "gpu_count", "cuda_driver", "os", "cpu", "runs", "last_seen"]
-    if "imported_gpu_model" in table and table["imported_gpu_model"].notna().any():
-        columns.insert(3, "imported_gpu_model")
-        st.caption("`gpu_model`/`gpu_count`: the host's own inventory (`collectors host`); "
-                   "`imported_gpu_model`: the GPUs named by profiles imported for it.")  # fmt: skip
-    st.dataframe(ui.blank(table[columns]), hide_index=True, width="stretch")
+    info = check.iloc[0]
+    regressed = queries_series.check_findings(loc, info["run_id"], host, "regression")
+    series = int(info["series"]) if pd.notna(info["series"]) else None
+    checked_ago = f"{ui.age(info['finished_at'], now)} ago"
+
+with answer:
+    if shown_hosts.empty and host == UNKNOWN_HOST:
+        st.caption("Runs whose files named no host are listed below, under Unknown host.")
+    elif shown_hosts.empty:
+        st.warning(f"No runs from host {host!r} in this store.")
+    c1, c2, c3, c4 = st.columns(4)
+    c1.metric("Hosts", f"{len(shown_hosts):,}")
+    c2.metric(f"Stale collectors ({stale_hours} h)", f"{len(stale):,}",
+              help="host x collector pairs with no successful run in that time")  # fmt: skip
+    c3.metric("Regressed series", "-" if check.empty else f"{len(regressed):,}",
+              help=f"at the last `{oa.CHECK}` ({checked_ago or 'none yet'})")  # fmt: skip
+    c4.metric("Runs", f"{int(shown_hosts['runs'].sum()):,}")
+    st.markdown(oa.sentence(len(shown_hosts), stale, None if check.empty else len(regressed),
+                            series, stale_hours, checked_ago))  # fmt: skip
+    if len(regressed):
+        st.caption(f"Newest regressions (first {min(len(regressed), ui.FEW)} of "
+                   f"{len(regressed):,}; the Trends page draws them):")  # fmt: skip
+        st.container(key="regressions").dataframe(
+            oa.regression_table(regressed.head(ui.FEW)), hide_index=True, width="stretch")
+    if not shown_hosts.empty:
+        table = oa.host_table(shown_hosts, fresh, regressed, lambda t: ui.age(t, now))
+        # the host's own inventory (host/gpu runs) apart from the GPUs its imported profiles name
+        columns = ["host", "gpu_model", "gpu_count", "runs", "last_seen", "stale_collectors",
+                   "regressions", "cuda_driver", "os", "cpu"]  # fmt: skip
+        if "imported_gpu_model" in table and table["imported_gpu_model"].notna().any():
+            columns.insert(3, "imported_gpu_model")
+        st.container(key="hosts").dataframe(ui.blank(table[columns]), hide_index=True,
+                                            width="stretch",
+                                            height=min(36 + 35 * len(table), 316))  # fmt: skip
+        if "imported_gpu_model" in columns:
+            st.caption("`gpu_model`/`gpu_count`: the host's own inventory (`collectors host`); "
+                       "`imported_gpu_model`: the GPUs named by profiles imported for it.")  # fmt: skip
 
 unknown = queries.unknown_host_runs(loc) if host in (None, UNKNOWN_HOST) else None
 if unknown is not None and not unknown.empty:
@@ -76,21 +116,9 @@ if unknown is not None and not unknown.empty:
     st.code("\n".join(RELABEL_COMMAND.format(run_id=r) for r in unknown["run_id"].head(5)),
             language="bash")  # fmt: skip
 
-st.subheader("Freshness")
-stale_hours = st.number_input(
-    "Stale after (hours)", min_value=1, max_value=24 * 90, value=24, step=1, key="stale_h",
-    bind="query-params", help="A collector whose last successful run is older is flagged.",
-)  # fmt: skip
 if not fresh.empty:
-    limit = pd.Timedelta(hours=int(stale_hours))
     fresh = fresh.assign(
-        last_ok=[ui.age(t, now) + (" ago" if pd.notna(t) else "") for t in fresh["last_ok_at"]],
-        stale=[pd.isna(t) or now - pd.Timestamp(t) > limit for t in fresh["last_ok_at"]],
-    )
-    stale_count = int(fresh["stale"].sum())
-    if stale_count:
-        st.warning(f"{stale_count} host x collector pair(s) have no successful run in the last "
-                   f"{int(stale_hours)} h.")  # fmt: skip
+        last_ok=[ui.age(t, now) + (" ago" if pd.notna(t) else "") for t in fresh["last_ok_at"]])
     view = ui.blank(fresh[["host", "verb", "last_ok", "runs", "failed_runs", "stale"]])
     st.dataframe(
         view.style.apply(
@@ -109,10 +137,7 @@ verbs = (
 verb = st.selectbox("Collector", verbs, key="verb", bind="query-params")
 runs = queries.recent_runs(loc, host, None if verb == "(all collectors)" else verb, limit=100)
 runs = runs.assign(age=[ui.age(t, now) + " ago" for t in runs["finished_at"]])
-st.caption(
-    f"{len(runs)} run(s), newest first"
-    + (f"; latest: {runs['run_id'].iloc[0]}" if len(runs) else "")
-)
+st.caption(f"{len(runs)} run(s), newest first.")
 st.dataframe(
     ui.blank(runs[["run_id", "verb", "status", "label", "host", "age", "duration_s", "message"]]),
     hide_index=True,

@@ -1,21 +1,25 @@
-"""Policy: the active precision policy, stored trace runs that break it, and a verdict for a
-pasted launch command / systemd unit / env file (parsed as text, never executed).
+"""Policy: which stored trace runs break the active precision policy, a run's findings, a
+verdict for a pasted launch command / systemd unit / env file (parsed as text, never
+executed), and the policy's rules.
 
-URL state: ``native`` (the checkpoint kind the checks compare against, e.g. ``deepseek-v3``)
-and ``run`` (an absolute run id; absent = every run). Only that run's per-event rows are
-read (exact quantize-before-collective check); the all-runs summary uses call counts.
+First screen: "N of M runs comply; K break it (top rules), L need review" and a filterable
+table of the runs (run, host, rules, kernel evidence) with a CSV of every run
+(pages/helpers/policy_runs.py). URL state: ``show`` and ``rule`` (the table's filters),
+``native`` (the checkpoint kind the checks compare against, e.g. ``deepseek-v3``) and
+``run`` (an absolute run id; absent = none opened). Only that run's per-event rows are read
+(exact quantize-before-collective check); the other runs use call counts.
 Pasted text is deliberately NOT put in the URL: unit files often carry secrets (tokens in
 Environment= lines).
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 
+from pages.helpers import policy_runs as pr
 from pages.helpers import ui
 from planner.api import NATIVE_HINTS as HINTS
 from planner.api import (
@@ -30,7 +34,7 @@ from store.errors import StoreError, StoreMissing
 from store.queries import policy as qp
 
 ASSUMED = "assumed"
-ALL_RUNS = "(all runs)"
+NO_RUN = "(none)"
 MAX_PASTE = 64 * 1024
 TRACE_AREA = ui.Area("trace", "Trace", "python -m collectors trace PATH")
 NATIVE_LABELS = {
@@ -49,16 +53,50 @@ def md(text: object) -> str:
     return "`" + str(text).replace("`", "'") + "`"
 
 
-def show_findings(findings: list, kind: str) -> None:
+def show_findings(findings: list) -> None:
+    """A pasted file's findings: one line each (a launch command has a few), a table when
+    there are more."""
+    if len(findings) > ui.FEW:
+        st.dataframe(pd.DataFrame([f.__dict__ for f in findings]), hide_index=True,
+                     width="stretch")  # fmt: skip
+        return
     for f in findings:
-        if kind == "lint":
-            where = f" {md(f.where)}" if f.where else ""
-            st.markdown(f"- **{f.level}** {md(f.rule_id) if f.rule_id else ''} line {f.line}:"
-                        f"{where} {f.sentence} ({f.detail})")  # fmt: skip
-        else:
-            rank = "" if f.rank is None else f" rank {f.rank}"
-            st.markdown(f"- **{f.level}** {md(f.rule_id)} run {md(f.run_id)}{rank}: "
-                        f"{md(f.kernel)} x{f.calls} - {f.sentence} ({f.detail})")  # fmt: skip
+        where = f" {md(f.where)}" if f.where else ""
+        st.markdown(f"- **{f.level}** {md(f.rule_id) if f.rule_id else ''} line {f.line}:"
+                    f"{where} {f.sentence} ({f.detail})")  # fmt: skip
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def checked(loc, version: str, host: str | None, native_key: str, selected: str):
+    """Every trace run checked against the policy: (runs, the runs table, findings, rule-3
+    candidates, the run checked exactly or None), kept per store version, host, checkpoint
+    and opened run: the rows of 3,600 runs take a second to check, and every click reruns
+    the page. Only ``selected``'s per-event rows are read (the exact rule-3 check); the
+    other runs use the call-count proxy, since a window over all of ``trace_kernels`` (100M
+    rows at scale) is tens of seconds."""
+    policy = load_policy()
+    native = None if native_key == ASSUMED else HINTS[native_key]
+    runs = qp.trace_runs(loc, host)
+    rows = qp.policy_kernel_rows(loc, host)
+    with_events = set(qp.event_runs(loc, host))
+    exact = selected if selected in with_events and selected in set(runs["run_id"]) else None
+    adjacency = {exact: qp.quantize_before_collectives(loc, host, run_id=exact).to_dict(
+        "records")} if exact else {}  # fmt: skip
+    # column by column: DataFrame.to_dict over arrow-backed strings cost 6x (40,000 rows)
+    cols = list(rows.columns)
+    values = zip(*(rows[c].tolist() for c in cols), strict=True)
+    records = [dict(zip(cols, v, strict=True)) for v in values]
+    findings = check_kernels(records, policy, native, adjacency)
+    candidates = quantize_candidates(records)
+    table = pr.run_table(runs, findings, lambda mine, rid: run_verdict(
+        mine, rid, rid == exact, rid in with_events, rid in candidates))  # fmt: skip
+    return runs, table, findings, candidates, exact
+
+
+def share_link_and_stop() -> None:
+    with link_slot:
+        ui.share_link()
+    st.stop()
 
 
 def url_select(label: str, options: list[str], param: str, fmt) -> str:
@@ -79,30 +117,89 @@ def url_select(label: str, options: list[str], param: str, fmt) -> str:
 
 
 st.title("Policy")
-ui.share_link()
+link_slot = st.container()  # the share link, drawn once every picker has set the URL
 try:
     policy = load_policy()
 except PolicyError as exc:
     st.error(str(exc))
     st.stop()
+answer = st.container()  # the answer and the runs table; filled once the runs are checked
 
-st.subheader("Active policy")
-st.markdown(f"**{policy.name}** version **{policy.version}**: {policy.description}")
-rules = pd.DataFrame(
-    [(r.id, r.kind, r.component, r.sentence, r.rationale) for r in policy.rules],
-    columns=["id", "kind", "component", "rule", "rationale"],
-)
-st.table(rules.set_index("id"))
-st.caption(f"Rules file: `{Path(policy.path).name}` (planner/policy/policies/). Lint a file with "
-           "`python -m planner lint FILE [--policy P] [--native KIND | --model-config "
-           "config.json]`.")  # fmt: skip
-ui.csv_download(rules, f"policy-{policy.name}-{policy.version}")
-
-native_key = url_select(
-    "Checkpoint's native precision (what the checks compare against)", [ASSUMED, *HINTS],
-    "native", lambda k: NATIVE_LABELS.get(k, k),
-)  # fmt: skip
+st.subheader("Open a run")
+c1, c2 = st.columns(2)
+with c2:
+    native_key = url_select(
+        "Checkpoint's native precision (what the checks compare against)", [ASSUMED, *HINTS],
+        "native", lambda k: NATIVE_LABELS.get(k, k),
+    )  # fmt: skip
 native = None if native_key == ASSUMED else HINTS[native_key]
+loc = ui.store()
+host = ui.host_filter()
+# The run chosen in the URL (or the Run box, rendered further down): the only run whose
+# per-event rows are read (checked()).
+selected = st.session_state.get("pick_run") or st.query_params.get("run") or NO_RUN
+try:
+    runs, table, findings, candidates, exact = checked(loc, ui.version(loc), host, native_key,
+                                                       selected)  # fmt: skip
+except StoreMissing:
+    with answer:
+        ui.empty_state(TRACE_AREA, "No store yet. Import PyTorch-profiler traces to check them:")
+    share_link_and_stop()
+except StoreError as exc:
+    with answer:
+        ui.store_problem(exc)
+    share_link_and_stop()
+except Exception as exc:  # noqa: BLE001 - a store from before the trace tables: say so
+    with answer:
+        st.error(f"Cannot read the trace tables of this store: {exc}".splitlines()[0])
+    share_link_and_stop()
+if runs.empty:
+    with answer:
+        ui.empty_state(TRACE_AREA, "No trace runs" + (f" from {host}" if host else "") +
+                       " yet. Import PyTorch-profiler traces to check them:")  # fmt: skip
+    share_link_and_stop()
+broken = pr.broken_rules(table, findings)
+
+with answer:
+    st.markdown(pr.answer(table, broken, policy.label))
+    st.caption(f"Checkpoint precision: {NATIVE_LABELS.get(native_key, native_key)}. Rule 3 (a "
+               "quantize kernel launched right before a collective) comes from the per-event "
+               "rows only for the opened run" + (f" ({exact})" if exact else "") + "; for the "
+               "others it is the call-count proxy (a quantize kernel with as many calls as a "
+               f"collective on that rank): {len(candidates - {exact}):,} other run(s) have a "
+               "quantize kernel on a rank with collectives.")  # fmt: skip
+    f1, f2, _ = st.columns([2, 2, 3])
+    counts = pr.counts(table)
+    default_show = pr.SHOW[0] if counts[pr.BREAKS] + counts[pr.REVIEW] else "all"
+    show = f1.selectbox("Show", pr.SHOW, key="show", bind="query-params",
+                        index=pr.SHOW.index(default_show))  # fmt: skip
+    rule = f2.selectbox("Rule", [pr.ANY_RULE, *(r.id for r in policy.rules)], key="rule",
+                        bind="query-params")  # fmt: skip
+    view = pr.shown(table, show, rule)
+    st.container(key="policy_runs").dataframe(view, hide_index=True, width="stretch", height=360)
+    t1, t2 = st.columns([5, 1])
+    t1.caption(f"{len(view):,} of {len(table):,} run(s) shown; the CSV holds every run.")
+    with t2:
+        ui.csv_download(table, "policy-runs", label="CSV (every run)")
+
+labels = {r["run_id"]: f"{r['run_id']} · {r['host']} · {r['name']} · {r['verdict']}"
+          for r in table.to_dict("records")}  # fmt: skip
+with c1:
+    run = url_select("Run", [NO_RUN, *labels], "run", lambda r: labels.get(r, r))
+if run != NO_RUN:
+    mine = [f for f in findings if f.run_id == run]
+    if not mine:
+        st.success(f"Run {run}: no FP8 collective or quantizing communication kernel found; "
+                   f"compliant with {policy.label}.")  # fmt: skip
+    else:
+        frame = pd.DataFrame([f.__dict__ for f in mine])
+        st.caption(f"Run {run}: {len(mine)} finding(s), one per rank and kernel.")
+        st.dataframe(frame[["level", "rule_id", "rank", "kernel", "category", "dtype", "calls",
+                            "total_us", "sentence", "detail"]], hide_index=True, width="stretch")  # fmt: skip
+        ui.csv_download(frame, "policy-trace-findings")
+if findings:
+    ui.csv_download(pd.DataFrame([f.__dict__ for f in findings]), "policy-all-findings",
+                    label="CSV (every finding of every run)")  # fmt: skip
 
 st.subheader("Check a launch command or unit file")
 st.caption("Paste a `vllm serve` / `sglang.launch_server` command, a shell script, a systemd "
@@ -118,79 +215,19 @@ if text and text.strip():
         st.error if not result.compliant else st.warning if result.count("review") else st.success
     )
     shown(f"Verdict: {result.verdict} (native precision: {result.native_source})")
-    show_findings(result.findings, "lint")
+    show_findings(result.findings)
 
-st.subheader("Stored trace runs")
-loc = ui.store()
-host = ui.host_filter()
-# The run chosen in the URL (or the Run box, rendered further down): the only run whose
-# per-event rows are read. The all-runs summary never scans trace_kernels (100M rows at
-# scale: a window over all of it is tens of seconds); it uses the call-count proxy.
-selected = st.session_state.get("pick_run") or st.query_params.get("run") or ALL_RUNS
-try:
-    runs = qp.trace_runs(loc, host)
-    rows = qp.policy_kernel_rows(loc, host)
-    with_events = set(qp.event_runs(loc, host))
-    exact = selected if selected in with_events and selected in set(runs["run_id"]) else None
-    adjacent = qp.quantize_before_collectives(loc, host, run_id=exact) if exact else None
-except StoreMissing:
-    ui.empty_state(TRACE_AREA, "No store yet. Import PyTorch-profiler traces to check them:")
-    st.stop()
-except StoreError as exc:
-    ui.store_problem(exc)
-    st.stop()
-except Exception as exc:  # noqa: BLE001 - a store from before the trace tables: say so
-    st.error(f"Cannot read the trace tables of this store: {exc}".splitlines()[0])
-    st.stop()
-if runs.empty:
-    ui.empty_state(TRACE_AREA, "No trace runs" + (f" from {host}" if host else "") +
-                   " yet. Import PyTorch-profiler traces to check them:")  # fmt: skip
-    st.stop()
-
-adjacency = {exact: adjacent.to_dict("records")} if exact else {}
-records = rows.to_dict("records")
-findings = check_kernels(records, policy, native, adjacency)
-candidates = quantize_candidates(records)
-flagged = sorted({f.run_id for f in findings if f.level == "violation"})
-review = sorted({f.run_id for f in findings if f.level == "review"} - set(flagged))
-st.markdown(
-    f"Checked **{len(runs)}** trace run(s): **{len(flagged)}** break the policy"
-    + (f" ({', '.join(flagged)})" if flagged else "")
-    + f", **{len(review)}** need review"
-    + (f" ({', '.join(review)})" if review else "")
-    + f". Checkpoint precision: {NATIVE_LABELS.get(native_key, native_key)}."
+st.subheader("The policy's rules")
+st.markdown(f"**{policy.name}** version **{policy.version}**: {policy.description}")
+rules = pd.DataFrame(
+    [(r.id, r.kind, r.component, r.sentence, r.rationale) for r in policy.rules],
+    columns=["id", "kind", "component", "rule", "rationale"],
 )
-# Findings grouped by run once: counting them per run over all findings was runs x findings
-# (3,000 runs: ~1 s of a warm render).
-by_run: dict[str, list] = defaultdict(list)
-for f in findings:
-    by_run[f.run_id].append(f)
-runs = runs.assign(
-    name=[lab if isinstance(lab, str) and lab else verb for lab, verb in zip(
-        runs["label"], runs["verb"], strict=True)],
-    violations=[sum(f.level == "violation" for f in by_run[rid]) for rid in runs["run_id"]],
-    reviews=[sum(f.level == "review" for f in by_run[rid]) for rid in runs["run_id"]],
-)  # fmt: skip
-runs["verdict"] = [
-    run_verdict(by_run[rid], rid, rid == exact, rid in with_events, rid in candidates)
-    for rid in runs["run_id"]
-]
-st.table(runs[["run_id", "host", "name", "verdict", "violations", "reviews"]].set_index("run_id"))
-st.caption("Rule 3 (a quantize kernel launched right before a collective) is checked from the "
-           "per-event rows only for the selected run"
-           + (f" ({exact})" if exact else "") + "; for the other runs it is the call-count "
-           "proxy (a quantize kernel with as many calls as a collective on that rank), "
-           f"which can miss or over-flag: {len(candidates - {exact})} other run(s) have a "
-           "quantize kernel on a rank with collectives; open a run for its exact check.")  # fmt: skip
-labels = {
-    r["run_id"]: f"{r['run_id']} · {r['host']} · {r['name']}" for r in runs.to_dict("records")
-}
-run = url_select("Run", [ALL_RUNS, *labels], "run", lambda r: labels.get(r, r))
-shown_findings = [f for f in findings if run == ALL_RUNS or f.run_id == run]
-if run != ALL_RUNS and not shown_findings:
-    st.success(f"Run {run}: no FP8 collective or quantizing communication kernel found; "
-               f"compliant with {policy.label}.")  # fmt: skip
-show_findings(shown_findings, "trace")
-if shown_findings:
-    table = pd.DataFrame([f.__dict__ for f in shown_findings])
-    ui.csv_download(table, "policy-trace-findings")
+st.table(rules.set_index("id"))
+st.caption(f"Rules file: `{Path(policy.path).name}` (planner/policy/policies/). Lint a file with "
+           "`python -m planner lint FILE [--policy P] [--native KIND | --model-config "
+           "config.json]`.")  # fmt: skip
+ui.csv_download(rules, f"policy-{policy.name}-{policy.version}")
+
+with link_slot:
+    ui.share_link()

@@ -31,17 +31,18 @@ PALETTE = ("#4C78A8", "#E45756", "#54A24B", "#F58518", "#B279A2", "#72B7B2", "#9
 
 
 def pick_runs(runs: pd.DataFrame) -> list[str]:
-    """Benchmark runs kept in ``?runs=`` as absolute ids (all shown ones when none given)."""
+    """Benchmark runs kept in ``?runs=`` as absolute ids (the newest FEW when none given: a
+    fleet's hundreds of sweeps are not one chart)."""
     ids = runs["run_id"].tolist()
     wanted = [r for r in (st.query_params.get("runs") or "").split(",") if r]
     missing = [r for r in wanted if r not in ids]
     if missing:
-        st.warning(f"Run(s) from the link not in this view: {', '.join(missing)}")
+        st.warning(f"Run(s) from the link not in this view: {ui.few(missing)}")
     current = st.session_state.get("bench_runs")
     if current is None:
-        st.session_state["bench_runs"] = [r for r in wanted if r in ids] or ids
+        st.session_state["bench_runs"] = [r for r in wanted if r in ids] or ids[:ui.FEW]
     elif any(r not in ids for r in current):  # another model or host: keep what still fits
-        st.session_state["bench_runs"] = [r for r in current if r in ids] or ids
+        st.session_state["bench_runs"] = [r for r in current if r in ids] or ids[:ui.FEW]
     facts = {r.run_id: f"{r.engines} · {r.host} · {r.layouts} · "
                        f"c={_count(r.min_concurrency)}-{_count(r.max_concurrency)}"
              for r in runs.itertuples()}  # fmt: skip
@@ -104,14 +105,14 @@ def model_for(model_id: str):
                   "the Tradeoff page takes a config.json")  # fmt: skip
 
 
-def predictions(loc, bench: pd.DataFrame, model_id: str, pick):
+def predictions(loc, bench: pd.DataFrame, model_id: str, pick, calibrated: bool):
     """The serving model's TPOT/TTFT/throughput at each measured point (pages/serving_predict)."""
     from pages.helpers.serving_predict import serving_predictions
 
     def for_host(loc, _key: str, host: str):
         return hardware_for(loc, pick, host)
 
-    return serving_predictions(loc, bench, model_id, pick.key, for_host, model_for)
+    return serving_predictions(loc, bench, model_id, pick.key, for_host, model_for, calibrated)
 
 
 def comm_curves(loc, hw, host: str):
@@ -127,29 +128,37 @@ def comm_curves(loc, hw, host: str):
 
 
 def bench_section(loc, host: str | None) -> None:
-    st.subheader("TPOT and throughput versus concurrency")
+    """First screen: the sentence and the measured-vs-predicted TPOT chart; the model, run,
+    statistic and hardware pickers below it, then how the prediction was made."""
     models = qs.bench_models(loc, host)
     if not models:
+        st.subheader("TPOT and throughput versus concurrency")
         ui.empty_state(BENCH, "No serving benchmarks yet. Import `vllm bench serve "
                        "--save-result` files or logs with its printed results (or run a sweep "
                        "with --url); SGLang's go through `python -m collectors sglang-bench "
                        "--results RESULTS.jsonl --server-args \"--tp 8\"`:")  # fmt: skip
         return
+    answer = st.container()
+    st.subheader("Runs and prediction")
     model = st.selectbox("Model", models, key="model", bind="query-params")
     runs = qs.bench_runs(loc, host, model)
     chosen = pick_runs(runs)
     if not chosen:
-        st.info("Pick at least one benchmark run.")
+        answer.info("Pick at least one benchmark run below.")
         return
     c1, c2 = st.columns(2)
     stat = c1.radio("Statistic", STATS, key="stat", bind="query-params", horizontal=True)
+    calibrated = c1.toggle("Calibrated mode: fit each host's points, check it on points it "
+                           "held back", key="calibrate", bind="query-params",
+                           help="planner.calibrate, as the Tradeoff page runs it: a few "
+                           "seconds per host the first time")  # fmt: skip
     with c2:
         hw_choice = pick_hardware(loc, [])
     bench = qs.bench_results(loc, chosen, model)
     if bench.empty:
-        st.info("These runs hold no results for this model.")
+        answer.info("These runs hold no results for this model.")
         return
-    pred, reasons = predictions(loc, bench, model, hw_choice)
+    pred, reasons = predictions(loc, bench, model, hw_choice, calibrated)
     col = f"{stat}_tpot_ms"
     data = bench[["run_id", "host", "engine_label", "layout_label", "layout_kind", "concurrency", col,
                   "output_throughput", "request_throughput", f"{stat}_ttft_ms",
@@ -159,7 +168,18 @@ def bench_section(loc, host: str | None) -> None:
         data = data.merge(pred, on=["layout_label", "host", "engine", "concurrency"], how="left")
         data["tpot_error_pct"] = 100.0 * (data[col] - data["predicted_tpot_ms"]) / data[
             "predicted_tpot_ms"]  # fmt: skip
-    st.markdown("\n".join(f"- {s}" for s in _sentences(data, col, stat)))
+    with answer:
+        st.subheader("Measured vs predicted TPOT")
+        lines = _sentences(data, col, stat)
+        if len(lines) <= ui.FEW:
+            st.markdown("\n".join(f"- {s}" for s in lines))
+        else:
+            st.markdown(f"{len(lines)} engine x layout x run sweeps of {md_text(model)}: the "
+                        "first five below, every one in the table under the charts.")  # fmt: skip
+            st.markdown("\n".join(f"- {s}" for s in lines[:ui.FEW]))
+        tpot = versus(data, col, "predicted_tpot_ms", f"{stat} TPOT vs concurrency ({model})",
+                      "TPOT (ms)")  # fmt: skip
+        ui.chart(tpot, data, "serving-tpot")
     if not pred.empty:
         used = pred.drop_duplicates(["hardware", "comm_source"])
         st.caption("Planner prediction (dashed) for the same model and layout on: " + "; ".join(
@@ -176,13 +196,18 @@ def bench_section(loc, host: str | None) -> None:
                    "the fit's held-out runs - " + "; ".join(pred["band"].dropna().unique()))
     if reasons:
         st.caption("No prediction for: " + "; ".join(reasons))
-    tpot = versus(data, col, "predicted_tpot_ms", f"{stat} TPOT vs concurrency ({model})",
-                  "TPOT (ms)")  # fmt: skip
-    ui.chart(tpot, data, "serving-tpot")
+    if len(lines) > ui.FEW:
+        st.dataframe(pd.DataFrame({"sweep": lines}), hide_index=True, width="stretch")
+    st.subheader("Output throughput versus concurrency")
     thr = versus(data, "output_throughput", "predicted_tokens_per_s",
                  f"Output throughput vs concurrency ({model})", "tokens/s")  # fmt: skip
     ui.chart(thr, data, "serving-throughput")
     engines_side_by_side(data, col, stat)
+
+
+def md_text(text: object) -> str:
+    """A stored name inside markdown, as inline code (its characters are not markup)."""
+    return "`" + str(text).replace("`", "'") + "`"
 
 
 def engines_side_by_side(data: pd.DataFrame, col: str, stat: str) -> None:

@@ -48,6 +48,7 @@ from store.errors import StoreError
 from store.queries import experts as qe
 from store.queries import planner as qp
 from store.queries import serving as qs
+from store.queries import trace as qt
 
 REF = reference.NAME
 CUSTOM = "custom"
@@ -77,32 +78,45 @@ def url_select(title: str, param: str, options: list[str], labels: dict[str, str
 
 
 def store_frames() -> tuple[pd.DataFrame, ...]:
-    """Stored GPU hosts, comm runs, trace breakdowns and recorded models (empty without a
+    """Stored GPU hosts, comm runs, trace runs and recorded models (empty without a
     store), and a note saying why."""
     loc = ui.store()
     try:
-        frames = (qp.gpu_hosts(loc), qp.comm_runs(loc), qp.trace_breakdowns(loc),
-                  qp.run_models(loc))  # fmt: skip
+        # the trace runs to calibrate on, listed without their breakdowns (every run's is a
+        # scan of all step categories: ~1 s at 10,000 runs); the chosen one's is read alone
+        frames = (qp.gpu_hosts(loc), qp.comm_runs(loc), qt.trace_runs(loc), qp.run_models(loc))
         return (*frames, "")
     except StoreError as exc:
         empty = pd.DataFrame()
         return empty, empty, empty, empty, f"store not readable ({exc}): presets only"
 
 
+def run_labels(frame: pd.DataFrame, form: str, columns: list[str]) -> dict[str, str]:
+    """run id -> ``form`` filled with the row's ``columns`` (column by column: thousands of
+    runs at fleet scale, and DataFrame.to_dict is slow on arrow-backed strings)."""
+    if frame.empty:
+        return {}
+    values = [frame[c].tolist() for c in columns]
+    return {row[0]: form.format(*row) for row in zip(*values, strict=True)}
+
+
 def model_options(recorded: pd.DataFrame) -> tuple[dict[str, str], dict[str, object]]:
     """Presets, then models recorded in runs (``run:<id>``) that the planner can read."""
     labels = {n: f"{n} (preset)" for n in models.MODEL_PRESETS}
     metas: dict[str, object] = {}
-    for row in recorded.to_dict("records"):
+    if recorded.empty:
+        return labels, metas
+    for run_id, verb, text in zip(recorded["run_id"].tolist(), recorded["verb"].tolist(),
+                                  recorded["model"].tolist(), strict=True):  # fmt: skip
         try:
-            meta = json.loads(row["model"])
+            meta = json.loads(text)
         except (TypeError, ValueError):
             continue
         if isinstance(meta, str) and models.preset_for_name(meta) is None:
             continue
         name = meta if isinstance(meta, str) else meta.get("name", "model")
-        key = f"run:{row['run_id']}"
-        labels[key] = f"{name} as recorded by {row['verb']} run {row['run_id']}"
+        key = f"run:{run_id}"
+        labels[key] = f"{name} as recorded by {verb} run {run_id}"
         metas[key] = meta
     return labels, metas
 
@@ -220,9 +234,8 @@ def measurement_inputs(s: Setup, problems: list[str]) -> None:
     c3, c4 = st.columns(2)
     with c3:
         comm_opts = {AUTO: "auto: this host's GPU comm runs, else published / spec sheet"}
-        for row in comm_runs.to_dict("records"):
-            comm_opts[row["run_id"]] = (f"{row['run_id']} ({row['host']}, {row['backend']}, "
-                                        f"{row['device']}, {row['world_size']} ranks)")  # fmt: skip
+        comm_opts |= run_labels(comm_runs, "{} ({}, {}, {}, {} ranks)",
+                            ["run_id", "host", "backend", "device", "world_size"])  # fmt: skip
         comm = url_select("Communication curves", "comm", list(comm_opts), comm_opts, problems)
     if comm != AUTO:
         rows = qp.comm_rows(ui.store(), [comm]).to_dict("records")
@@ -235,9 +248,8 @@ def measurement_inputs(s: Setup, problems: list[str]) -> None:
         cal_opts = {NONE: "none"}
         if host_name is not None:
             cal_opts[HOST] = f"{host_name}'s stored sweeps and profiled traces of this model"
-        for row in traces.to_dict("records"):
-            cal_opts[row["run_id"]] = (f"trace run {row['run_id']} ({row['host']}, step "
-                                       f"{row['step_ms']:.2f} ms, world {row['world_size']})")  # fmt: skip
+        cal_opts |= run_labels(traces, "trace run {} ({}, {}, world {})",
+                           ["run_id", "host", "verb", "world_size"])  # fmt: skip
         cal = url_select("Calibrate to this host's measurements", "calib", list(cal_opts),
                          cal_opts, problems, help="Fits only what the measurements identify, "
                          "checks itself on points it did not see, and is applied only where "

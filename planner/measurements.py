@@ -239,8 +239,7 @@ def _trace(loc, server: dict[str, Any]) -> TraceStep | None:
     from store.queries import planner as qp
 
     run = server["run_id"]
-    rows = qp.trace_breakdowns(loc)
-    rows = rows[rows["run_id"] == run] if not rows.empty else rows
+    rows = qp.trace_breakdowns(loc, run)
     if rows.empty or not _num(server.get("tp")):
         return None
     b = rows.iloc[0]

@@ -34,6 +34,9 @@ class StoreLocation:
     kind: str  # "duckdb" | "ducklake"
     path: Path | None = None  # embedded file
     data_path: str | None = None  # ducklake data files (local dir or s3://...)
+    # The data version the reader keys its cache on, asked once (store.reader.pinned) for a
+    # page run instead of once per query: a lake's version is a catalog round trip.
+    pinned_version: str | None = None
 
     @property
     def spool_dir(self) -> Path:

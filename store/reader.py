@@ -41,6 +41,23 @@ def data_version(loc: StoreLocation) -> str:
     return "|".join(parts)
 
 
+def pinned(loc: StoreLocation) -> StoreLocation:
+    """``loc`` with its data version asked now, for every query of one page run: a lake's
+    version is a catalog round trip (~25 per page at 10,000 runs: most of a warm render),
+    a file's is a ``stat`` and stays unpinned. A store that cannot say is left unpinned, so
+    the first query raises the error where the page handles it."""
+    from dataclasses import replace
+
+    from store.errors import StoreError
+
+    if loc.kind != "ducklake":
+        return loc
+    try:
+        return replace(loc, pinned_version=data_version(loc))
+    except StoreError:
+        return loc
+
+
 def store_exists(loc: StoreLocation) -> bool:
     if loc.kind == "ducklake":
         return True
@@ -49,8 +66,9 @@ def store_exists(loc: StoreLocation) -> bool:
 
 
 def query_df(loc: StoreLocation, sql: str, params: list[Any] | None = None) -> pd.DataFrame:
-    """Run a parameterised read query; cached until the store's data version changes."""
-    version = data_version(loc)
+    """Run a parameterised read query; cached until the store's data version changes (the
+    version ``pinned`` took for this page run, when it took one)."""
+    version = loc.pinned_version or data_version(loc)
     key = (loc.url, version, sql, tuple(params or ()))
     with _lock:
         if key in _cache:

@@ -6,8 +6,13 @@ is timed. Per page, several fresh worker processes each measure:
 
 - cold: the first run in a new process with an empty result cache (heavy libraries are
   imported beforehand and reported separately, as a running server has them loaded);
-- cold cache: ``store.reader.clear_cache()`` then a run, in the now warm process;
+- cold cache: ``store.reader.clear_cache()`` and the pages' own ``st.cache_data`` cleared
+  (what a commit does: both are keyed by the store's data version), then a run, in the now
+  warm process;
 - warm: repeat runs (the cache hit a second visitor gets).
+
+Each phase also records the process's CPU seconds (every thread's): on a shared, loaded
+machine the wall time stretches and the CPU time is the better guide to a quiet one.
 
 Every named query a page calls is recorded (``store.queries`` function, SQL, parameters,
 time inside the page's cold run) and re-timed on a plain DuckDB connection, no cache.
@@ -32,8 +37,9 @@ PAGE_FILES = {
     "overview": "pages/overview.py", "kernels": "pages/kernels.py",
     "hardware": "pages/hardware.py", "collectives": "pages/collectives.py",
     "tradeoff": "pages/tradeoff.py", "policy": "pages/policy.py", "serving": "pages/serving.py",
-    "experts": "pages/experts.py",
+    "experts": "pages/experts.py", "trends": "pages/trends.py",
 }  # fmt: skip
+MAX_TEXT = 1_500  # characters: a longer text element is a list that should be a table
 
 
 def links(store: str) -> dict[str, dict]:
@@ -70,6 +76,7 @@ def links(store: str) -> dict[str, dict]:
         "serving": {"runs": ",".join(bench["run_id"].head(4)), "model": model,
                     "server": f"{server['host']} · {server['url']} · {server['model_name']}"},
         "experts": {"run": queries_experts.runs(loc, None)["run_id"].iloc[0]},
+        "trends": {},  # what a first visit shows: regressions only, every host
     }  # fmt: skip
 
 
@@ -91,11 +98,15 @@ def _limit_duckdb(memory_limit: str) -> None:
 
 
 def _record_queries(calls: list[dict]) -> None:
-    """Wrap query_df in every store.queries module: name, SQL, params and time of each call."""
+    """Wrap query_df in every store.queries module: name, SQL, params and time of each call.
+
+    Each module binds ``query_df`` by name (``from store.reader import query_df``), so the
+    wrapper replaces that name in every ``store.queries.*`` submodule (and store.reader for
+    any caller going through the module)."""
     import importlib
     import pkgutil
 
-    import store
+    import store.queries
     from store import reader
 
     real = reader.query_df
@@ -114,11 +125,20 @@ def _record_queries(calls: list[dict]) -> None:
                       "page_s": time.perf_counter() - start})  # fmt: skip
         return out
 
-    for info in pkgutil.iter_modules(store.__path__):
-        if info.name.startswith("queries"):
-            mod = importlib.import_module(f"store.{info.name}")
-            if hasattr(mod, "query_df"):
-                mod.query_df = query_df
+    reader.query_df = query_df
+    for info in pkgutil.iter_modules(store.queries.__path__):
+        mod = importlib.import_module(f"store.queries.{info.name}")
+        if getattr(mod, "query_df", None) is real:
+            mod.query_df = query_df
+
+
+def _longest_text(at) -> dict:
+    """The longest text element the page shows (markdown, captions, alerts): its length and
+    start. A text of more than MAX_TEXT characters is an unbounded list in a sentence."""
+    texts = [*at.markdown, *at.caption, *at.info, *at.warning, *at.error, *at.success,
+             *at.text]  # fmt: skip
+    longest = max((str(t.value) for t in texts), key=len, default="")
+    return {"chars": len(longest), "start": longest[:120]}
 
 
 def _plain_times(store: str, calls: list[dict], reps: int) -> list[dict]:
@@ -159,8 +179,32 @@ def _time_html_exports(spent: list[float]) -> None:
     BaseFigure.to_html = to_html
 
 
+def _profiled(run) -> str:
+    """``run()`` under cProfile, in the thread the script runs in: the 40 costliest calls."""
+    import cProfile
+    import io
+    import pstats
+    import threading
+
+    prof = cProfile.Profile()
+
+    def enable(*_args):  # the script runs in its own thread: profile that thread
+        sys.setprofile(None)
+        prof.enable()
+
+    threading.setprofile(enable)
+    run()
+    threading.setprofile(None)
+    buf = io.StringIO()
+    pstats.Stats(prof, stream=buf).sort_stats("cumulative").print_stats(40)
+    return buf.getvalue()
+
+
 def worker(page: str, params: dict, store: str, reps: int, memory_limit: str,
            queries: bool) -> dict:  # fmt: skip
+    """SCALE_PROFILE=1: profile a warm run after the timed ones; =cold: the first run
+    (then untimed)."""
+    profile_cold = os.environ.get("SCALE_PROFILE") == "cold"
     start = time.perf_counter()
     import pandas  # noqa: F401 - what a running server has loaded before a page runs
     import plotly.graph_objects  # noqa: F401
@@ -179,48 +223,44 @@ def worker(page: str, params: dict, store: str, reps: int, memory_limit: str,
     at.switch_page(PAGE_FILES[page])
     for key, value in params.items():
         at.query_params[key] = value
-    timed, html_warm = [], []
+    timed, cpu, html_warm = [], [], []
     for phase in ["cold"] + ["cold_cache", "warm"] * reps:
         if phase == "cold_cache":
             reader.clear_cache()
+            streamlit.cache_data.clear()
         html.clear()
-        t0 = time.perf_counter()
-        at.run()
+        t0, c0 = time.perf_counter(), time.process_time()
+        if profile_cold and phase == "cold":
+            cold_profile = _profiled(at.run)
+        else:
+            at.run()
         timed.append((phase, time.perf_counter() - t0))
+        cpu.append((phase, time.process_time() - c0))  # every thread's: a loaded box's floor
         if phase == "warm":
             html_warm.append(sum(html))
         if phase == "cold":
             first_calls = list(calls)
             errors = [str(e.value)[:300] for e in at.exception]
+            longest = _longest_text(at)
     result = {
         "page": page, "params": params, "imports_s": round(imports_s, 3), "errors": errors,
         "cold_s": round(timed[0][1], 4),
         "cold_cache_s": [round(t, 4) for p, t in timed if p == "cold_cache"],
         "warm_s": [round(t, 4) for p, t in timed if p == "warm"],
+        "cold_cpu_s": round(cpu[0][1], 4),
+        "warm_cpu_s": [round(t, 4) for p, t in cpu if p == "warm"],
         "html_export_s": [round(t, 4) for t in html_warm],  # inside the warm runs
         "url_after": {k: at.query_params[k] for k in at.query_params},
-        "text": [m.value for m in at.markdown][:6],
+        "text": [m.value[:300] for m in at.markdown][:6], "longest_text": longest,
+        "queries_in_cold_run": len(first_calls),
+        "query_s_in_cold_run": round(sum(c["page_s"] for c in first_calls), 4),
     }  # fmt: skip
     if queries:
         result["queries"] = _plain_times(store, first_calls, 3)
-    if os.environ.get("SCALE_PROFILE"):  # where a warm run spends its time (diagnosis only)
-        import cProfile
-        import io
-        import pstats
-        import threading
-
-        prof = cProfile.Profile()
-
-        def enable(*_args):  # the script runs in its own thread: profile that thread
-            sys.setprofile(None)
-            prof.enable()
-
-        threading.setprofile(enable)
-        at.run()
-        threading.setprofile(None)
-        buf = io.StringIO()
-        pstats.Stats(prof, stream=buf).sort_stats("cumulative").print_stats(40)
-        result["profile"] = buf.getvalue()
+    if profile_cold:
+        result["profile"] = cold_profile
+    if os.environ.get("SCALE_PROFILE") and not profile_cold:  # a warm run (diagnosis only)
+        result["profile"] = _profiled(at.run)
     return result
 
 
@@ -264,8 +304,13 @@ def summarize(page: str, params: dict, runs: list[dict]) -> dict:
         "cold_s": round(med(r["cold_s"] for r in ok), 3),
         "cold_cache_s": round(med(t for r in ok for t in r["cold_cache_s"]), 3),
         "warm_s": round(med(t for r in ok for t in r["warm_s"]), 3),
+        "cold_cpu_s": round(med(r["cold_cpu_s"] for r in ok), 3),
+        "warm_cpu_s": round(med(t for r in ok for t in r["warm_cpu_s"]), 3),
         "imports_s": round(med(r["imports_s"] for r in ok), 3),
         "html_export_s": round(med(t for r in ok for t in r["html_export_s"]), 3),
+        "longest_text_chars": max(r["longest_text"]["chars"] for r in ok),
+        "queries_in_cold_run": ok[0]["queries_in_cold_run"],
+        "query_s_in_cold_run": round(med(r["query_s_in_cold_run"] for r in ok), 3),
         "errors": ok[0]["errors"], "text": ok[0]["text"], "queries": ok[0].get("queries", []),
     }  # fmt: skip
 

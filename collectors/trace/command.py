@@ -42,6 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
+    from collectors.core.words import first_few
     from collectors.trace.ingest import ingest_traces
     from store.spool.bundle import Bundle, content_run_id
 
@@ -51,7 +52,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         ctx.log.warning(result.message)
     hosts = result.run_info.get("hosts") or []
     if len(hosts) > 1:
-        ctx.log.warning(f"the files name {len(hosts)} hosts ({', '.join(hosts)}); the run is "
+        ctx.log.warning(f"the files name {len(hosts)} hosts ({first_few(hosts)}); the run is "
                         f"filed under {hosts[0]} (pass --host to choose)")  # fmt: skip
     from store import UNKNOWN_HOST
 

@@ -2,7 +2,9 @@
 level before it, one line per regression or improvement; exit 3 when any regressed.
 
 A series is one figure at one fixed point on one host (store/migrations/0011_series.sql);
-the detection is analysis/regress.py, the findings analysis/trends.py. Nothing is written.
+the detection is analysis/regress.py, the findings analysis/trends.py. What it found is
+committed as a ``check`` run (migration 0016: every finding, and the points of the series
+it names), which the Overview and the Trends page show; ``--dry-run`` commits nothing.
 
     python -m collectors check --since 7d --min-change 5%
 """
@@ -16,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 
 from analysis import regress
 from collectors.core.context import Context
-from collectors.core.errors import EXIT_OK, InputError
+from collectors.core.errors import InputError
 
 EXIT_REGRESSION = 3  # the store is fine and a series got worse (cron and CI branch on it)
 _RELATIVE = re.compile(r"^(\d+(?:\.\d+)?)\s*([mhdw])$")
@@ -75,7 +77,8 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         raise InputError(f"--host {host}: no runs about this host in {ctx.loc.describe()}")
     points = queries_series.series_points(ctx.loc, host)
     analysed = trends.analyse(points, min_change, args.min_runs)
-    found = trends.findings(analysed, since)
+    every = trends.findings(analysed)  # kept in the store whatever --since says
+    found = [f for f in every if since is None or f.since_at >= since]
     regressions = [f for f in found if f.kind == "regression"]
     summary = {
         "store": ctx.loc.describe(), "host": host, "since": since.isoformat() if since else None,
@@ -84,9 +87,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         "regressions": [f.as_dict() for f in regressions],
         "improvements": [f.as_dict() for f in found if f.kind == "improvement"],
     }  # fmt: skip
-    if args.json:
-        ctx.emit(summary)
-    else:
+    if not args.json:
         sys.stdout.write("".join(f.line() + "\n" for f in found))
         sys.stdout.flush()
     if not analysed:
@@ -95,4 +96,39 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     ctx.log.info(f"checked {len(analysed)} series over {summary['runs']} runs: "
                  f"{len(regressions)} regression(s), {len(found) - len(regressions)} "
                  "improvement(s)")  # fmt: skip
-    return EXIT_REGRESSION if regressions else EXIT_OK
+    code = commit(ctx, analysed, every, points, {"series": len(analysed), "points": len(points),
+                                       "runs": summary["runs"], "host": host,
+                                       "min_change_pct": min_change * 100,
+                                       "min_runs": args.min_runs}, summary)  # fmt: skip
+    # a regression is the answer cron branches on, even when the store was busy (75: the
+    # findings wait in the spool for the next flush)
+    return EXIT_REGRESSION if regressions else code
+
+
+def commit(ctx: Context, analysed: list, every: list, points, checked: dict,
+           summary: dict) -> int:  # fmt: skip
+    """Every finding, its series' level changes and points, as one ``check`` run."""
+    import json
+
+    import pandas as pd
+
+    from store.spool.bundle import Bundle, new_run_id
+
+    shifts = {t.series_id: json.dumps([[s.index, s.before, s.after] for s in t.shifts])
+              for t in analysed if t.shifts}  # fmt: skip
+    findings = pd.DataFrame([{**f.as_row(), "shifts": shifts[f.series_id], "line": f.line()}
+                             for f in every], columns=[*FINDING_COLUMNS, "shifts", "line"])  # fmt: skip
+    named = points[points["series_id"].isin(set(findings["series_id"]))]
+    kept = named[list(POINT_COLUMNS)].rename(columns={"run_id": "point_run_id"})
+    record = ctx.run_record(new_run_id("check"),
+                            message=f"{len(every)} finding(s) over {checked['series']} series")  # fmt: skip
+    record.args.update(checked)
+    return ctx.submit(Bundle(record, {"check_findings": findings, "check_points": kept}), summary)
+
+
+FINDING_COLUMNS = ("kind", "series_id", "family", "host", "series", "metric_label", "unit",
+                   "better", "before", "after", "change", "since_run_id", "since_at",
+                   "runs_since", "newest_run_id", "versions_changed")  # fmt: skip
+POINT_COLUMNS = ("series_id", "family", "host", "series", "point", "metric", "metric_label",
+                 "unit", "better", "run_id", "measured_at", "value", "engine", "engine_version",
+                 "torch", "nccl", "driver")  # fmt: skip

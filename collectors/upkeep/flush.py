@@ -6,6 +6,7 @@ import argparse
 
 from collectors.core.context import Context
 from collectors.core.errors import EXIT_FAILED, EXIT_OK, EXIT_STORE_BUSY
+from collectors.core.words import first_few
 from store.commit import flush
 from store.errors import StoreBusy
 
@@ -18,10 +19,13 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         ctx.log.error(f"{exc}; spooled runs stay in {spool}; run flush again later")
         ctx.emit({"committed": [], "busy": True})
         return EXIT_STORE_BUSY
-    for run_id in report.committed:
-        ctx.log.info(f"committed run {run_id}")
-    for run_id in report.already_present:
-        ctx.log.info(f"run {run_id} was already in the store; removed from the spool")
+    # A long backlog (a fleet host cut off for a day) is a count and the first few ids; --json
+    # lists every one.
+    if report.committed:
+        ctx.log.info(f"committed {len(report.committed)} run(s): {first_few(report.committed)}")
+    if report.already_present:
+        ctx.log.info(f"{len(report.already_present)} run(s) were already in the store, removed "
+                     f"from the spool: {first_few(report.already_present)}")  # fmt: skip
     for name, reason, target in report.moved_aside:
         ctx.log.warning(
             f"spool entry {name} is corrupt ({reason}); moved to {target}, not committed"

@@ -134,3 +134,30 @@ def summary_line(c: Curve, axis: str) -> str:
     else:
         text += "; no cliff: latency stays within 2x of its flat level over this range"
     return text
+
+
+def summary_table(cs: list[Curve], axis: str) -> pd.DataFrame:
+    """The curves' key numbers, one row each (summary_line's figures, for many curves)."""
+    rows = []
+    for c in cs:
+        p = c.points
+        rows.append({"curve": c.name, "first x": p["x"].iloc[0], "first us": p["p50_us"].iloc[0],
+                     "last x": p["x"].iloc[-1], "last us": p["p50_us"].iloc[-1],
+                     "peak busbw GB/s": p["busbw_gbps"].max(),
+                     "cliff": c.cliff.describe("tokens" if axis == "tokens" else "B")
+                     if c.cliff is not None else ""})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def answer_sentence(cs: list[Curve], axis: str) -> str:
+    """The chart's answer in one sentence: how many curves, and where latency jumps."""
+    unit = "tokens per GPU" if axis == "tokens" else "B"
+    cliffs = sorted((c for c in cs if c.cliff is not None), key=lambda c: c.cliff.x)
+    runs = len({c.run_id for c in cs})
+    text = f"{len(cs)} curve(s) from {runs} run(s): "
+    if not cliffs:
+        return text + "no latency cliff; every curve stays within 2x of its flat level."
+    first = cliffs[0]
+    return (text + f"{len(cliffs)} with a latency cliff; the earliest is {first.op} at "
+            f"{first.cliff.x:g} {unit} ({first.cliff.latency_us:.0f} us, "
+            f"{first.cliff.ratio:.1f}x its flat level).")  # fmt: skip

@@ -27,7 +27,7 @@ def heatmap(counts: pd.DataFrame, title: str) -> tuple[go.Figure, pd.DataFrame]:
         hovertemplate="layer %{y}, expert %{x}: %{z:.2f}x the layer's mean expert<extra></extra>",
     ))  # fmt: skip
     fig.update_layout(title=title, xaxis_title="logical expert", yaxis_title="layer",
-                      yaxis_autorange="reversed", height=620, margin={"t": 50})  # fmt: skip
+                      yaxis_autorange="reversed", height=440, margin={"t": 50})  # fmt: skip
     return fig, data
 
 

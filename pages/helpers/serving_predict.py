@@ -79,11 +79,19 @@ def _prompts(row: dict) -> int:
     return int(n) if n == n and n > 0 else 0  # NaN: not recorded
 
 
+@st.cache_data(max_entries=64, show_spinner="Calibrating on this host's points ...")
+def _calibrated(_calibrate, model, hw, points: list, params):
+    """planner.calibrate on one host's points: seconds of fitting and held-back checks (4
+    hosts at 10,000 runs: 6 s a render), so kept per inputs for the session's reruns."""
+    return _calibrate(model, hw, points, base=params)
+
+
 def serving_predictions(loc, bench: pd.DataFrame, model_id: str, hw_choice: str,
-                        hardware_for, model_for) -> tuple[pd.DataFrame, list[str]]:  # fmt: skip
+                        hardware_for, model_for,
+                        calibrated: bool = False) -> tuple[pd.DataFrame, list[str]]:  # fmt: skip
     """Predicted TPOT / TTFT / tokens/s at each measured (layout, host, concurrency, I/O), and
-    per host the calibration's held-back prediction of the points it held back, and why-nots.
-    Shows each host's calibration check as a caption."""
+    why-nots; with ``calibrated``, per host the calibration's prediction of the points it
+    held back, its check shown as a caption."""
     try:
         from planner.api import (
             PlannerInputError,
@@ -149,11 +157,11 @@ def serving_predictions(loc, bench: pd.DataFrame, model_id: str, hw_choice: str,
                                                               row.get("extra")).flags),
                         "_layout": m.layout.describe(),
                         "comm_source": "spec-sheet link latency and bandwidth"})  # fmt: skip
-    for host, groups in by_host.items():
+    for host, groups in by_host.items() if calibrated else ():
         model, hw, params, _ = groups[0]
         pts = [m for g in groups for m in g[3]]
         try:
-            cal = calibrate(model, hw, pts, base=params)
+            cal = _calibrated(calibrate, model, hw, pts, params)
         except PlannerInputError as exc:
             notes.append(f"{host}: calibration not possible ({exc})")
             continue

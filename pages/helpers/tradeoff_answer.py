@@ -139,8 +139,8 @@ def pareto_chart(data: pd.DataFrame, measured: pd.DataFrame, ans: SloAnswer) -> 
         for keep, extra in ((meets, {"name": label}),
                             (~meets, {"name": label + " (misses a target)", "opacity": 0.3,
                                       "showlegend": False})):  # fmt: skip
-            fig.add_scatter(x=part["tokens_per_s_per_user"].where(keep),
-                            y=part["tokens_per_s_per_gpu"].where(keep), mode="lines",
+            fig.add_scatter(x=part["tokens_per_s_per_user"].where(keep).to_numpy(),
+                            y=part["tokens_per_s_per_gpu"].where(keep).to_numpy(), mode="lines",
                             legendgroup=name, line={"dash": dash(comp, hyp), "color": color},
                             customdata=custom, hovertemplate=HOVER, **extra)  # fmt: skip
         over = part[part["ttft_ms"] > t.ttft_ms]

@@ -16,6 +16,7 @@ from store.location import StoreLocation, resolve
 from store.queries import overview as queries
 
 ALL = "(all hosts)"
+FEW = 5  # a list of runs, kernels or hosts longer than this is a count and a table
 
 def _leave_legacy_multipage_mode() -> None:
     """Make a shared deep link work on a freshly started server.
@@ -66,8 +67,27 @@ AREAS: tuple[Area, ...] = (
 )
 
 
+def few(items: list[str], more: str = "more") -> str:
+    """The first FEW items joined, then how many more: "a, b, c, d, e and 12 more" (the page
+    shows the whole list in a table beside it)."""
+    head = ", ".join(str(i) for i in items[:FEW])
+    return head + (f" and {len(items) - FEW:,} {more}" if len(items) > FEW else "")
+
+
 def store() -> StoreLocation:
-    return resolve(None)
+    """The server's store, its data version asked once for this call's queries (a lake's is
+    a catalog round trip; store.reader.pinned): a commit shows on the next rerun."""
+    from store.reader import pinned
+
+    return pinned(resolve(None))
+
+
+def version(loc: StoreLocation) -> str:
+    """The store's data version (the one ``store()`` pinned for this run, else asked now):
+    the key a page's own cache of computed results changes with."""
+    from store.reader import data_version
+
+    return loc.pinned_version or data_version(loc)
 
 
 def sidebar() -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from tests.analysis import histories as h
-from tests.helpers import run_cli
+from tests.helpers import query, run_cli
 from tests.lake.conftest import Lake, lake, pg  # noqa: F401 - the lake tests' PostgreSQL fixtures
 
 UPGRADE = h.Plan(upgrade_night=20)
@@ -147,6 +147,35 @@ def test_exit_codes(store, tmp_path) -> None:
     usage = _check(store, "--min-runs", "three")
     assert usage.code == 2 and "usage:" in usage.stderr
     assert _check(store, "--no-such-flag").code == 2
+
+
+def test_the_findings_are_kept_as_a_check_run(store) -> None:
+    """What the Overview and the Trends page show: every finding of the check (whatever
+    --since printed), its series' level changes and every point of those series."""
+    import json
+
+    out = _json(store, "--host", "gpu-a", "--since", "2099-01-01")
+    assert out["regressions"] == [] and out["committed"] is True  # --since: nothing printed
+    run = out["run_id"]
+    (args,) = query(store, "SELECT args FROM runs WHERE run_id = ? AND verb = 'check'", [run])[0]
+    checked = json.loads(args)
+    assert (checked["series"], checked["points"], checked["host"]) == (16, 480, "gpu-a")
+    rows = query(store, "SELECT kind, series_id, shifts, line, versions_changed FROM "
+                 "check_findings WHERE run_id = ? ORDER BY kind, series", [run])  # fmt: skip
+    kinds = [r[0] for r in rows]
+    assert kinds.count("regression") == 3 and kinds.count("improvement") == 3
+    for kind, _series_id, shifts, line, versions in rows:
+        ((index, before, after),) = json.loads(shifts)  # one level change, at night 20
+        assert index == 19 and line.startswith(kind.upper()) and "vLLM 0.11.0 -> 0.11.1" in versions
+        assert (after > before) == (kind == "regression" if "throughput" not in line else
+                                    kind == "improvement")  # fmt: skip
+    points = query(store, "SELECT series_id, count(*), min(point_run_id) FROM check_points "
+                   "WHERE run_id = ? GROUP BY series_id", [run])  # fmt: skip
+    assert {r[0] for r in points} == {r[1] for r in rows}
+    assert all(n == 30 and first.endswith("-gpu-a-n001") for _, n, first in points)
+    dry = _json(store, "--host", "gpu-a", "--dry-run")
+    assert dry["committed"] is False
+    assert not query(store, "SELECT 1 FROM runs WHERE run_id = ?", [dry["run_id"]])
 
 
 def test_a_store_without_series_is_clean_and_names_the_collectors(tmp_path) -> None:

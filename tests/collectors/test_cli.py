@@ -99,6 +99,25 @@ def test_flush_with_nothing_pending(store_path: Path) -> None:
     assert "nothing pending" in result.stderr
 
 
+def test_flush_of_a_backlog_says_a_count_and_the_first_runs(store_path: Path) -> None:
+    """A host cut off from the store for a day has a long backlog: the text names how many
+    runs were committed and the first five, --json every one."""
+    from store.location import resolve
+    from store.spool.bundle import Bundle, RunRecord, write_spool
+
+    spool = resolve(str(store_path)).spool_dir
+    ids = [f"20261201T00000{i}Z-host-{i:08x}" for i in range(7)]
+    for run_id in ids:
+        now = "2026-12-01T00:00:00+00:00"
+        write_spool(Bundle(RunRecord(run_id, "host", "gpu-node-1", now, now)), spool)
+    result = run_cli(store_path, "flush", "--json", "--log-format", "text")
+    assert result.code == 0, result.stderr
+    assert sorted(result.json["committed"]) == ids
+    line = next(x for x in result.stderr.splitlines() if "committed 7 run(s): " in x)
+    shown = line.split("committed 7 run(s): ", 1)[1]
+    assert shown.endswith(" and 2 more") and len(shown.split(", ")) == 5
+
+
 # Runs `python -m collectors` as the CLI does, then reports numpy's BLAS threads at exit.
 _BLAS_AT_EXIT = (
     "import atexit, os, runpy, sys\n"

@@ -188,3 +188,21 @@ def open_tab_locator(pg, name: str, selector: str):
     """``selector`` inside the tab titled ``name``, once that tab is open."""
     pg.get_by_role("tab", name=name, exact=True).click()
     return pg.get_by_role("tabpanel").locator(selector)
+
+
+def on_first_screen(pg, *parts) -> None:
+    """At 1400x900, unscrolled, each of ``parts`` (the page's answer: its sentence or metric
+    cards, its main chart or table) is drawn inside the first 900 px; a chart counts once
+    Plotly drew it. ARCHITECTURE.md's Pages rule, checked the same way on every page."""
+    pg.set_viewport_size({"width": 1400, "height": 900})
+    wait_app(pg)
+    title = pg.get_by_test_id("stMain").locator("h1").first
+    expect(title).to_be_visible()
+    top = title.bounding_box()
+    assert top is not None and top["y"] >= 0  # the page's top: its first screen
+    for part in parts:
+        expect(part).to_be_visible()
+        if part.locator(".js-plotly-plot").count():
+            expect(part.locator(".js-plotly-plot .main-svg").first).to_be_visible()
+        box = part.bounding_box()
+        assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= 900, (part, box)

@@ -9,7 +9,14 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.comm.nccl_samples import half, row
-from tests.e2e.conftest import Dashboard, open_app, start_dashboard, stop_dashboard, wait_app
+from tests.e2e.conftest import (
+    Dashboard,
+    on_first_screen,
+    open_app,
+    start_dashboard,
+    stop_dashboard,
+    wait_app,
+)
 from tests.helpers import query, run_cli
 
 pytestmark = pytest.mark.e2e
@@ -74,6 +81,14 @@ def test_pcie_and_nvlink_side_by_side_with_cliff(dash: Dashboard, page) -> None:
     text = main.inner_text()
     nvl_line = next(line for line in text.splitlines() if "nvl-box" in line and "→" in line)
     assert "no cliff" in nvl_line
+    # The first screen (1400x900) answers: the sentence and both latency charts; the run and
+    # axis pickers sit below them.
+    sentence = main.get_by_text("2 curve(s) from 2 run(s): 1 with a latency cliff; the earliest "
+                                "is all_to_all at 16 tokens per GPU (1007 us")  # fmt: skip
+    charts = main.get_by_test_id("stPlotlyChart")
+    on_first_screen(page, sentence, charts.nth(0), charts.nth(1))
+    runs = main.get_by_test_id("stMultiSelect").first.bounding_box()
+    assert runs is not None and runs["y"] > charts.nth(0).bounding_box()["y"]
 
 
 def test_default_view_link_reopens_in_fresh_context(dash: Dashboard, page, browser) -> None:

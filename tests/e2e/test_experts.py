@@ -12,6 +12,7 @@ from playwright.sync_api import expect
 from tests.e2e.conftest import (
     Dashboard,
     choose,
+    on_first_screen,
     open_app,
     open_tab,
     start_dashboard,
@@ -67,8 +68,10 @@ def test_heatmap_imbalance_and_trace_of_the_same_model(dash, page) -> None:
     main = _main(page)
     expect(main.get_by_text("Layers x experts")).to_be_visible()
     ratios = [x["max_over_mean"] for x in load["per_layer"] if x["max_over_mean"]]
-    expect(main.get_by_text(f"{min(ratios):.1f}x to {max(ratios):.1f}x the layer's mean "
-                            "expert")).to_be_visible()  # fmt: skip
+    sentence = main.get_by_text(f"{min(ratios):.1f}x to {max(ratios):.1f}x the layer's mean "
+                                "expert")  # fmt: skip
+    # The first screen (1400x900): the sentence and the heatmap.
+    on_first_screen(page, sentence, main.get_by_test_id("stPlotlyChart").first)
     expect(page.locator("[data-testid='stPlotlyChart']")).to_have_count(5)
     heat = page.evaluate("""() => [...document.querySelectorAll('.js-plotly-plot')]
         .flatMap(gd => (gd.data || []).map(t => t.type))""")

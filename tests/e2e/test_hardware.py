@@ -11,6 +11,7 @@ from playwright.sync_api import expect
 from tests.e2e.conftest import (
     Dashboard,
     choose,
+    on_first_screen,
     open_app,
     start_dashboard,
     stop_dashboard,
@@ -110,7 +111,10 @@ def test_nvlink_host_view_reopens_from_a_copied_link(hw, page, browser) -> None:
     try:
         open_app(other, link)
         view = _main(other)
-        expect(view.get_by_text("8x NVIDIA H100 80GB HBM3, NVLink")).to_be_visible()
+        sentence = view.get_by_text("8x NVIDIA H100 80GB HBM3, NVLink")
+        expect(sentence).to_be_visible()
+        # The first screen (1400x900): the sentence and the topology matrix.
+        on_first_screen(other, sentence, view.get_by_test_id("stTable").first)
         assert runs["hgx"] in view.inner_text()
         assert "nvidia-smi topo -p2p n" in view.inner_text()
         assert view.get_by_test_id("stTable").nth(1).inner_text().count("OK") == 56

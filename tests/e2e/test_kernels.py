@@ -10,6 +10,7 @@ from playwright.sync_api import expect
 from tests.e2e.conftest import (
     Dashboard,
     choose,
+    on_first_screen,
     open_app,
     start_dashboard,
     stop_dashboard,
@@ -81,6 +82,9 @@ def test_profile_run_sentence_charts_and_numbers(dash, page) -> None:
     open_app(page, d.link(f"kernels?run={prof_id}"))
     main = _main(page)
     expect(main.get_by_text(re.compile(r"allreduce: \d+ calls/step"))).to_be_visible()
+    # The first screen (1400x900): the step sentence and the per-category breakdown table.
+    on_first_screen(page, main.get_by_text(re.compile(r"^Step: [\d.]+ ms mean wall per step")),
+                    page.locator(".st-key-breakdown"))  # fmt: skip
     text = main.inner_text()
     found = {m[0]: m for m in SENTENCE.findall(text)}
     # Two layers: AllReduce after attention and after the MoE; one logits AllGather.

@@ -11,6 +11,7 @@ from playwright.sync_api import expect
 from tests.e2e.conftest import (
     Dashboard,
     choose,
+    on_first_screen,
     open_app,
     start_dashboard,
     stop_dashboard,
@@ -34,11 +35,16 @@ def dash(tmp_path_factory) -> Dashboard:
 
 def test_overview_shows_this_machines_host_run(dash: Dashboard, page) -> None:
     open_app(page, dash.url)
-    expect(page.get_by_text("host(s):")).to_be_visible()
-    expect(page.locator("[data-testid='stDataFrame']").first).to_be_visible()
-    caption = _main_text(page)
-    assert "2 host(s): " in caption
-    assert socket.gethostname() in caption and "gpu-node-7" in caption
+    main = page.get_by_test_id("stMain")
+    cards = main.get_by_test_id("stMetric")
+    expect(cards.filter(has_text="Hosts")).to_contain_text("2")
+    sentence = main.get_by_text("2 hosts report; every collector ran successfully in the last "
+                                "24 h; no python -m collectors check has run yet")  # fmt: skip
+    hosts = page.locator(".st-key-hosts")
+    # The first screen (1400x900): the cards, the sentence and the hosts table.
+    on_first_screen(page, cards.first, sentence, hosts)
+    expect(hosts).to_contain_text(socket.gethostname())
+    expect(hosts).to_contain_text("gpu-node-7")
 
 
 def test_host_filter_link_reopens_same_view(dash: Dashboard, page, browser) -> None:
@@ -56,7 +62,9 @@ def test_host_filter_link_reopens_same_view(dash: Dashboard, page, browser) -> N
         main = other.locator("[data-testid='stMain']")
         # The filtered view lists only that host's runs: our own hostname is gone.
         expect(main.get_by_test_id("stDataFrame").first).to_be_visible()
-        assert "1 host(s): gpu-node-7" in main.inner_text()
+        expect(main.get_by_test_id("stMetric").filter(has_text="Hosts")).to_contain_text("1")
+        expect(other.locator(".st-key-hosts")).to_contain_text("gpu-node-7")
+        assert socket.gethostname() not in other.locator(".st-key-hosts").inner_text()
     finally:
         fresh.close()
 
@@ -70,7 +78,7 @@ def test_deep_link_as_first_request_after_server_start(dash: Dashboard, tmp_path
     fresh = start_dashboard(dash.store, tmp_path / "fresh.log")
     try:
         open_app(page, fresh.link("overview?host=gpu-node-7"))
-        expect(page.get_by_text("1 host(s): gpu-node-7")).to_be_visible()
+        expect(page.locator(".st-key-hosts")).to_contain_text("gpu-node-7")
         sidebar = page.get_by_test_id("stSidebar")
         expect(sidebar.get_by_text("Host", exact=True)).to_be_visible()  # app.py's sidebar
         nav = [t.strip() for t in page.locator("[data-testid='stSidebarNavLink']").all_inner_texts()]

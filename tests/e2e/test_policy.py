@@ -3,7 +3,9 @@ the policy, and a copied link reopening the same run and checkpoint in a fresh c
 
 from __future__ import annotations
 
-import re
+import csv
+import io
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
@@ -11,6 +13,7 @@ from playwright.sync_api import expect
 from tests.e2e.conftest import (
     Dashboard,
     choose,
+    on_first_screen,
     open_app,
     start_dashboard,
     stop_dashboard,
@@ -56,7 +59,7 @@ def main_text(pg) -> str:
 def test_paste_command_gives_verdict(dash: Dashboard, page) -> None:
     open_app(page, dash.link("policy"))
     main = page.get_by_test_id("stMain")
-    expect(main).to_contain_text("full-precision version 1.0.0")
+    expect(main).to_contain_text("full-precision version 1.0.0")  # the rules, below
     expect(main).to_contain_text("kv-cache-native")  # the rules table lists every rule id
     page.get_by_label("Launch command, unit or env file").fill(RECIPE)
     page.get_by_role("button", name="Check").click()
@@ -77,17 +80,24 @@ def test_stored_runs_with_violations(dash: Dashboard, page) -> None:
     open_app(page, dash.link("policy"))
     fp8, bf16 = dash.ids["fp8-allreduce"], dash.ids["bf16-allreduce"]  # type: ignore[attr-defined]
     main = page.get_by_test_id("stMain")
-    expect(main).to_contain_text(
-        f"Checked 2 trace run(s): 1 break the policy ({fp8}), 0 need review."
-    )
-    expect(main).to_contain_text("violation communication-native run " + fp8)
-    # One verdict row per stored run, then the findings (of the flagged run only).
-    for rid, label, verdict in ((fp8, "fp8-allreduce", r"breaks the policy\s+1\s+1"),
-                                (bf16, "bf16-allreduce", r"compliant\s+0\s+0")):  # fmt: skip
-        row = re.compile(rf"{rid}\s+\S+\s+{label}\s+{verdict}")
-        expect(main).to_contain_text(row, use_inner_text=True)
-    findings = main_text(page).split("\nRun\n", 1)[1]
-    assert "ncclDevKernel_AllReduce_Sum_f8e4m3" in findings and bf16 not in findings
+    sentence = main.get_by_text("1 of 2 trace runs comply with full-precision v1.0.0; 1 break "
+                                "it (communication-native in 1 run), 0 need review.")  # fmt: skip
+    table = page.locator(".st-key-policy_runs")
+    # The first screen (1400x900): the counts and the table of the runs that break it.
+    on_first_screen(page, sentence, table)
+    expect(table).to_contain_text(fp8)
+    expect(table).to_contain_text("ncclDevKernel_AllReduce_Sum_f8e4m3")
+    assert bf16 not in table.inner_text()  # the default view: runs to look at
+    # ... and the CSV holds every run, whatever the table shows.
+    with page.expect_download() as csv_dl:
+        main.get_by_test_id("stDownloadButton").filter(has_text="CSV (every run)").click()
+    rows = list(csv.DictReader(io.StringIO(Path(csv_dl.value.path()).read_text())))
+    assert {(r["run_id"], r["verdict"], r["rules"]) for r in rows} == {
+        (fp8, "breaks the policy", "communication-native"), (bf16, "compliant", "")}
+    wait_app(page)
+    # The rules sit below the answer.
+    rules = main.get_by_text("The policy's rules").bounding_box()
+    assert rules is not None and rules["y"] > table.bounding_box()["y"]
 
 
 def test_link_reopens_run_and_checkpoint(dash: Dashboard, page, browser) -> None:
@@ -102,9 +112,9 @@ def test_link_reopens_run_and_checkpoint(dash: Dashboard, page, browser) -> None
     other = fresh.new_page()
     try:
         open_app(other, link)
-        expect(other.get_by_test_id("stMain")).to_contain_text("communication-native run")
+        expect(other.get_by_test_id("stMain")).to_contain_text(f"Run {fp8}: ")
         text = main_text(other)
         assert "Checkpoint precision: DeepSeek-V3 (FP8 blocks)." in text and fp8 in text
-        assert "communication-native run" in text and "checkpoint assumed" not in text
+        assert "finding(s), one per rank and kernel" in text and "checkpoint assumed" not in text
     finally:
         fresh.close()

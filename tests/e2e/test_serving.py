@@ -17,6 +17,7 @@ from playwright.sync_api import expect
 from collectors.serving.load import LoadSpec, run_load
 from tests.e2e.conftest import (
     Dashboard,
+    on_first_screen,
     open_app,
     open_tab,
     start_dashboard,
@@ -113,9 +114,15 @@ def _open(pg, dash: Dashboard, path: str) -> None:
 
 def test_measured_tpot_with_planner_prediction_and_metrics(serving, page) -> None:
     dash, runs = serving
-    _open(page, dash, "serving")
+    _open(page, dash, "serving?calibrate=true")  # calibrated mode: opt-in (seconds per host)
     main = _main(page)
     expect(main.get_by_text("planner predicts").first).to_be_visible()
+    # The first screen (1400x900): the sentences and the measured-vs-predicted TPOT chart;
+    # the model, run and hardware pickers sit below it.
+    on_first_screen(page, main.get_by_text(f"(run {runs['tp8']}): median TPOT"),
+                    main.get_by_test_id("stPlotlyChart").first)  # fmt: skip
+    picker = main.get_by_test_id("stMultiSelect").first.bounding_box()
+    assert picker is not None and picker["y"] > 900
     text = main.inner_text()
     assert f"vLLM · TP8 (run {runs['tp8']}): median TPOT" in text
     assert f"vLLM · TP1xDP8+EP (run {runs['dp8']}): median TPOT" in text

@@ -7,13 +7,21 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
 
 from tests.analysis import histories as h
-from tests.e2e.conftest import Dashboard, open_app, start_dashboard, stop_dashboard, wait_app
+from tests.e2e.conftest import (
+    Dashboard,
+    on_first_screen,
+    open_app,
+    start_dashboard,
+    stop_dashboard,
+    wait_app,
+)
 from tests.helpers import query, run_cli
 
 pytestmark = pytest.mark.e2e
@@ -27,6 +35,8 @@ def dash(tmp_path_factory) -> Dashboard:
     tmp = tmp_path_factory.mktemp("trends")
     store = tmp / "stepscope.duckdb"
     h.serving_history(store, "gpu-a", SWEEP, UPGRADE)
+    # The nightly check: what it finds is what the Trends page and the Overview show.
+    assert run_cli(store, "check").code == 3
     d = start_dashboard(store, tmp / "streamlit.log")
     yield d
     stop_dashboard(d)
@@ -44,9 +54,13 @@ def _tpot_series(store: Path, concurrency: int) -> str:
 def test_regressions_only_shows_the_change_point_and_the_upgrade(dash: Dashboard, page) -> None:
     open_app(page, dash.link("trends"))
     main = _main(page)
-    expect(main.get_by_text("3 of 8 series regressed")).to_be_visible()
+    sentence = main.get_by_text("3 of 8 series regressed at the last check")
+    expect(sentence).to_be_visible()
     # TPOT, ITL and output throughput at c=64; nothing at c=16, nothing for TTFT
     expect(main.locator("[data-testid='stPlotlyChart']")).to_have_count(3, timeout=CHART_MS)
+    # The first screen (1400x900): the sentence, the first regression's line and its chart.
+    on_first_screen(page, sentence, main.get_by_test_id("stAlert").first,
+                    main.get_by_test_id("stPlotlyChart").first)  # fmt: skip
     # Streamlit's markdown sets "->" as an arrow; the words are check's own
     alerts = [a.replace("\u2192", "->") for a in main.get_by_test_id("stAlert").all_inner_texts()]
     lines = [a for a in alerts if a.startswith("REGRESSION")]
@@ -59,8 +73,23 @@ def test_regressions_only_shows_the_change_point_and_the_upgrade(dash: Dashboard
         timeout=CHART_MS
     )
     # the command-line check says the same
-    res = run_cli(dash.store, "check")
+    res = run_cli(dash.store, "check", "--dry-run")
     assert res.code == 3 and tpot in res.stdout
+
+
+def test_overview_first_screen_names_the_newest_regressions(dash: Dashboard, page) -> None:
+    """The Overview on the same store: cards, the sentence, the check's newest regressions
+    and the hosts, all on the first 1400x900 screen."""
+    open_app(page, dash.link("overview"))
+    main = _main(page)
+    cards = main.get_by_test_id("stMetric")
+    expect(cards.filter(has_text="Regressed series")).to_contain_text("3")
+    sentence = main.get_by_text(re.compile(r"3 of 8 series regressed at the last check"))
+    regressions, hosts = page.locator(".st-key-regressions"), page.locator(".st-key-hosts")
+    on_first_screen(page, cards.first, sentence, regressions, hosts)
+    expect(regressions).to_contain_text("gpu-a")
+    expect(regressions).to_contain_text("12.3")  # the TPOT and ITL moves, in percent
+    expect(hosts).to_contain_text("gpu-a")
 
 
 def test_a_chosen_series_link_reopens_the_same_series(dash: Dashboard, page, browser) -> None:

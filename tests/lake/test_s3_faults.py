@@ -140,7 +140,7 @@ def flush_commits(lake: S3Lake, run_id: str, want: dict[str, int], tmp_path: Pat
     assert not assert_none_or_all(run_counts(lake.url, run_id), want)  # nothing of it yet
     res = run_cli(tmp_path / "unused.duckdb", "flush", "--store", lake.url, **lake.env())
     assert res.code == 0, res.stderr
-    assert f"committed run {run_id}" in res.stderr
+    assert f"committed 1 run(s): {run_id}" in res.stderr
     assert assert_none_or_all(run_counts(lake.url, run_id), want)
     assert not [p for p in lake.spool.iterdir() if not p.name.startswith(".")]
 

@@ -60,7 +60,7 @@ def _bench(loc, run_id):
 def test_predicts_every_measured_point_and_calibrates(stored) -> None:
     loc, run_id, _ = stored
     frame, reasons = serving_predictions(loc, _bench(loc, run_id), MODEL, MEASURED,
-                                         hardware_for, model_for)  # fmt: skip
+                                         hardware_for, model_for, calibrated=True)  # fmt: skip
     assert not reasons
     assert sorted(frame["concurrency"]) == [1, 4, 16, 64]
     assert (frame["predicted_tpot_ms"] > 0).all() and (frame["predicted_ttft_ms"] > 0).all()
@@ -72,6 +72,11 @@ def test_predicts_every_measured_point_and_calibrates(stored) -> None:
     assert (frame["predicted_tpot_low_ms"] < frame["predicted_tpot_high_ms"]).all()
     assert (frame["predicted_ttft_low_ms"] < frame["predicted_ttft_high_ms"]).all()
     assert frame["band"].iloc[0].startswith("vllm/int4: measured within")
+    # Calibration is opt-in (seconds per host): without it no point is drawn calibrated.
+    plain, _ = serving_predictions(loc, _bench(loc, run_id), MODEL, MEASURED, hardware_for,
+                                   model_for)  # fmt: skip
+    assert plain["calibrated_tpot_ms"].isna().all()
+    assert plain["predicted_tpot_ms"].tolist() == frame["predicted_tpot_ms"].tolist()
     # ... and the Serving chart draws it as a shaded area around the dashed prediction
     fig = go.Figure()
     add_band(fig, frame, "#4C78A8", "TP=8 planner")
