@@ -70,9 +70,11 @@ class ServingParams:
     # Request path outside the GPU per engine: HTTP, tokenise, detokenise the first token.
     ttft_fixed_ms: dict[str, float] = field(
         default_factory=lambda: {"vllm": 30.0, "sglang": 30.0, "trtllm": 30.0})
-    # The benchmark's --num-prompts / --max-concurrency (the fixture's protocol, per engine).
-    prompts_per_client: dict[str, float] = field(
-        default_factory=lambda: {"vllm": 5.0, "sglang": 5.0, "trtllm": 5.0})
+    # The engine's host work per running request per step (output processing, detokenize,
+    # stream a token), overlapped with the GPU step by its async / overlap scheduler: a
+    # step lasts the longer of the two (planner.cost.step_time).
+    host_us: dict[str, float] = field(
+        default_factory=lambda: {"vllm": 10.0, "sglang": 10.0, "trtllm": 10.0})
     # Calibrated mode (planner.cost.calibrate): measured / modelled on this host.
     compute_scale: float = 1.0
     allreduce_scale: float = 1.0
@@ -81,14 +83,6 @@ class ServingParams:
 
     def with_values(self, **kw) -> ServingParams:
         return replace(self, **kw)
-
-    def prompts_per_slot(self, engine: str) -> float:
-        return self.prompts_per_client.get(engine, self.prompts_per_client["vllm"])
-
-    def prompts_text(self, engine: str, num_prompts: int) -> str:
-        """How an assumptions list names the client's prompt count."""
-        return (f"{num_prompts} prompts" if num_prompts else
-                f"{self.prompts_per_slot(engine):.1f} prompts per concurrency slot")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -118,8 +112,8 @@ DESCRIBE: dict[str, tuple[str, str]] = {
     "mfu": ("fraction of dense tensor peak reached by prefill GEMMs", "fitted"),
     "ttft_fixed_ms": ("request path outside the GPU (HTTP, tokenize, stream), ms",
                       "fitted per engine"),
-    "prompts_per_client": ("the benchmark's prompts per concurrency slot (first-wave weight)",
-                           "fitted (the fixture's protocol); --num-prompts sets it"),
+    "host_us": ("host work per running request per step, overlapped with the GPU step, us",
+                "fitted per engine"),
     "memory_utilization": ("GPU memory the engine may use", "vLLM default 0.9"),
     "reserve_gb": ("activation / CUDA-graph / NCCL reserve per GPU, GB", "assumed"),
     "link_eff": ("achieved fraction of spec NVLink / PCIe bandwidth", "assumed"),

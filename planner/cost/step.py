@@ -87,17 +87,19 @@ def _joint(ops: list[StepOp]) -> list[StepOp]:
 
 
 def decode_terms(m: ModelSpec, hw: HardwareSpec, lay: ServeLayout, w: Workload,
-                 B: np.ndarray, p: ServingParams,
-                 moe_tokens: np.ndarray | None = None) -> dict[str, np.ndarray]:  # fmt: skip
+                 B: np.ndarray, p: ServingParams, moe_tokens: np.ndarray | None = None,
+                 context: np.ndarray | float | None = None) -> dict[str, np.ndarray]:  # fmt: skip
     """Milliseconds of each compute op of one decode step with ``B`` sequences on the busiest
     rank; ``moe_tokens``: the tokens every attention rank sends the MoE together (default
-    B x DP: every rank as busy as the busiest)."""
+    B x DP: every rank as busy as the busiest); ``context``: each sequence's KV tokens
+    (default I + O / 2, the mean over a request's decode)."""
     bw = hw.mem_bandwidth_gbps * 1e9 * p.bw_eff
     act = w.activations
     floor = p.kernel_us + (0.0 if w.cuda_graphs else EAGER_LAUNCH_US)
     # Every attention rank's tokens (or dummy token) meet in the MoE.
     moe_tok = B * lay.dp if moe_tokens is None else moe_tokens
-    shape = StepShape.decode(B, w.isl + w.osl / 2.0, moe_tok)  # mean context over a decode
+    ctx = w.isl + w.osl / 2.0 if context is None else context  # mean context over a decode
+    shape = StepShape.decode(B, ctx, moe_tok)
     terms: dict[str, np.ndarray] = {}  # a term is its first op's time, then the sum
 
     def add(term: str, ms: np.ndarray) -> None:

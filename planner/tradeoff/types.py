@@ -19,7 +19,7 @@ from planner.tradeoff.layouts import Layout
 
 REPORT_CONCURRENCIES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 TERMS = ("attention", "kv_cache", "mlp", "experts", "expert_imbalance", "lm_head", "prefill",
-         "allreduce", "all_to_all")  # fmt: skip
+         "allreduce", "all_to_all", "host")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -169,8 +169,11 @@ class PlanResult:
     isl: int = 1024
     osl: int = 1024
     engine: str = "vllm"
-    num_prompts: int = 0  # the benchmark's --num-prompts; 0 = the fitted share per slot
+    num_prompts: int = 0  # the benchmark's --num-prompts; 0 = its default (planner.sched.bench)
     token_budget: int = 0  # the server's launched token budget (--token-budget); 0 = default
+    bench: str = "inferencex"  # the benchmark client (planner.sched.bench)
+    range_ratio: float = -1.0  # its --random-range-ratio; -1 = its default
+    max_running: int = 0  # the server's --max-num-seqs / --max-running-requests; 0 = default
     findings: list[str] = field(default_factory=list)
     calibration: HostCalibration | None = None
     calibration_factors: dict[str, float] = field(default_factory=dict)

@@ -1,0 +1,75 @@
+"""How long one engine step of a given shape takes on this host: the serving model's one price
+of a step, for whatever the scheduler put in it (planner.sched decides that).
+
+A step of shape (decoding requests B and their mean context on the busiest attention rank,
+decode tokens of every rank, prompt tokens T on the busiest rank and of every rank) costs:
+
+- its decode ops at B (planner.cost.step.decode_terms: weights, KV reads at that context, the
+  experts the ranks' decode tokens touch, per-kernel floors); a step without decoding
+  requests (SGLang's prefill batch, the first wave) still streams the weights once: it is
+  priced at one sequence;
+- its prompt tokens' compute (planner.cost.step.prefill_cost): attention, dense and shared
+  MLP and LM head for the busiest rank's T, the routed experts of every rank's prompts
+  spread over the MoE group;
+- its collectives (planner.cost.step_comm) for the tokens it carries: TP AllReduces of the
+  busiest rank's B + T, the MoE exchange of every rank's tokens.
+
+- its host work (the engine's per-request CPU work: output processing, detokenizing and
+  streaming a token), overlapped with the GPU by every engine's async or overlap scheduler:
+  the step lasts the longer of the two, and what the host adds is filed under "host".
+
+The terms are those of a TPOT breakdown (planner.cost.serving.TERMS); a step with prompt
+tokens but no decode files its decode ops under "prefill" too.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from planner.cost.comm import CommSet
+from planner.cost.params import ServingParams
+from planner.cost.step import decode_terms, prefill_cost
+from planner.cost.step_comm import exchange, step_comm
+from planner.cost.types import ServeLayout, Workload
+from planner.sched.metrics import Shapes
+from planner.specs.hardware import HardwareSpec
+from planner.specs.models import ModelSpec
+
+COMPUTE = ("attention", "kv_cache", "mlp", "experts", "expert_imbalance", "lm_head")
+
+
+def step_terms(m: ModelSpec, hw: HardwareSpec, lay: ServeLayout, w: Workload, p: ServingParams,
+               comm: CommSet, s: Shapes) -> dict[str, np.ndarray]:  # fmt: skip
+    """Milliseconds of each term of one step of each shape."""
+    b = np.maximum(s.batch, 1.0)
+    moe = np.maximum(s.moe_tokens, 1.0)
+    if lay.dp > 1:  # an idle attention rank still sends the MoE a dummy token
+        moe = np.maximum(moe, float(lay.dp))
+    ctx = np.where(s.batch > 0, s.context, float(w.isl))
+    terms = decode_terms(m, hw, lay, w, b, p, moe, ctx)
+    cost = prefill_cost(m, hw, lay, w, p)
+    prefill = s.prefill_max * cost.attention_ms + s.prefill_sum * cost.expert_ms
+    only = (s.batch <= 0) & (s.prefill_max > 0)  # a prompt-only step
+    if only.any():
+        for t in COMPUTE:
+            prefill = prefill + np.where(only, terms[t], 0.0)
+            terms[t] = np.where(only, 0.0, terms[t])
+    terms["prefill"] = prefill
+    own = b + s.prefill_max  # tokens through the busiest rank's layers
+    sc = step_comm(m, lay, w, own, comm, p.allreduce_scale, p.a2a_scale)
+    terms["allreduce"] = sc.allreduce_ms
+    if exchange(m, lay) == "allgather_reducescatter":  # every rank's tokens, gathered
+        mean = np.maximum((moe + s.prefill_sum) / lay.dp, 1.0)
+        terms["all_to_all"] = step_comm(m, lay, w, mean, comm, p.allreduce_scale,
+                                        p.a2a_scale).all_to_all_ms  # fmt: skip
+    else:
+        terms["all_to_all"] = sc.all_to_all_ms
+    # The host's work for the step's requests runs beside the GPU's (async / overlap
+    # scheduling): only what it takes beyond the GPU step shows.
+    host_ms = p.host_us.get(w.engine, 0.0) * (s.batch + 1.0) / 1e3
+    terms["host"] = np.maximum(host_ms - step_ms(terms), 0.0)
+    return terms
+
+
+def step_ms(terms: dict[str, np.ndarray]) -> np.ndarray:
+    return np.sum(list(terms.values()), axis=0)

@@ -1,0 +1,451 @@
+"""The benchmark's closed loop against one engine instance, step by step.
+
+What every engine shares lives here: the client (N prompts, C in flight, a replacement sent
+when a request's last token is out), the requests' bookkeeping (plain integer lists indexed by
+request, decoding requests bucketed by the decode step they finish at), KV accounting, the
+record of what each step holds, and when to stop. What a step holds is the engine adapter's
+(planner.sched.vllm / sglang / trtllm): ``plan`` returns the prompt tokens each request
+prefills and whether the running requests decode.
+
+Time is counted in engine steps; nothing here knows how long a step takes (planner.cost
+prices each recorded step shape). So the schedule of a benchmark does not depend on the
+fitted GPU parameters and is computed once per workload.
+
+- **Arrivals.** All C requests arrive at step 0. A replacement is sent when its client's
+  previous request ends (the end of step s); it reaches the engine while step s + 1 runs
+  (already scheduled: vLLM's async scheduling, SGLang's and TensorRT-LLM's overlap
+  schedulers plan step s + 1 before step s's output is processed) and can be scheduled from
+  step s + 2. Its TTFT counts from the start of step s + 1; the request path outside the GPU
+  (HTTP, tokenizer, detokenizer) is added by the cost model.
+- **Attention data parallel.** Each attention rank has its own scheduler and its clients
+  (client j on rank j mod DP: a finished request's replacement goes where a slot just
+  freed, as vLLM's least-loaded DP balancing sends it). The ranks step together (the MoE
+  layers exchange every rank's tokens), so a step records the busiest rank.
+- **Runs of decode steps.** While no rank has prompt work, steps differ only by the
+  context growing one token; they are recorded as one segment until the next request ends or
+  the adapter has something to do.
+- **Steady state.** Requests are grouped in windows of whole waves (C requests). Once two
+  windows after the first agree on the schedule (steps per output token, TTFT in steps,
+  prompt tokens and batch seen, within 2%), the windows until the last are not simulated:
+  the last agreeing window stands for them (its requests weigh more), and the run resumes
+  for the final window and the drain. ``converged_after`` records where.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from planner.errors import PlannerInputError
+
+INF = 1 << 60
+TOLERANCE = 0.02  # relative agreement of two windows' schedules
+MIN_WINDOW = 32  # requests per convergence window, at least (whole waves of C)
+
+
+@dataclass(frozen=True)
+class Caps:
+    """The engine's limits per attention rank, from its source defaults or as launched."""
+
+    token_budget: int  # prompt + decode tokens one step may carry
+    max_running: int  # requests running at once
+    kv_tokens: int  # tokens the KV cache holds
+    recv_interval: int = 1  # SGLang --scheduler-recv-interval
+    batch_wait_iters: int = 0  # TensorRT-LLM batch_wait_timeout_iters
+    batch_wait_ratio: float = 0.0  # TensorRT-LLM batch_wait_max_tokens_ratio
+    adp_balance_iters: int = 0  # TensorRT-LLM attention_dp_config timeout_iters (0: off)
+
+
+class Rank:
+    """One attention rank's scheduler state."""
+
+    __slots__ = ("idx", "waiting", "inbox", "partial", "heap", "due", "n_dec", "ctx_sum",
+                 "fin_sum", "clock", "kv_used", "order", "counter", "reserved", "held")  # fmt: skip
+
+    def __init__(self, idx: int) -> None:
+        self.idx = idx
+        self.waiting: deque[int] = deque()  # arrived and seen by the scheduler, not started
+        self.inbox: deque[tuple[int, int]] = deque()  # (schedulable from step, request)
+        self.partial: list[int] = []  # prompts whose prefill is under way, in order
+        self.heap: list[int] = []  # decode clocks at which decoding requests end
+        self.due: dict[int, list[int]] = {}  # that clock -> the requests ending then
+        self.n_dec = 0  # decoding requests
+        self.ctx_sum = 0  # their context tokens together (the KV a decode step reads)
+        self.fin_sum = 0  # their end clocks together (remaining outputs = fin_sum - n clock)
+        self.clock = 0  # decode steps this rank ran
+        self.kv_used = 0  # KV tokens held
+        self.order: list[int] = []  # running requests in admission order (preemption)
+        self.counter = 0  # the adapter's step counter (SGLang polls, TRT-LLM waits)
+        self.reserved = 0  # TensorRT-LLM: KV tokens reserved to completion
+        self.held = 0  # steps the adapter held prompts back
+
+    def running(self) -> int:
+        return self.n_dec + len(self.partial)
+
+    def queued(self) -> int:
+        return len(self.waiting) + len(self.inbox)
+
+
+@dataclass
+class Schedule:
+    """What the benchmark ran, in steps: one row per segment (``steps`` identical steps) and
+    one per simulated request (its weight: how many measured requests it stands for)."""
+
+    steps: np.ndarray
+    batch: np.ndarray  # decoding requests on the busiest attention rank
+    context: np.ndarray  # their mean context (tokens) over the segment
+    moe_tokens: np.ndarray  # decode tokens of every rank together
+    prefill_max: np.ndarray  # prompt tokens on the busiest rank
+    prefill_sum: np.ndarray  # prompt tokens of every rank together
+    running: np.ndarray  # requests in the step, summed over ranks
+    queued: np.ndarray  # requests sent and not started, summed over ranks
+    arrive: np.ndarray  # segment whose start the request was sent at
+    first: np.ndarray  # segment at whose end its first token came
+    end: np.ndarray  # segment at whose end its last token came
+    isl: np.ndarray
+    osl: np.ndarray
+    weight: np.ndarray
+    prompts: int  # N, the benchmark's
+    clients: int
+    ranks: int
+    converged_after: int | None  # requests sent when two windows agreed (None: ran whole)
+    blocked: int  # steps a waiting request could not start for KV room or the running cap
+    reduced: dict = field(default_factory=dict, repr=False)  # planner.sched.metrics.reduced
+
+    @property
+    def simulated(self) -> int:
+        return int(self.isl.size)
+
+
+class Sim:
+    """The loop; an adapter (``sched``) decides each rank's step."""
+
+    def __init__(self, sched, caps: Caps, clients: int, ranks: int, isl: np.ndarray,
+                 osl: np.ndarray, converge: bool = True) -> None:  # fmt: skip
+        self.sched, self.caps, self.clients = sched, caps, clients
+        self.ranks = [Rank(i) for i in range(ranks)]
+        self.isl, self.osl = [int(x) for x in isl], [int(x) for x in osl]
+        n = len(self.isl)
+        self.prompts = n
+        self.target = list(self.isl)  # tokens to prefill (a preempted request recomputes more)
+        self.done = [0] * n  # tokens prefilled so far
+        self.produced = [0] * n  # output tokens so far
+        self.fin = [0] * n  # decode clock the request ends at (while decoding)
+        self.join = [0] * n  # (decode clock, KV held) when it joined decoding
+        self.kv_join = [0] * n
+        self.arrive = [0] * n
+        self.first = [-1] * n
+        self.end = [-1] * n
+        self.weight = [1] * n
+        self.rank_of = [0] * n
+        self.step = 0
+        self.blocked = 0
+        self.sent = 0
+        self.to_send = n  # requests the simulation sends (fewer once the windows agree)
+        self.finished = 0
+        self.segs: list[tuple] = []
+        self.window = clients * -(-MIN_WINDOW // clients)
+        windows = -(-n // self.window)
+        self.win_done = [0] * windows  # requests of each window that ended
+        self.win_size = [min(self.window, n - w * self.window) for w in range(windows)]
+        self.win_stats: dict[int, tuple] = {}
+        self.converge = converge
+        self.converged_after: int | None = None
+        self._cum: tuple[int, float, float] = (0, 0.0, 0.0)  # steps, prompt tokens, batch
+        for _ in range(min(clients, n)):
+            self._send(self.ranks[self.sent % ranks], ready=0, seg=0)
+
+    # -- the client ------------------------------------------------------------------------
+    def _send(self, r: Rank, ready: int, seg: int) -> None:
+        rid = self.sent
+        self.sent += 1
+        self.rank_of[rid] = r.idx
+        self.arrive[rid] = seg
+        r.inbox.append((ready, rid))
+
+    # -- requests joining and leaving the decode batch ----------------------------------------
+    def start_decoding(self, r: Rank, rid: int, seg: int) -> None:
+        """``rid``'s prefill ended this step (its first, or next, token with it)."""
+        if self.first[rid] < 0:
+            self.first[rid] = seg
+        self.produced[rid] += 1
+        left = self.osl[rid] - self.produced[rid]
+        if left <= 0:
+            self._end(r, rid, seg, decoding=False)
+            return
+        fc = r.clock + left
+        self.fin[rid] = fc
+        self.join[rid] = r.clock
+        self.kv_join[rid] = self.done[rid]
+        r.n_dec += 1
+        r.ctx_sum += self.isl[rid] + self.produced[rid]
+        r.fin_sum += fc
+        bucket = r.due.get(fc)
+        if bucket is None:
+            r.due[fc] = [rid]
+            heapq.heappush(r.heap, fc)
+        else:
+            bucket.append(rid)
+
+    def kv_held(self, r: Rank, rid: int) -> int:
+        """KV tokens a decoding request holds now."""
+        return self.kv_join[rid] + r.clock - self.join[rid]
+
+    def stop_decoding(self, r: Rank, rid: int) -> None:
+        """Take a decoding request out of the batch (preempted or retracted)."""
+        fc = self.fin[rid]
+        r.due[fc].remove(rid)
+        r.n_dec -= 1
+        r.ctx_sum -= self.isl[rid] + self.produced[rid] + r.clock - self.join[rid]
+        r.fin_sum -= fc
+        self.produced[rid] += r.clock - self.join[rid]
+        r.kv_used -= self.kv_held(r, rid)
+
+    def preempt(self, r: Rank) -> bool:
+        """Free the most recently started running request's KV and queue it first again, to
+        be recomputed (prompt and outputs so far); False when nothing runs."""
+        while r.order:
+            rid = r.order.pop()
+            if self.end[rid] >= 0 or self.done[rid] == 0 and rid not in r.partial:
+                continue  # ended, or already back in the queue
+            if rid in r.partial:
+                r.partial.remove(rid)
+                r.kv_used -= self.done[rid]
+            else:
+                self.stop_decoding(r, rid)
+            self.done[rid] = 0
+            self.target[rid] = self.isl[rid] + self.produced[rid]
+            r.waiting.appendleft(rid)
+            self.sched.released(self, r, rid)
+            return True
+        return False
+
+    def make_room(self, r: Rank, tokens: int) -> bool:
+        """Preempt until ``tokens`` more KV tokens fit; whether any request was preempted."""
+        any_ = False
+        while r.kv_used + tokens > self.caps.kv_tokens and (r.n_dec or r.partial):
+            before = r.n_dec
+            if not self.preempt(r):
+                break
+            any_ = True
+            tokens -= before - r.n_dec
+        return any_
+
+    def _end(self, r: Rank, rid: int, seg: int, decoding: bool = True) -> None:
+        self.end[rid] = seg
+        if decoding:
+            r.n_dec -= 1
+            r.ctx_sum -= self.isl[rid] + self.osl[rid]
+            r.fin_sum -= self.fin[rid]
+            r.kv_used -= self.kv_held(r, rid)
+        else:
+            r.kv_used -= self.done[rid]
+        self.sched.released(self, r, rid)
+        self.finished += 1
+        if self.sent < self.to_send:
+            self._send(r, ready=self.step + 1, seg=seg + 1)
+        w = rid // self.window
+        self.win_done[w] += 1
+        if self.win_done[w] >= self.win_size[w]:
+            self._window_done(w)
+
+    def _finish(self, r: Rank, seg: int) -> None:
+        """The decoding requests ending at this clock (``_end``, inlined: the hot path)."""
+        heap, due, clock = r.heap, r.due, r.clock
+        isl, osl, kv_join, join, end = self.isl, self.osl, self.kv_join, self.join, self.end
+        released = self.sched.released
+        while heap and heap[0] <= clock:
+            fc = heapq.heappop(heap)
+            for rid in due.pop(fc, ()):
+                end[rid] = seg
+                r.n_dec -= 1
+                r.ctx_sum -= isl[rid] + osl[rid]
+                r.fin_sum -= fc
+                r.kv_used -= kv_join[rid] + clock - join[rid]
+                released(self, r, rid)
+                self.finished += 1
+                if self.sent < self.to_send:
+                    nxt = self.sent
+                    self.sent = nxt + 1
+                    self.rank_of[nxt] = r.idx
+                    self.arrive[nxt] = seg + 1
+                    r.inbox.append((self.step + 1, nxt))
+                w = rid // self.window
+                self.win_done[w] += 1
+                if self.win_done[w] >= self.win_size[w]:
+                    self._window_done(w)
+
+    # -- steps ------------------------------------------------------------------------------
+    def run(self) -> Schedule:
+        ranks, plan = self.ranks, self.sched.plan
+        grows, kv_cap = self.sched.grows_kv, self.caps.kv_tokens
+        nothing: tuple[list[tuple[int, int]], bool] = ([], True)
+        while self.finished < self.to_send:
+            plans = []
+            prompt = busy = False
+            for r in ranks:
+                if (r.waiting or r.inbox or r.partial
+                        or grows and r.kv_used + r.n_dec > kv_cap):  # fmt: skip
+                    p = plan(self, r)
+                    prompt = prompt or bool(p[0])
+                else:
+                    p = nothing
+                busy = busy or bool(r.n_dec and p[1])
+                plans.append(p)
+            if not prompt and not busy:
+                if not any(r.inbox for r in ranks):
+                    raise PlannerInputError(
+                        "the engine cannot start a waiting request: its KV cache or "
+                        "running-request cap leaves no room for one prompt and its output")
+                # Nothing runs: the engine is idle until a request arrives, and takes it at
+                # once (no step is in flight to wait for).
+                for r in ranks:
+                    r.inbox = deque((min(ready, self.step), rid) for ready, rid in r.inbox)
+                continue
+            self._step(plans, 1 if prompt else self._quiet())
+        return self._schedule()
+
+    def _quiet(self) -> int:
+        k = INF
+        grows, kv_cap, quiet = self.sched.grows_kv, self.caps.kv_tokens, self.sched.quiet
+        for r in self.ranks:
+            n = r.n_dec
+            if n:
+                k = min(k, r.heap[0] - r.clock)
+                if grows:
+                    k = min(k, max((kv_cap - r.kv_used) // n, 1))
+            if r.inbox or r.waiting:
+                k = min(k, quiet(self, r))
+        return max(k, 1) if k < INF else 1
+
+    def _step(self, plans: list[tuple[list[tuple[int, int]], bool]], k: int) -> None:
+        """Record ``k`` steps of what ``plans`` hold (k > 1: plain decode), then run them."""
+        tmax = tsum = b = moe = run = queued = 0
+        ctx = 0.0
+        for r, (prefill, dec) in zip(self.ranks, plans):  # noqa: B905 (as many)
+            n = r.n_dec if dec else 0
+            if prefill:
+                t = 0
+                for _, tok in prefill:
+                    t += tok
+                tsum += t
+                if t > tmax:
+                    tmax = t
+            moe += n
+            if n > b:
+                b, ctx = n, r.ctx_sum / n + (k - 1) / 2.0
+            run += r.n_dec + max(len(prefill), len(r.partial))
+            queued += len(r.waiting) + len(r.inbox)
+        s, t_cum, b_cum = self._cum
+        self._cum = (s + k, t_cum + tmax * k, b_cum + b * k)
+        self.segs.append((k, b, ctx, moe, tmax, tsum, run, queued, *self._cum))
+        seg = len(self.segs) - 1
+        done, target, advance = self.done, self.target, self.sched.advance
+        for r, (prefill, dec) in zip(self.ranks, plans):  # noqa: B905
+            n = r.n_dec
+            if dec and n:
+                r.clock += k
+                r.ctx_sum += n * k
+                r.kv_used += n * k
+            advance(self, r, k if dec and n else 0)
+            for rid, tok in prefill:
+                done[rid] += tok
+                r.kv_used += tok
+                if done[rid] >= target[rid]:
+                    if r.partial and rid in r.partial:
+                        r.partial.remove(rid)
+                    self.start_decoding(r, rid, seg)
+                elif rid not in r.partial:
+                    r.partial.append(rid)
+        self.step += k
+        for r in self.ranks:
+            if r.heap and r.heap[0] <= r.clock:
+                self._finish(r, seg)
+
+    # -- the steady state ---------------------------------------------------------------------
+    def _window_done(self, w: int) -> None:
+        if not self.converge:
+            return
+        self.win_stats[w] = self._stats(w)
+        prev = self.win_stats.get(w - 1)
+        if w < 2 or prev is None or self.converged_after is not None:
+            return
+        if all(abs(a - b) <= TOLERANCE * max(abs(a), abs(b)) + tol
+               for a, b, tol in zip(self.win_stats[w], prev, (0.5, 0.02, 1.0, 1.0, 0.5),
+                                    strict=True)):  # fmt: skip
+            unsent = self.to_send - self.sent
+            skip = (unsent - self.window) // self.window if unsent > 2 * self.window else 0
+            self.converged_after = self.sent
+            if skip > 0:
+                self.to_send -= skip * self.window
+                lo = w * self.window
+                for i in range(lo, lo + self.window):
+                    self.weight[i] += skip
+                last = self.to_send - 1  # the windows now end earlier
+                self.win_size[last // self.window] = last % self.window + 1
+
+    def _stats(self, w: int) -> tuple[float, ...]:
+        """A window's schedule: TTFT steps, steps per output token, prompt tokens per step
+        while decoding and during TTFT, decode batch (means over its requests)."""
+        lo = w * self.window
+        hi = min(lo + self.window, self.sent)
+        segs = self.segs
+        ttft = per_tok = t_dec = t_wait = batch = 0.0
+        n = 0
+        for rid in range(lo, hi):
+            a, f, e = self.arrive[rid], self.first[rid], self.end[rid]
+            s_a, t_a = (segs[a - 1][8], segs[a - 1][9]) if a else (0, 0.0)
+            s_f, t_f, b_f = segs[f][8:11]
+            s_e, t_e, b_e = segs[e][8:11]
+            ttft += s_f - s_a
+            t_wait += t_f - t_a
+            if s_e > s_f:
+                per_tok += (s_e - s_f) / max(self.osl[rid] - 1, 1)
+                t_dec += (t_e - t_f) / (s_e - s_f)
+                batch += (b_e - b_f) / (s_e - s_f)
+            n += 1
+        n = max(n, 1)
+        return ttft / n, per_tok / n, t_dec / n, t_wait / n, batch / n
+
+    def _schedule(self) -> Schedule:
+        seg = np.array(self.segs, dtype=float).reshape(-1, 11)
+        n = self.sent
+        return Schedule(
+            steps=seg[:, 0], batch=seg[:, 1], context=seg[:, 2], moe_tokens=seg[:, 3],
+            prefill_max=seg[:, 4], prefill_sum=seg[:, 5], running=seg[:, 6], queued=seg[:, 7],
+            arrive=np.array(self.arrive[:n]), first=np.array(self.first[:n]),
+            end=np.array(self.end[:n]), isl=np.array(self.isl[:n]),
+            osl=np.array(self.osl[:n]), weight=np.array(self.weight[:n]),
+            prompts=self.prompts, clients=self.clients, ranks=len(self.ranks),
+            converged_after=self.converged_after, blocked=self.blocked)  # fmt: skip
+
+
+class Adapter:
+    """What every engine's scheduler does alike; each adapter overrides ``plan`` and what
+    differs. ``plan(sim, rank)`` returns ([(request, prompt tokens this step)], whether the
+    rank's decoding requests decode this step)."""
+
+    grows_kv = True  # KV grows a token per decode step (False: reserved whole at admission)
+
+    def deliver(self, sim: Sim, r: Rank) -> None:
+        """Requests that reached the engine join its waiting queue."""
+        step, inbox, waiting = sim.step, r.inbox, r.waiting
+        while inbox and inbox[0][0] <= step:
+            waiting.append(inbox.popleft()[1])
+
+    def quiet(self, sim: Sim, r: Rank) -> int:
+        """Steps of plain decoding this rank can run before ``plan`` must be asked again
+        (a request ending is the core's to see)."""
+        return r.inbox[0][0] - sim.step if r.inbox else INF
+
+    def advance(self, sim: Sim, r: Rank, decode_steps: int) -> None:
+        """The rank ran ``decode_steps`` decode steps (0: a step without its decode)."""
+
+    def released(self, sim: Sim, r: Rank, rid: int) -> None:
+        """``rid`` left the running set (ended or preempted)."""
+
+    def plan(self, sim: Sim, r: Rank) -> tuple[list[tuple[int, int]], bool]:
+        raise NotImplementedError

@@ -1,0 +1,128 @@
+"""SGLang's scheduler, step by step (sgl-project/sglang@v0.5.23, python/sglang/srt/managers/
+scheduler.py ``get_next_batch_to_run`` and schedule_policy.py ``PrefillAdder`` unless named
+otherwise).
+
+- **Prefill first.** Each loop builds a prefill (extend) batch when requests wait and one
+  can start; if it forms, that step is prefill only and the running requests do not decode
+  in it ("Run prefill first if possible"; ``enable_mixed_chunk`` False by default).
+  Otherwise every running request decodes.
+- **The prefill batch.** The one chunked request continues first; then the waiting queue,
+  FCFS (``schedule_policy`` "fcfs"), while fewer than ``max_running_requests`` run and the
+  chunk budget lasts (``chunked_prefill_size``: 8192 below 160 GiB of GPU memory, 16384
+  above, split over attention-DP ranks; planner.specs.engines). A prompt longer than the
+  chunk left is cut to it and becomes the one chunked request, which ends the batch.
+- **KV admission for ``ignore_eos`` requests** (every benchmark client sends them; the
+  radix cache off as InferenceX runs it, ``--disable-radix-cache``):
+  ``PrefillAdder.add_one_req_ignore_eos``. The running requests, those already in the batch
+  and the candidate are sorted by tokens left to generate; walking them, the free tokens
+  (after the batch's prompts) plus what the requests before have freed, less each one's
+  remaining tokens times the requests still running then, must stay above one token per
+  request (``IGNORE_EOS_RESERVE_TOKENS``). So a request starts only when every running
+  request can finish without retraction; the queue waits at its head otherwise.
+- **Polling** (scheduler_recv_skipper.py ``SchedulerRecvSkipper``): with
+  ``--scheduler-recv-interval R`` new requests are received only when a counter reaches R;
+  a decode step adds 1, a prefill batch 1000 (so the loop after a prefill polls), and an
+  idle engine polls every loop.
+- **Retraction** (``update_running_batch``, ``ScheduleBatch.retract_decode``) when a decode
+  step's tokens do not fit: the admission rule above leaves none for these clients; a
+  retracted request would be recomputed like vLLM's preemption.
+- ``max_running_requests`` unset: min(clamp(KV tokens / context length x 512, 2048, 4096),
+  KV tokens / 2) per attention-DP worker (srt/mem_cache/kv_cache_configurator.py
+  ``resolve_max_num_reqs``).
+"""
+
+from __future__ import annotations
+
+from planner.sched.core import INF, Adapter, Rank, Sim
+
+RESERVE_TOKENS = 1  # schedule_policy.py IGNORE_EOS_RESERVE_TOKENS
+PREFILL_WEIGHT = 1000  # what a prefill batch adds to the poll counter
+
+
+class SglangScheduler(Adapter):
+    def deliver(self, sim: Sim, r: Rank) -> None:
+        interval = sim.caps.recv_interval
+        if interval > 1 and (r.n_dec or r.partial):  # busy: poll when the counter reaches R
+            if r.counter < interval:
+                return
+            r.counter = 0
+        super().deliver(sim, r)
+
+    def quiet(self, sim: Sim, r: Rank) -> int:
+        if not r.inbox:
+            return INF
+        ready = r.inbox[0][0] - sim.step
+        interval = sim.caps.recv_interval
+        return max(ready, interval - r.counter) if interval > 1 else ready
+
+    def advance(self, sim: Sim, r: Rank, decode_steps: int) -> None:
+        """Each loop polls first when the counter has reached R (and resets it), then adds
+        its batch's weight; over ``decode_steps`` loops the polls found nothing (``quiet``
+        ends a run at a poll that would find something)."""
+        interval = sim.caps.recv_interval
+        if interval > 1 and decode_steps:
+            c = (0 if r.counter >= interval else r.counter) + decode_steps
+            r.counter = c if c <= interval else (c - interval - 1) % interval + 1
+
+    def plan(self, sim: Sim, r: Rank) -> tuple[list[tuple[int, int]], bool]:
+        self.deliver(sim, r)
+        caps = sim.caps
+        chunk = caps.token_budget
+        done, target = sim.done, sim.target
+        out: list[tuple[int, int]] = []
+        if r.partial:  # the chunked request continues first
+            rid = r.partial[0]
+            tok = min(target[rid] - done[rid], chunk)
+            out.append((rid, tok))
+            chunk -= tok
+        running = r.n_dec + len(r.partial)
+        batch: list[int] = []
+        waiting = r.waiting
+        while waiting and chunk > 0:
+            if running + len(batch) >= caps.max_running:
+                sim.blocked += 1
+                break
+            rid = waiting[0]
+            if not self._fits(sim, r, rid, batch, caps.token_budget - chunk):
+                sim.blocked += 1
+                break
+            waiting.popleft()
+            need = target[rid] - done[rid]
+            tok = min(need, chunk)
+            out.append((rid, tok))
+            r.order.append(rid)
+            batch.append(rid)
+            chunk -= tok
+        if out:
+            r.counter += PREFILL_WEIGHT
+            return out, False
+        if r.n_dec:
+            sim.make_room(r, r.n_dec)  # retraction (none under the admission above)
+        return out, r.n_dec > 0
+
+    @staticmethod
+    def _fits(sim: Sim, r: Rank, rid: int, batch: list[int], batch_tokens: int) -> bool:
+        """``add_one_req_ignore_eos``: every running request can still finish."""
+        isl, osl, produced, target, done = sim.isl, sim.osl, sim.produced, sim.target, sim.done
+        cur_rem = sim.caps.kv_tokens - r.kv_used - batch_tokens - (target[rid] - done[rid])
+        # tokens left to generate: the decoding ones (their end clocks less now), the batch's
+        # and the candidate's
+        left = r.fin_sum - r.n_dec * r.clock + sum(osl[b] - produced[b] for b in batch)
+        left += osl[rid] - produced[rid]
+        n = r.n_dec + len(batch) + 1
+        if cur_rem - left > RESERVE_TOKENS * n:
+            return True  # fits even if nothing ever ended
+        states = [(osl[b] - produced[b], isl[b] + produced[b]) for b in batch]
+        states.append((osl[rid] - produced[rid], isl[rid] + produced[rid]))
+        for fc, rids in r.due.items():
+            for d in rids:
+                k = fc - r.clock
+                states.append((k, isl[d] + osl[d] - k))
+        states.sort()
+        freed = 0
+        for i, (tokens_left, occupied) in enumerate(states):
+            bs = n - i
+            if cur_rem + freed - tokens_left * bs <= RESERVE_TOKENS * bs:
+                return False
+            freed += occupied
+        return True
