@@ -70,6 +70,10 @@ class ServingParams:
     # Request path outside the GPU per engine: HTTP, tokenise, detokenise the first token.
     ttft_fixed_ms: dict[str, float] = field(
         default_factory=lambda: {"vllm": 30.0, "sglang": 30.0, "trtllm": 30.0})
+    # Each engine's per-kernel floor relative to kernel_us (vLLM's): its kernels' fusion and
+    # launch granularity on this GPU.
+    engine_kernel: dict[str, float] = field(
+        default_factory=lambda: {"vllm": 1.0, "sglang": 1.0, "trtllm": 1.0})
     # The engine's host work per running request per step (output processing, detokenize,
     # stream a token), overlapped with the GPU step by its async / overlap scheduler: a
     # step lasts the longer of the two (planner.cost.step_time).
@@ -112,6 +116,7 @@ DESCRIBE: dict[str, tuple[str, str]] = {
     "mfu": ("fraction of dense tensor peak reached by prefill GEMMs", "fitted"),
     "ttft_fixed_ms": ("request path outside the GPU (HTTP, tokenize, stream), ms",
                       "fitted per engine"),
+    "engine_kernel": ("the engine's per-kernel floor relative to vLLM's", "fitted per engine"),
     "host_us": ("host work per running request per step, overlapped with the GPU step, us",
                 "fitted per engine"),
     "memory_utilization": ("GPU memory the engine may use", "vLLM default 0.9"),

@@ -198,7 +198,7 @@ def predict(
 MIXED = ("tpot_ms", "ttft_ms", "output_tok_s", "itl_ms", "e2el_ms")
 # Concurrencies simulated one by one; more are simulated on a grid and interpolated.
 MAX_SIMULATED = 24
-GRID_PER_OCTAVE = 2
+GRID_PER_OCTAVE = 1
 
 
 def engine_caps(m: ModelSpec, hw: HardwareSpec, lay: ServeLayout, w: Workload, cap: float,

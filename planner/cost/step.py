@@ -17,7 +17,8 @@ TPOT):
   from it (planner.cost.routing.measured);
 - LM head and sampling over the vocabulary.
 
-Collectives are planner.cost.step_comm's; queueing and TTFT planner.cost.ttft's.
+Collectives are planner.cost.step_comm's; what a step holds is planner.sched's, and
+planner.cost.step_time prices it.
 """
 
 from __future__ import annotations
@@ -95,7 +96,8 @@ def decode_terms(m: ModelSpec, hw: HardwareSpec, lay: ServeLayout, w: Workload,
     (default I + O / 2, the mean over a request's decode)."""
     bw = hw.mem_bandwidth_gbps * 1e9 * p.bw_eff
     act = w.activations
-    floor = p.kernel_us + (0.0 if w.cuda_graphs else EAGER_LAUNCH_US)
+    floor = (p.kernel_us * p.engine_kernel.get(w.engine, 1.0)
+             + (0.0 if w.cuda_graphs else EAGER_LAUNCH_US))  # fmt: skip
     # Every attention rank's tokens (or dummy token) meet in the MoE.
     moe_tok = B * lay.dp if moe_tokens is None else moe_tokens
     ctx = w.isl + w.osl / 2.0 if context is None else context  # mean context over a decode

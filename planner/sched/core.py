@@ -63,7 +63,8 @@ class Rank:
     """One attention rank's scheduler state."""
 
     __slots__ = ("idx", "waiting", "inbox", "partial", "heap", "due", "n_dec", "ctx_sum",
-                 "fin_sum", "clock", "kv_used", "order", "counter", "reserved", "held")  # fmt: skip
+                 "fin_sum", "clock", "kv_used", "order", "counter", "reserved", "held",
+                 "stuck", "stuck_until", "fcs", "wholes")  # fmt: skip
 
     def __init__(self, idx: int) -> None:
         self.idx = idx
@@ -81,6 +82,12 @@ class Rank:
         self.counter = 0  # the adapter's step counter (SGLang polls, TRT-LLM waits)
         self.reserved = 0  # TensorRT-LLM: KV tokens reserved to completion
         self.held = 0  # steps the adapter held prompts back
+        self.stuck = -1  # a waiting request known not to fit before ``stuck_until`` (clock)
+        self.stuck_until = 0  # or a running request leaves
+        # the decoding requests' end clocks, sorted, and their whole lengths (isl + osl) in the
+        # same order, kept only for an adapter that reads them (``Adapter.sorted_ends``)
+        self.fcs = np.zeros(0, dtype=np.int64)
+        self.wholes = np.zeros(0, dtype=np.int64)
 
     def running(self) -> int:
         return self.n_dec + len(self.partial)
@@ -100,7 +107,7 @@ class Schedule:
     moe_tokens: np.ndarray  # decode tokens of every rank together
     prefill_max: np.ndarray  # prompt tokens on the busiest rank
     prefill_sum: np.ndarray  # prompt tokens of every rank together
-    running: np.ndarray  # requests in the step, summed over ranks
+    running: np.ndarray  # requests in the step on the busiest attention rank
     queued: np.ndarray  # requests sent and not started, summed over ranks
     arrive: np.ndarray  # segment whose start the request was sent at
     first: np.ndarray  # segment at whose end its first token came
@@ -154,6 +161,8 @@ class Sim:
         self.win_stats: dict[int, tuple] = {}
         self.converge = converge
         self.converged_after: int | None = None
+        self._advances = type(sched).advance is not Adapter.advance  # else a no-op, skipped
+        self.sorted_ends = sched.sorted_ends
         self._cum: tuple[int, float, float] = (0, 0.0, 0.0)  # steps, prompt tokens, batch
         for _ in range(min(clients, n)):
             self._send(self.ranks[self.sent % ranks], ready=0, seg=0)
@@ -189,6 +198,10 @@ class Sim:
             heapq.heappush(r.heap, fc)
         else:
             bucket.append(rid)
+        if self.sorted_ends:
+            i = int(r.fcs.searchsorted(fc, side="right"))
+            r.fcs = np.concatenate((r.fcs[:i], (fc,), r.fcs[i:]))
+            r.wholes = np.concatenate((r.wholes[:i], (self.isl[rid] + self.osl[rid],), r.wholes[i:]))
 
     def kv_held(self, r: Rank, rid: int) -> int:
         """KV tokens a decoding request holds now."""
@@ -198,6 +211,9 @@ class Sim:
         """Take a decoding request out of the batch (preempted or retracted)."""
         fc = self.fin[rid]
         r.due[fc].remove(rid)
+        if self.sorted_ends:
+            i = int(np.searchsorted(r.fcs, fc))
+            r.fcs, r.wholes = np.delete(r.fcs, i), np.delete(r.wholes, i)
         r.n_dec -= 1
         r.ctx_sum -= self.isl[rid] + self.produced[rid] + r.clock - self.join[rid]
         r.fin_sum -= fc
@@ -257,6 +273,9 @@ class Sim:
         heap, due, clock = r.heap, r.due, r.clock
         isl, osl, kv_join, join, end = self.isl, self.osl, self.kv_join, self.join, self.end
         released = self.sched.released
+        if self.sorted_ends:  # they end first in the sorted arrays
+            k = int(np.searchsorted(r.fcs, clock, side="right"))
+            r.fcs, r.wholes = r.fcs[k:], r.wholes[k:]
         while heap and heap[0] <= clock:
             fc = heapq.heappop(heap)
             for rid in due.pop(fc, ()):
@@ -280,6 +299,9 @@ class Sim:
 
     # -- steps ------------------------------------------------------------------------------
     def run(self) -> Schedule:
+        if len(self.ranks) == 1:
+            self._run_one()
+            return self._schedule()
         ranks, plan = self.ranks, self.sched.plan
         grows, kv_cap = self.sched.grows_kv, self.caps.kv_tokens
         nothing: tuple[list[tuple[int, int]], bool] = ([], True)
@@ -308,6 +330,65 @@ class Sim:
             self._step(plans, 1 if prompt else self._quiet())
         return self._schedule()
 
+    def _run_one(self) -> None:
+        """``run`` for one attention rank: the same steps without the per-rank bookkeeping
+        (most instances; the loop runs once per segment)."""
+        r = self.ranks[0]
+        sched = self.sched
+        plan, quiet, advance = sched.plan, sched.quiet, sched.advance
+        grows, kv_cap = sched.grows_kv, self.caps.kv_tokens
+        heap, segs, done, target = r.heap, self.segs, self.done, self.target
+        partial = r.partial
+        nothing: list[tuple[int, int]] = []
+        while self.finished < self.to_send:
+            if r.waiting or r.inbox or partial or grows and r.kv_used + r.n_dec > kv_cap:
+                prefill, dec = plan(self, r)
+            else:
+                prefill, dec = nothing, True
+            n = r.n_dec if dec else 0
+            if prefill:
+                k = 1
+            elif n:
+                k = heap[0] - r.clock
+                if grows:
+                    k = min(k, max((kv_cap - r.kv_used) // n, 1))
+                if r.inbox or r.waiting:
+                    k = min(k, quiet(self, r))
+                k = max(k, 1)
+            elif r.inbox:  # idle until a request arrives: it is taken at once
+                r.inbox = deque((min(ready, self.step), rid) for ready, rid in r.inbox)
+                continue
+            else:
+                raise PlannerInputError(
+                    "the engine cannot start a waiting request: its KV cache or "
+                    "running-request cap leaves no room for one prompt and its output")
+            t = 0
+            for _, tok in prefill:
+                t += tok
+            ctx = r.ctx_sum / n + (k - 1) / 2.0 if n else 0.0
+            s_cum, t_cum, b_cum = self._cum
+            self._cum = cum = (s_cum + k, t_cum + t * k, b_cum + n * k)
+            segs.append((k, n, ctx, n, t, t, r.n_dec + max(len(prefill), len(partial)),
+                         len(r.waiting) + len(r.inbox), *cum))  # fmt: skip
+            seg = len(segs) - 1
+            if n:
+                r.clock += k
+                r.ctx_sum += n * k
+                r.kv_used += n * k
+            advance(self, r, k if n else 0)
+            for rid, tok in prefill:
+                done[rid] += tok
+                r.kv_used += tok
+                if done[rid] >= target[rid]:
+                    if partial and rid in partial:
+                        partial.remove(rid)
+                    self.start_decoding(r, rid, seg)
+                elif rid not in partial:
+                    partial.append(rid)
+            self.step += k
+            if heap and heap[0] <= r.clock:
+                self._finish(r, seg)
+
     def _quiet(self) -> int:
         k = INF
         grows, kv_cap, quiet = self.sched.grows_kv, self.caps.kv_tokens, self.sched.quiet
@@ -325,7 +406,9 @@ class Sim:
         """Record ``k`` steps of what ``plans`` hold (k > 1: plain decode), then run them."""
         tmax = tsum = b = moe = run = queued = 0
         ctx = 0.0
-        for r, (prefill, dec) in zip(self.ranks, plans):  # noqa: B905 (as many)
+        ranks = self.ranks
+        for i, r in enumerate(ranks):
+            prefill, dec = plans[i]
             n = r.n_dec if dec else 0
             if prefill:
                 t = 0
@@ -337,20 +420,25 @@ class Sim:
             moe += n
             if n > b:
                 b, ctx = n, r.ctx_sum / n + (k - 1) / 2.0
-            run += r.n_dec + max(len(prefill), len(r.partial))
+            here = r.n_dec + (max(len(prefill), len(r.partial)) if prefill or r.partial else 0)
+            if here > run:
+                run = here
             queued += len(r.waiting) + len(r.inbox)
         s, t_cum, b_cum = self._cum
         self._cum = (s + k, t_cum + tmax * k, b_cum + b * k)
         self.segs.append((k, b, ctx, moe, tmax, tsum, run, queued, *self._cum))
         seg = len(self.segs) - 1
-        done, target, advance = self.done, self.target, self.sched.advance
-        for r, (prefill, dec) in zip(self.ranks, plans):  # noqa: B905
+        done, target = self.done, self.target
+        advance = self.sched.advance if self._advances else None
+        for i, r in enumerate(ranks):
+            prefill, dec = plans[i]
             n = r.n_dec
             if dec and n:
                 r.clock += k
                 r.ctx_sum += n * k
                 r.kv_used += n * k
-            advance(self, r, k if dec and n else 0)
+            if advance is not None:
+                advance(self, r, k if dec and n else 0)
             for rid, tok in prefill:
                 done[rid] += tok
                 r.kv_used += tok
@@ -361,7 +449,7 @@ class Sim:
                 elif rid not in r.partial:
                     r.partial.append(rid)
         self.step += k
-        for r in self.ranks:
+        for r in ranks:
             if r.heap and r.heap[0] <= r.clock:
                 self._finish(r, seg)
 
@@ -429,6 +517,7 @@ class Adapter:
     rank's decoding requests decode this step)."""
 
     grows_kv = True  # KV grows a token per decode step (False: reserved whole at admission)
+    sorted_ends = False  # keep the decoding requests' end clocks sorted (Rank.fcs)
 
     def deliver(self, sim: Sim, r: Rank) -> None:
         """Requests that reached the engine join its waiting queue."""

@@ -97,7 +97,8 @@ def reduced(s: Schedule, weight: np.ndarray) -> tuple[Shapes, np.ndarray]:
 @dataclass(frozen=True)
 class Measured:
     """The benchmark's report of one run: means and p50 / p90 / p99 (ms), and how full the
-    engine was (requests per attention rank, time-weighted)."""
+    engine was, time-weighted: requests running on the busiest attention rank, requests
+    queued per attention rank."""
 
     ttft_ms: float
     tpot_ms: float
@@ -130,6 +131,6 @@ def measure(s: Schedule, step_ms: np.ndarray, request_path_ms: float) -> Measure
         itl_ms=itl, e2el_ms=float(np.average(e2el, weights=w)),
         percentiles={"ttft_ms": percentiles(ttft, w), "tpot_ms": percentiles(tpot, wm),
                      "e2el_ms": percentiles(e2el, w)},
-        running_mean=float((s.running * seg_ms).sum() / total_ms / ranks),
+        running_mean=float((s.running * seg_ms).sum() / total_ms),
         queued_mean=float((s.queued * seg_ms).sum() / total_ms / ranks),
     )  # fmt: skip

@@ -33,6 +33,8 @@ otherwise).
 
 from __future__ import annotations
 
+import numpy as np
+
 from planner.sched.core import INF, Adapter, Rank, Sim
 
 RESERVE_TOKENS = 1  # schedule_policy.py IGNORE_EOS_RESERVE_TOKENS
@@ -40,6 +42,7 @@ PREFILL_WEIGHT = 1000  # what a prefill batch adds to the poll counter
 
 
 class SglangScheduler(Adapter):
+    sorted_ends = True  # the admission test walks the running requests by tokens left
     def deliver(self, sim: Sim, r: Rank) -> None:
         interval = sim.caps.recv_interval
         if interval > 1 and (r.n_dec or r.partial):  # busy: poll when the counter reaches R
@@ -49,11 +52,16 @@ class SglangScheduler(Adapter):
         super().deliver(sim, r)
 
     def quiet(self, sim: Sim, r: Rank) -> int:
+        if r.waiting and r.waiting[0] == r.stuck:
+            return max(r.stuck_until - r.clock, 1)
         if not r.inbox:
             return INF
         ready = r.inbox[0][0] - sim.step
         interval = sim.caps.recv_interval
         return max(ready, interval - r.counter) if interval > 1 else ready
+
+    def released(self, sim: Sim, r: Rank, rid: int) -> None:
+        r.stuck = -1
 
     def advance(self, sim: Sim, r: Rank, decode_steps: int) -> None:
         """Each loop polls first when the counter has reached R (and resets it), then adds
@@ -83,7 +91,13 @@ class SglangScheduler(Adapter):
                 sim.blocked += 1
                 break
             rid = waiting[0]
-            if not self._fits(sim, r, rid, batch, caps.token_budget - chunk):
+            if rid == r.stuck and r.clock < r.stuck_until:
+                sim.blocked += 1
+                break
+            wait = self._fits(sim, r, rid, batch, caps.token_budget - chunk)
+            if wait:  # known not to fit for ``wait`` decode steps (or until one leaves)
+                if not batch:
+                    r.stuck, r.stuck_until = rid, r.clock + wait
                 sim.blocked += 1
                 break
             waiting.popleft()
@@ -101,28 +115,36 @@ class SglangScheduler(Adapter):
         return out, r.n_dec > 0
 
     @staticmethod
-    def _fits(sim: Sim, r: Rank, rid: int, batch: list[int], batch_tokens: int) -> bool:
-        """``add_one_req_ignore_eos``: every running request can still finish."""
+    def _fits(sim: Sim, r: Rank, rid: int, batch: list[int], batch_tokens: int) -> int:
+        """``add_one_req_ignore_eos``: 0 when every running request can still finish with
+        ``rid`` started too; else the decode steps until it could (INF: not before a
+        running request leaves). Each decode step takes a token from every running request's
+        remaining and adds one to what it holds, so a state ahead of the candidate gains a
+        token of margin per step for each not-yet-running request after it."""
         isl, osl, produced, target, done = sim.isl, sim.osl, sim.produced, sim.target, sim.done
         cur_rem = sim.caps.kv_tokens - r.kv_used - batch_tokens - (target[rid] - done[rid])
         # tokens left to generate: the decoding ones (their end clocks less now), the batch's
         # and the candidate's
-        left = r.fin_sum - r.n_dec * r.clock + sum(osl[b] - produced[b] for b in batch)
-        left += osl[rid] - produced[rid]
-        n = r.n_dec + len(batch) + 1
+        news = [*batch, rid]
+        left = r.fin_sum - r.n_dec * r.clock + sum(osl[b] - produced[b] for b in news)
+        n = r.n_dec + len(news)
         if cur_rem - left > RESERVE_TOKENS * n:
-            return True  # fits even if nothing ever ended
-        states = [(osl[b] - produced[b], isl[b] + produced[b]) for b in batch]
-        states.append((osl[rid] - produced[rid], isl[rid] + produced[rid]))
-        for fc, rids in r.due.items():
-            for d in rids:
-                k = fc - r.clock
-                states.append((k, isl[d] + osl[d] - k))
-        states.sort()
-        freed = 0
-        for i, (tokens_left, occupied) in enumerate(states):
-            bs = n - i
-            if cur_rem + freed - tokens_left * bs <= RESERVE_TOKENS * bs:
-                return False
-            freed += occupied
-        return True
+            return 0  # fits even if nothing ever ended
+        dec_left = r.fcs - r.clock
+        new_left = [osl[b] - produced[b] for b in news]
+        lefts = np.concatenate([dec_left, new_left])
+        occ = np.concatenate([r.wholes - dec_left, [isl[b] + produced[b] for b in news]])
+        running = np.arange(n) < dec_left.size
+        if dec_left.size and min(new_left) < dec_left[-1]:  # else already in order
+            order = np.argsort(lefts, kind="stable")
+            lefts, occ, running = lefts[order], occ[order], running[order]
+        bs = n - np.arange(n)
+        margin = cur_rem + (np.cumsum(occ) - occ) - (lefts + RESERVE_TOKENS) * bs
+        bad = margin <= 0
+        if not bad.any():
+            return 0
+        later_new = np.cumsum((~running)[::-1])[::-1] - ~running  # new requests after each
+        rate = np.where(running, later_new, 0)
+        if batch or (bad & (rate <= 0)).any():
+            return INF
+        return int((np.floor(-margin[bad] / rate[bad]) + 1).max())
