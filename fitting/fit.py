@@ -93,15 +93,23 @@ def predict_groups(gs: list[Group], p: ServingParams) -> list[serving.Prediction
 def means(gs: list[Group], p: ServingParams) -> list[tuple[np.ndarray, np.ndarray] | None]:
     """Each group's mean TPOT and TTFT (serving.mean_latencies: the numbers predict gives,
     priced from each schedule's aggregated step shapes); None where the model cannot run."""
-    out: list[tuple[np.ndarray, np.ndarray] | None] = []
     for g in gs:
         if g.plan is None and not g.refused:
             try:
                 g.plan = serving.mean_plan(g.model, g.host, g.rows[0].layout, g.workload, g.conc)
             except PlannerInputError:
                 g.refused = True
-        out.append(None if g.refused else g.plan.evaluate(p))
-    return out
+    live = [g for g in gs if not g.refused]
+    key = tuple(id(g) for g in live)
+    stack = _STACKS.get(key)
+    if stack is None:
+        _STACKS.clear()  # one stack at a time: the fit's rows
+        stack = _STACKS[key] = serving.MeanStack([g.plan for g in live])
+    got = iter(stack.evaluate(p) if live else [])
+    return [None if g.refused else next(got) for g in gs]
+
+
+_STACKS: dict[tuple, serving.MeanStack] = {}
 
 
 def errors(gs: list[Group], p: ServingParams) -> list[tuple[fixture.Row, float, float]]:

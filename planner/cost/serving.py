@@ -24,8 +24,9 @@ import numpy as np
 from planner.cost.comm import CommSet
 from planner.cost.params import FITTED, ServingParams
 from planner.cost.step import kv_store_per_seq, weights_per_gpu
+from planner.cost.step_basis import StepBasis
 from planner.cost.step_comm import A2A_BACKENDS, step_comm
-from planner.cost.step_time import step_ms, step_terms
+from planner.cost.step_time import step_basis, step_ms, step_terms
 from planner.cost.types import ServeLayout, Workload
 from planner.errors import PlannerInputError
 from planner.sched import Caps, Schedule, simulate
@@ -303,30 +304,51 @@ SHAPE_FIELDS = ("batch", "context", "moe_tokens", "prefill_max", "prefill_sum")
 @dataclass
 class MeanPlan:
     """A workload's schedules at its concurrencies, reduced to a few step shapes per mean
-    (planner.sched.metrics.reduced): priced again for each new set of fitted parameters."""
+    (planner.sched.metrics.reduced) and those steps' basis (planner.cost.step_basis): priced
+    again for each new set of fitted parameters."""
 
-    m: ModelSpec
-    hw: HardwareSpec
-    lay: ServeLayout
-    w: Workload  # as priced: the mean prompt length
-    shapes: Shapes
+    basis: StepBasis
     weights: np.ndarray
     owner: np.ndarray  # 2 x concurrency index + (0: TPOT, 1: TTFT)
     points: int
+    engine: str
 
-    def evaluate(self, p: ServingParams = FITTED,
-                 comm: CommSet | None = None) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
-        comm = comm if comm is not None else CommSet([], self.hw, p.link_eff)
-        t = step_ms(step_terms(self.m, self.hw, self.lay, self.w, p, comm, self.shapes))
+    def evaluate(self, p: ServingParams = FITTED) -> tuple[np.ndarray, np.ndarray]:
+        t = step_ms(self.basis.terms(p))
         sums = np.bincount(self.owner, self.weights * t, 2 * self.points)
-        fixed_ms = p.ttft_fixed_ms.get(self.w.engine, p.ttft_fixed_ms["vllm"])
+        fixed_ms = p.ttft_fixed_ms.get(self.engine, p.ttft_fixed_ms["vllm"])
         return sums[0::2], sums[1::2] + fixed_ms
 
 
+@dataclass
+class MeanStack:
+    """Many :class:`MeanPlan` evaluated together: one basis over all their step shapes."""
+
+    plans: list[MeanPlan]
+
+    def __post_init__(self) -> None:
+        self.basis = StepBasis.concat([q.basis for q in self.plans])
+        self.weights = np.concatenate([q.weights for q in self.plans])
+        starts = np.cumsum([0] + [2 * q.points for q in self.plans])
+        self.owner = np.concatenate([q.owner + o for q, o in zip(self.plans, starts, strict=False)])
+        self.starts = starts
+
+    def evaluate(self, p: ServingParams = FITTED) -> list[tuple[np.ndarray, np.ndarray]]:
+        t = step_ms(self.basis.terms(p))
+        sums = np.bincount(self.owner, self.weights * t, int(self.starts[-1]))
+        out = []
+        for q, lo in zip(self.plans, self.starts, strict=False):
+            part = sums[lo:lo + 2 * q.points]
+            fixed_ms = p.ttft_fixed_ms.get(q.engine, p.ttft_fixed_ms["vllm"])
+            out.append((part[0::2], part[1::2] + fixed_ms))
+        return out
+
+
 def mean_plan(m: ModelSpec, hw: HardwareSpec, lay: ServeLayout, w: Workload, conc: np.ndarray,
-              p: ServingParams = FITTED) -> MeanPlan:  # fmt: skip
+              p: ServingParams = FITTED, comm: CommSet | None = None) -> MeanPlan:  # fmt: skip
     """The :class:`MeanPlan` of a workload (one line when the model cannot run it)."""
     check(m, hw, lay, w)
+    comm = comm if comm is not None else CommSet([], hw, p.link_eff)
     _, cap = kv_capacity(m, hw, lay, w, p)
     shapes: list[Shapes] = []
     weights: list[np.ndarray] = []
@@ -342,10 +364,11 @@ def mean_plan(m: ModelSpec, hw: HardwareSpec, lay: ServeLayout, w: Workload, con
             weights.append(wt)
             owner.append(np.full(wt.size, 2 * i + j))
     mean_in, _ = mean_lengths(bench(w.bench), w.isl, w.osl, _ratio(w))
-    return MeanPlan(m, hw, lay, replace(w, isl=max(int(round(mean_in)), 1)),
-                    Shapes(*(np.concatenate([getattr(x, f) for x in shapes])
-                             for f in SHAPE_FIELDS)),
-                    np.concatenate(weights), np.concatenate(owner), len(conc))  # fmt: skip
+    priced = replace(w, isl=max(int(round(mean_in)), 1))
+    basis = step_basis(m, hw, lay, priced, comm,
+                       Shapes(*(np.concatenate([getattr(x, f) for x in shapes])
+                                for f in SHAPE_FIELDS)))  # fmt: skip
+    return MeanPlan(basis, np.concatenate(weights), np.concatenate(owner), len(conc), w.engine)
 
 
 def mean_latencies(m: ModelSpec, hw: HardwareSpec, lay: ServeLayout, w: Workload,
@@ -354,7 +377,7 @@ def mean_latencies(m: ModelSpec, hw: HardwareSpec, lay: ServeLayout, w: Workload
     """Mean TPOT and TTFT at each concurrency, as :func:`predict` gives them (the same
     schedules and step prices) from each schedule's segments aggregated into a few shapes
     per mean: what the fit evaluates thousands of times (:class:`MeanPlan`)."""
-    return mean_plan(m, hw, lay, w, conc, p).evaluate(p, comm)
+    return mean_plan(m, hw, lay, w, conc, p, comm).evaluate(p)
 
 
 def _ratio(w: Workload) -> float:

@@ -28,47 +28,43 @@ import numpy as np
 
 from planner.cost.comm import CommSet
 from planner.cost.params import ServingParams
-from planner.cost.step import decode_terms, prefill_cost
+from planner.cost.step import decode_basis, prefill_cost_unit
+from planner.cost.step_basis import StepBasis
 from planner.cost.step_comm import exchange, step_comm
 from planner.cost.types import ServeLayout, Workload
 from planner.sched.metrics import Shapes
 from planner.specs.hardware import HardwareSpec
 from planner.specs.models import ModelSpec
 
-COMPUTE = ("attention", "kv_cache", "mlp", "experts", "expert_imbalance", "lm_head")
 
-
-def step_terms(m: ModelSpec, hw: HardwareSpec, lay: ServeLayout, w: Workload, p: ServingParams,
-               comm: CommSet, s: Shapes) -> dict[str, np.ndarray]:  # fmt: skip
-    """Milliseconds of each term of one step of each shape."""
+def step_basis(m: ModelSpec, hw: HardwareSpec, lay: ServeLayout, w: Workload, comm: CommSet,
+               s: Shapes) -> StepBasis:  # fmt: skip
+    """Every shape's step at unit efficiencies (planner.cost.step_basis)."""
     b = np.maximum(s.batch, 1.0)
     moe = np.maximum(s.moe_tokens, 1.0)
     if lay.dp > 1:  # an idle attention rank still sends the MoE a dummy token
         moe = np.maximum(moe, float(lay.dp))
     ctx = np.where(s.batch > 0, s.context, float(w.isl))
-    terms = decode_terms(m, hw, lay, w, b, p, moe, ctx)
-    cost = prefill_cost(m, hw, lay, w, p)
-    prefill = s.prefill_max * cost.attention_ms + s.prefill_sum * cost.expert_ms
-    only = (s.batch <= 0) & (s.prefill_max > 0)  # a prompt-only step
-    if only.any():
-        for t in COMPUTE:
-            prefill = prefill + np.where(only, terms[t], 0.0)
-            terms[t] = np.where(only, 0.0, terms[t])
-    terms["prefill"] = prefill
+    basis = decode_basis(m, hw, lay, w, b, moe, ctx)
+    unit = prefill_cost_unit(m, hw, lay, w)
+    basis.prefill_attention_ms = s.prefill_max * unit.attention_ms
+    basis.prefill_expert_ms = s.prefill_sum * unit.expert_ms
+    basis.prompt_only = (s.batch <= 0) & (s.prefill_max > 0)
     own = b + s.prefill_max  # tokens through the busiest rank's layers
-    sc = step_comm(m, lay, w, own, comm, p.allreduce_scale, p.a2a_scale)
-    terms["allreduce"] = sc.allreduce_ms
+    sc = step_comm(m, lay, w, own, comm)
+    basis.allreduce_ms = sc.allreduce_ms
     if exchange(m, lay) == "allgather_reducescatter":  # every rank's tokens, gathered
         mean = np.maximum((moe + s.prefill_sum) / lay.dp, 1.0)
-        terms["all_to_all"] = step_comm(m, lay, w, mean, comm, p.allreduce_scale,
-                                        p.a2a_scale).all_to_all_ms  # fmt: skip
+        basis.all_to_all_ms = step_comm(m, lay, w, mean, comm).all_to_all_ms
     else:
-        terms["all_to_all"] = sc.all_to_all_ms
-    # The host's work for the step's requests runs beside the GPU's (async / overlap
-    # scheduling): only what it takes beyond the GPU step shows.
-    host_ms = p.host_us.get(w.engine, 0.0) * (s.batch + 1.0) / 1e3
-    terms["host"] = np.maximum(host_ms - step_ms(terms), 0.0)
-    return terms
+        basis.all_to_all_ms = sc.all_to_all_ms
+    return basis
+
+
+def step_terms(m: ModelSpec, hw: HardwareSpec, lay: ServeLayout, w: Workload, p: ServingParams,
+               comm: CommSet, s: Shapes) -> dict[str, np.ndarray]:  # fmt: skip
+    """Milliseconds of each term of one step of each shape."""
+    return step_basis(m, hw, lay, w, comm, s).terms(p)
 
 
 def step_ms(terms: dict[str, np.ndarray]) -> np.ndarray:
