@@ -46,6 +46,9 @@ def points_frame(res: PlanResult, calibrated: bool) -> pd.DataFrame:
             cur.tpot_ms, cur.low_ms, cur.high_ms)  # fmt: skip
         frame["ttft_ms"], frame["ttft_ms_low"], frame["ttft_ms_high"] = (
             cur.ttft_ms, cur.ttft_low_ms, cur.ttft_high_ms)  # fmt: skip
+        nan = np.full(len(cur.concurrency), np.nan)
+        for k in ("tpot_ms", "ttft_ms"):  # the benchmark's p90 beside the mean
+            frame[f"{k}_p90"] = cur.percentiles.get(k, {}).get("p90", nan)
         frame["tokens_per_s"] = cur.tokens_per_s
         frame["tokens_per_s_per_gpu"] = cur.tokens_per_s / res.hardware.gpu_count
         frame["fits"] = cur.fits
@@ -79,8 +82,15 @@ def band_chart(data: pd.DataFrame, y: str, title: str, y_title: str,
                             opacity=0.15, line={"width": 0, "color": color},
                             hoverinfo="skip", showlegend=False, legendgroup=name,
                             name=f"{label} band")  # fmt: skip
+        p90 = part[f"{y}_p90"] if f"{y}_p90" in part else part[y] * np.nan
         fig.add_scatter(x=part["concurrency"], y=part[y].where(part["fits"]), name=label,
-                        legendgroup=name, line={"dash": dash, "color": color})  # fmt: skip
+                        legendgroup=name, line={"dash": dash, "color": color},
+                        customdata=p90, hovertemplate="%{x}: mean %{y:.2f} ms, p90 "
+                        "%{customdata:.2f} ms<extra>" + label + "</extra>")  # fmt: skip
+        if with_band and p90.notna().any():
+            fig.add_scatter(x=part["concurrency"], y=p90.where(part["fits"]), legendgroup=name,
+                            name=label + " p90", showlegend=False, opacity=0.6,
+                            line={"dash": "dot", "color": color, "width": 1})  # fmt: skip
         fig.add_scatter(x=part["concurrency"], y=part[y].where(~part["fits"]), legendgroup=name,
                         name=label + " (queues for KV room)", showlegend=False, opacity=0.35,
                         line={"dash": "dot", "color": color})  # fmt: skip
@@ -197,16 +207,16 @@ def render(res: PlanResult, notes: list[str]) -> None:
 
     data = points_frame(res, calibrated)
     tag = "-calibrated" if calibrated else ""
-    st.subheader(f"Serving prediction: {res.isl} in / {res.osl} out (vllm bench serve, "
+    st.subheader(f"Serving prediction: {res.isl} in / {res.osl} out ({res.bench} benchmark, "
                  f"{res.engine})")  # fmt: skip
     bands = (res.calibration.band.describe() if calibrated and res.calibration.band is not None
              else band(res.engine, res.model, "tpot", res.hardware).describe())  # fmt: skip
-    ui.chart(band_chart(data, "tpot_ms", f"Predicted mean TPOT ({res.isl} in / {res.osl} out; "
-                        "shaded: measured-error band; dotted: hypothesis; dashed: blocked)",
-                        "TPOT (ms)"), data, f"tradeoff-tpot{tag}")  # fmt: skip
+    ui.chart(band_chart(data, "tpot_ms", f"Predicted mean TPOT, thin dotted: p90 ({res.isl} in "
+                        f"/ {res.osl} out; shaded: measured-error band; dotted: hypothesis; "
+                        "dashed: blocked)", "TPOT (ms)"), data, f"tradeoff-tpot{tag}")  # fmt: skip
     st.caption(f"Band: {bands}. Other GPU generations carry over through spec-sheet numbers.")
-    ui.chart(band_chart(data, "ttft_ms", "Predicted mean TTFT (shaded: measured-error band)",
-                        "TTFT (ms)"), data, f"tradeoff-ttft{tag}")  # fmt: skip
+    ui.chart(band_chart(data, "ttft_ms", "Predicted mean TTFT, thin dotted: p90 (shaded: "
+                        "measured-error band)", "TTFT (ms)"), data, f"tradeoff-ttft{tag}")  # fmt: skip
     ui.chart(band_chart(data, "tokens_per_s", "Output throughput vs concurrency",
                         "tokens/s (all GPUs)", with_band=False),
              data[["layout", "concurrency", "tokens_per_s", "tokens_per_s_per_gpu", "fits"]],

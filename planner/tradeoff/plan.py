@@ -82,6 +82,8 @@ def layout_curve(model: ModelSpec, hw: HardwareSpec, lay: Layout, inst: Instance
         pr.admitted.copy(), tb.low(pr.tpot_ms), tb.high(pr.tpot_ms), fb.low(pr.ttft_ms),
         fb.high(pr.ttft_ms), pr.weights_per_gpu_gb * 1e9, pr.kv_capacity_seqs, pr.dummy_ranks,
         pr.allreduce_calls, eng, inst.predict_args(),
+        percentiles={k: pr.percentiles[k] for k in ("tpot_ms", "ttft_ms")},
+        running_mean=pr.running, queued_mean=pr.queued,
     )  # fmt: skip
 
 

@@ -62,6 +62,10 @@ class LayoutCurve:
     predict_args: list[str] = field(default_factory=list)
     why_not: str = ""  # set when the model cannot answer (does not fit): arrays are NaN
     calibrated: bool = False
+    # p50 / p90 / p99 of the requests' tpot_ms and ttft_ms, as the benchmark reports them
+    percentiles: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
+    running_mean: np.ndarray = field(default_factory=lambda: np.zeros(0))  # busiest rank
+    queued_mean: np.ndarray = field(default_factory=lambda: np.zeros(0))  # per rank
 
     def at(self, c: int) -> int:
         return int(np.searchsorted(self.concurrency, c))
