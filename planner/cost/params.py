@@ -1,10 +1,12 @@
 """Named parameters of the serving cost model (planner.cost.serving): fitted ones and fixed ones.
 
 Fitted in fitting/ (outside the product: nothing here reads the fit's data), one set for
-every GPU: five shared numbers on the vLLM rows (bw_eff
-ends at its 0.92 bound), then per engine its request-path TTFT and the fixture benchmark's
-prompts per concurrency slot, on that engine's rows. Engine scheduling (token budgets,
-chunking, overlap, KV memory rules) is not fitted: planner/specs/engines.py reads it from source.
+every GPU, on every engine's rows: what belongs to the GPU (achieved bandwidth, per-kernel
+floor and each engine's kernels' floor relative to it, grouped-GEMM overhead per expert,
+prefill tensor efficiencies) and what lies outside it (each engine's request path in TTFT,
+its host work per running request per step, overlapped with the GPU). Scheduling (token
+budgets, chunking, admission, KV memory rules, the benchmark's waves) is not fitted:
+planner.sched simulates it, from the engines' source (planner/specs/engines.py for defaults).
 
     python -m fitting --bands --write   # refits FITTED and BANDS into planner/cost/fitted.json
 

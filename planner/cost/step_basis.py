@@ -78,8 +78,8 @@ class StepBasis:
         slot = dict(zip(SLOTS, roof + self.kernels * floor_ms, strict=True))
         expert_ms = self.expert_layers * p.expert_us / 1e3
         mean = slot["routed_mean"] + expert_ms[0]
-        top = roof[SLOTS.index("routed_top")] + expert_ms[1]
-        imbalance = top - (mean - self.kernels[SLOTS.index("routed_mean")] * floor_ms)
+        imbalance = (roof[SLOTS.index("routed_top")] - roof[SLOTS.index("routed_mean")]
+                     + expert_ms[1] - expert_ms[0])  # the busiest rank's over the mean's
         # The shared expert's kernel floors hide behind the routed experts' time (a second
         # stream, planner.specs.engines.Engine.shared_overlap_tokens); its bytes do not.
         shared_floor = self.kernels[SLOTS.index("shared")] * floor_ms
