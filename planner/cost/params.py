@@ -64,6 +64,7 @@ class ServingParams:
     moe_eff: float = 1.0  # grouped expert GEMM bandwidth relative to dense (expert_us carries it)
     kernel_us: float = 4.0  # per-kernel floor with CUDA graphs (us)
     expert_us: float = 0.5  # grouped GEMM overhead per expert the busiest rank runs (us)
+    seq_us: float = 1.0  # per decoding sequence per step: attention and sampling work per row (us)
     mfu: float = 0.45  # achieved fraction of dense tensor peak (prefill, compute-bound GEMMs)
     moe_mfu: float = 0.3  # the same for prefill's grouped expert GEMMs (routing, permute, tiles)
     memory_utilization: float = 0.9  # vLLM --gpu-memory-utilization default
@@ -115,6 +116,7 @@ DESCRIBE: dict[str, tuple[str, str]] = {
                "fitted"),
     "kernel_us": ("per-kernel floor under CUDA graphs, us", "fitted"),
     "expert_us": ("grouped-GEMM overhead per active expert per MoE layer, us", "fitted"),
+    "seq_us": ("per decoding sequence per step (attention blocks, sampling rows), us", "fitted"),
     "mfu": ("fraction of dense tensor peak reached by prefill GEMMs", "fitted"),
     "ttft_fixed_ms": ("request path outside the GPU (HTTP, tokenize, stream), ms",
                       "fitted per engine"),

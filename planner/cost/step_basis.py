@@ -84,7 +84,9 @@ class StepBasis:
         # stream, planner.specs.engines.Engine.shared_overlap_tokens); its bytes do not.
         shared_floor = self.kernels[SLOTS.index("shared")] * floor_ms
         hidden = np.where(self.shared_overlap, np.minimum(shared_floor, mean + imbalance), 0.0)
-        out = {"attention": slot["attention"], "kv_cache": slot["kv_cache"],
+        # each decoding sequence's own work (its attention blocks, its sampling row)
+        per_seq = np.where(self.prompt_only, 0.0, self.batch) * p.seq_us / 1e3
+        out = {"attention": slot["attention"], "kv_cache": slot["kv_cache"] + per_seq,
                "mlp": slot["dense"] + slot["shared"] - hidden, "experts": mean,
                "expert_imbalance": imbalance, "lm_head": slot["lm_head"]}  # fmt: skip
         scale = p.compute_scale
