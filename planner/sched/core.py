@@ -455,48 +455,44 @@ class Sim:
 
     # -- the steady state ---------------------------------------------------------------------
     def _window_done(self, w: int) -> None:
-        if not self.converge:
-            return
+        if (not self.converge or self.converged_after is not None or w < 1
+                or self.to_send - self.sent <= 2 * self.window):  # fmt: skip
+            return  # nothing left to stand in for
         self.win_stats[w] = self._stats(w)
         prev = self.win_stats.get(w - 1)
-        if w < 2 or prev is None or self.converged_after is not None:
+        if w < 2 or prev is None:
             return
         if all(abs(a - b) <= TOLERANCE * max(abs(a), abs(b)) + tol
                for a, b, tol in zip(self.win_stats[w], prev, (0.5, 0.02, 1.0, 1.0, 0.5),
                                     strict=True)):  # fmt: skip
             unsent = self.to_send - self.sent
-            skip = (unsent - self.window) // self.window if unsent > 2 * self.window else 0
+            skip = (unsent - self.window) // self.window
             self.converged_after = self.sent
-            if skip > 0:
-                self.to_send -= skip * self.window
-                lo = w * self.window
-                for i in range(lo, lo + self.window):
-                    self.weight[i] += skip
-                last = self.to_send - 1  # the windows now end earlier
-                self.win_size[last // self.window] = last % self.window + 1
+            self.to_send -= skip * self.window
+            lo = w * self.window
+            for i in range(lo, lo + self.window):
+                self.weight[i] += skip
+            last = self.to_send - 1  # the windows now end earlier
+            self.win_size[last // self.window] = last % self.window + 1
 
     def _stats(self, w: int) -> tuple[float, ...]:
         """A window's schedule: TTFT steps, steps per output token, prompt tokens per step
         while decoding and during TTFT, decode batch (means over its requests)."""
         lo = w * self.window
         hi = min(lo + self.window, self.sent)
-        segs = self.segs
-        ttft = per_tok = t_dec = t_wait = batch = 0.0
-        n = 0
-        for rid in range(lo, hi):
-            a, f, e = self.arrive[rid], self.first[rid], self.end[rid]
-            s_a, t_a = (segs[a - 1][8], segs[a - 1][9]) if a else (0, 0.0)
-            s_f, t_f, b_f = segs[f][8:11]
-            s_e, t_e, b_e = segs[e][8:11]
-            ttft += s_f - s_a
-            t_wait += t_f - t_a
-            if s_e > s_f:
-                per_tok += (s_e - s_f) / max(self.osl[rid] - 1, 1)
-                t_dec += (t_e - t_f) / (s_e - s_f)
-                batch += (b_e - b_f) / (s_e - s_f)
-            n += 1
-        n = max(n, 1)
-        return ttft / n, per_tok / n, t_dec / n, t_wait / n, batch / n
+        cum = np.array([seg[8:11] for seg in self.segs])  # steps, prompt tokens, batch
+        cum = np.vstack([np.zeros((1, 3)), cum])  # row j: totals before segment j
+        a = cum[np.asarray(self.arrive[lo:hi])]
+        f = cum[np.asarray(self.first[lo:hi]) + 1]
+        e = cum[np.asarray(self.end[lo:hi]) + 1]
+        osl = np.asarray(self.osl[lo:hi], dtype=float)
+        span = np.maximum(e[:, 0] - f[:, 0], 1e-9)
+        dec = e[:, 0] > f[:, 0]
+        return (float(np.mean(f[:, 0] - a[:, 0])),
+                float(np.mean(np.where(dec, span / np.maximum(osl - 1, 1), 0.0))),
+                float(np.mean(np.where(dec, (e[:, 1] - f[:, 1]) / span, 0.0))),
+                float(np.mean(f[:, 1] - a[:, 1])),
+                float(np.mean(np.where(dec, (e[:, 2] - f[:, 2]) / span, 0.0))))  # fmt: skip
 
     def _schedule(self) -> Schedule:
         seg = np.array(self.segs, dtype=float).reshape(-1, 11)

@@ -132,17 +132,34 @@ class SglangScheduler(Adapter):
             return 0  # fits even if nothing ever ended
         dec_left = r.fcs - r.clock
         new_left = [osl[b] - produced[b] for b in news]
-        lefts = np.concatenate([dec_left, new_left])
-        occ = np.concatenate([r.wholes - dec_left, [isl[b] + produced[b] for b in news]])
-        running = np.arange(n) < dec_left.size
-        if dec_left.size and min(new_left) < dec_left[-1]:  # else already in order
+        # The request that ends first binds most often: its test alone, without arrays.
+        lowest = min(new_left)
+        first_is_running = bool(dec_left.size) and dec_left[0] <= lowest
+        first = dec_left[0] if first_is_running else lowest
+        m0 = cur_rem - (first + RESERVE_TOKENS) * n
+        if m0 <= 0:
+            if batch or not first_is_running:
+                return INF
+            return int(-m0 // len(news)) + 1
+        if len(news) == 1:  # the candidate alone: its place among the sorted ones
+            at = int(dec_left.searchsorted(lowest, side="right"))
+            dec_occ = r.wholes - dec_left
+            lefts = np.concatenate((dec_left[:at], (lowest,), dec_left[at:]))
+            occ = np.concatenate((dec_occ[:at], (isl[rid] + produced[rid],), dec_occ[at:]))
+            running = None
+        else:
+            lefts = np.concatenate([dec_left, new_left])
+            occ = np.concatenate([r.wholes - dec_left, [isl[b] + produced[b] for b in news]])
+            running = np.arange(n) < dec_left.size
             order = np.argsort(lefts, kind="stable")
             lefts, occ, running = lefts[order], occ[order], running[order]
-        bs = n - np.arange(n)
-        margin = cur_rem + (np.cumsum(occ) - occ) - (lefts + RESERVE_TOKENS) * bs
+        margin = cur_rem + (np.cumsum(occ) - occ) - (lefts + RESERVE_TOKENS) * (n - np.arange(n))
         bad = margin <= 0
         if not bad.any():
             return 0
+        if running is None:
+            running = np.ones(n, dtype=bool)
+            running[at] = False
         later_new = np.cumsum((~running)[::-1])[::-1] - ~running  # new requests after each
         rate = np.where(running, later_new, 0)
         if batch or (bad & (rate <= 0)).any():
