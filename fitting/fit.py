@@ -38,16 +38,16 @@ from planner.errors import PlannerInputError
 # scheduling is fitted (planner.sched simulates it from source), nor a per-step CPU overhead:
 # vLLM's async scheduling and SGLang's and TRT-LLM's overlap schedulers prepare step n + 1 on
 # the CPU while the GPU runs step n.
-FREE = ("bw_eff", "kernel_us", "expert_us", "seq_us", "mfu", "moe_mfu", "host_us:vllm",
-        "host_us:sglang", "host_us:trtllm", "engine_kernel:sglang", "engine_kernel:trtllm")
+FREE = ("bw_eff", "kernel_us", "expert_us", "mfu", "moe_mfu", "seq_us:vllm", "seq_us:sglang",
+        "seq_us:trtllm", "engine_kernel:sglang", "engine_kernel:trtllm")
 # Per engine: the request path outside the GPU (HTTP, tokenizer, detokenizer), a constant
 # added to TTFT; for any GPU parameters the loss takes each engine's best constant
 # (:func:`request_paths`), so the two are fitted together.
-PER_ENGINE = ("ttft_fixed_ms", "host_us", "engine_kernel")
+PER_ENGINE = ("ttft_fixed_ms", "seq_us", "engine_kernel")
 BOUNDS = {"bw_eff": (0.2, 0.92), "moe_eff": (0.2, 1.5), "kernel_us": (0.3, 30.0),
-          "expert_us": (0.01, 30.0), "seq_us": (0.01, 100.0), "mfu": (0.05, 1.0),
+          "expert_us": (0.01, 30.0), "seq_us": (0.001, 5.0), "mfu": (0.05, 1.0),
           "moe_mfu": (0.02, 1.0),
-          "ttft_fixed_ms": (0.0, 500.0), "host_us": (0.01, 500.0),
+          "ttft_fixed_ms": (0.0, 500.0),
           "engine_kernel": (0.2, 5.0)}  # fmt: skip
 TTFT_WEIGHT = 0.2
 ENGINES = ("vllm", "sglang", "trtllm")

@@ -26,8 +26,7 @@ from planner.api import (
 
 COLORS = {"attention": "#4C78A8", "kv_cache": "#F58518", "mlp": "#72B7B2",
           "experts": "#54A24B", "expert_imbalance": "#9D755D", "lm_head": "#BAB0AC",
-          "prefill": "#B279A2", "allreduce": "#E45756", "all_to_all": "#FF9DA6",
-          "host": "#EECA3B"}  # fmt: skip
+          "prefill": "#B279A2", "allreduce": "#E45756", "all_to_all": "#FF9DA6"}  # fmt: skip
 PALETTE = ("#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#B279A2", "#FF9DA6",
            "#9D755D", "#BAB0AC", "#EECA3B", "#439894", "#D67195")  # fmt: skip
 VIEWS = ("model", "calibrated")

@@ -3,8 +3,8 @@
 Fitted in fitting/ (outside the product: nothing here reads the fit's data), one set for
 every GPU, on every engine's rows: what belongs to the GPU (achieved bandwidth, per-kernel
 floor and each engine's kernels' floor relative to it, grouped-GEMM overhead per expert,
-prefill tensor efficiencies) and what lies outside it (each engine's request path in TTFT,
-its host work per running request per step, overlapped with the GPU). Scheduling (token
+prefill tensor efficiencies, each engine's per-sequence cost per step) and what lies outside
+it (each engine's request path in TTFT). Scheduling (token
 budgets, chunking, admission, KV memory rules, the benchmark's waves) is not fitted:
 planner.sched simulates it, from the engines' source (planner/specs/engines.py for defaults).
 
@@ -64,7 +64,9 @@ class ServingParams:
     moe_eff: float = 1.0  # grouped expert GEMM bandwidth relative to dense (expert_us carries it)
     kernel_us: float = 4.0  # per-kernel floor with CUDA graphs (us)
     expert_us: float = 0.5  # grouped GEMM overhead per expert the busiest rank runs (us)
-    seq_us: float = 1.0  # per decoding sequence per step: attention and sampling work per row (us)
+    # per decoding sequence per layer per step, per engine: each row's attention blocks (us)
+    seq_us: dict[str, float] = field(
+        default_factory=lambda: {"vllm": 0.3, "sglang": 0.3, "trtllm": 0.3})
     mfu: float = 0.45  # achieved fraction of dense tensor peak (prefill, compute-bound GEMMs)
     moe_mfu: float = 0.3  # the same for prefill's grouped expert GEMMs (routing, permute, tiles)
     memory_utilization: float = 0.9  # vLLM --gpu-memory-utilization default
@@ -77,11 +79,6 @@ class ServingParams:
     # launch granularity on this GPU.
     engine_kernel: dict[str, float] = field(
         default_factory=lambda: {"vllm": 1.0, "sglang": 1.0, "trtllm": 1.0})
-    # The engine's host work per running request per step (output processing, detokenize,
-    # stream a token), overlapped with the GPU step by its async / overlap scheduler: a
-    # step lasts the longer of the two (planner.cost.step_time).
-    host_us: dict[str, float] = field(
-        default_factory=lambda: {"vllm": 10.0, "sglang": 10.0, "trtllm": 10.0})
     # Calibrated mode (planner.cost.calibrate): measured / modelled on this host.
     compute_scale: float = 1.0
     allreduce_scale: float = 1.0
@@ -116,13 +113,12 @@ DESCRIBE: dict[str, tuple[str, str]] = {
                "fitted"),
     "kernel_us": ("per-kernel floor under CUDA graphs, us", "fitted"),
     "expert_us": ("grouped-GEMM overhead per active expert per MoE layer, us", "fitted"),
-    "seq_us": ("per decoding sequence per step (attention blocks, sampling rows), us", "fitted"),
+    "seq_us": ("per decoding sequence per layer per step (its attention blocks), us",
+               "fitted per engine"),
     "mfu": ("fraction of dense tensor peak reached by prefill GEMMs", "fitted"),
     "ttft_fixed_ms": ("request path outside the GPU (HTTP, tokenize, stream), ms",
                       "fitted per engine"),
     "engine_kernel": ("the engine's per-kernel floor relative to vLLM's", "fitted per engine"),
-    "host_us": ("host work per running request per step, overlapped with the GPU step, us",
-                "fitted per engine"),
     "memory_utilization": ("GPU memory the engine may use", "vLLM default 0.9"),
     "reserve_gb": ("activation / CUDA-graph / NCCL reserve per GPU, GB", "assumed"),
     "link_eff": ("achieved fraction of spec NVLink / PCIe bandwidth", "assumed"),

@@ -39,7 +39,7 @@ from planner.specs.models import ModelSpec, dtype_bytes
 __all__ = ["ENGINES", "TERMS", "Prediction", "ServeLayout", "Workload", "check", "predict"]
 
 TERMS = ("attention", "kv_cache", "mlp", "experts", "expert_imbalance", "lm_head", "prefill",
-         "allreduce", "all_to_all", "host")  # fmt: skip
+         "allreduce", "all_to_all")  # fmt: skip
 COMM_TERMS = ("allreduce", "all_to_all")
 COLLECTIVE_BACKENDS = ("all_reduce", "all_reduce_fast")
 

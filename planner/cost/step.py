@@ -121,8 +121,9 @@ def decode_basis(m: ModelSpec, hw: HardwareSpec, lay: ServeLayout, w: Workload,
             kernels[i] = op.kernels
     none = np.zeros(n)
     return StepBasis(nbytes, flops, kernels, layers, shared_overlap_tokens(w.engine) >= B,
-                     none, none, none, none, B, np.zeros(n, dtype=bool), np.zeros(n, dtype=int),
-                     (w.engine,), eager_us(w.cuda_graphs))  # fmt: skip
+                     none, none, none, none, B, np.full(n, float(m.num_layers)),
+                     np.zeros(n, dtype=bool), np.zeros(n, dtype=int), (w.engine,),
+                     eager_us(w.cuda_graphs))  # fmt: skip
 
 
 def decode_terms(m: ModelSpec, hw: HardwareSpec, lay: ServeLayout, w: Workload,

@@ -33,7 +33,8 @@ class StepBasis:
     """Per step shape, at unit efficiencies: bytes time (ms at bw_eff = 1), FLOPs time (ms
     at mfu = 1), kernels and routed expert-layers per slot; the prompt tokens' compute (ms
     at mfu = 1, moe_mfu = 1); the collectives (ms at calibration scale 1); the decode batch
-    (the host's work) and which engine runs it (engine-specific parameters)."""
+    and the model's layers (per-sequence work) and which engine runs it (engine-specific
+    parameters)."""
 
     bytes_ms: np.ndarray  # (slots, shapes)
     flops_ms: np.ndarray  # (slots, shapes)
@@ -45,6 +46,7 @@ class StepBasis:
     allreduce_ms: np.ndarray
     all_to_all_ms: np.ndarray
     batch: np.ndarray
+    layers: np.ndarray  # the model's layers (a sequence's per-step work is per layer)
     prompt_only: np.ndarray  # a step with prompt tokens and no decoding request
     engine: np.ndarray  # index into ``engines``
     engines: tuple[str, ...]
@@ -85,7 +87,8 @@ class StepBasis:
         shared_floor = self.kernels[SLOTS.index("shared")] * floor_ms
         hidden = np.where(self.shared_overlap, np.minimum(shared_floor, mean + imbalance), 0.0)
         # each decoding sequence's own work (its attention blocks, its sampling row)
-        per_seq = np.where(self.prompt_only, 0.0, self.batch) * p.seq_us / 1e3
+        per_seq = (np.where(self.prompt_only, 0.0, self.batch) * self.layers
+                   * self._per_engine(p.seq_us, 0.0) / 1e3)  # fmt: skip
         out = {"attention": slot["attention"], "kv_cache": slot["kv_cache"] + per_seq,
                "mlp": slot["dense"] + slot["shared"] - hidden, "experts": mean,
                "expert_imbalance": imbalance, "lm_head": slot["lm_head"]}  # fmt: skip
@@ -98,10 +101,6 @@ class StepBasis:
         out["prefill"] = prefill
         out["allreduce"] = self.allreduce_ms * p.allreduce_scale
         out["all_to_all"] = self.all_to_all_ms * p.a2a_scale
-        # The host's work for the step's requests runs beside the GPU's (async / overlap
-        # scheduling): only what it takes beyond the GPU step shows.
-        host_ms = self._per_engine(p.host_us, 0.0) * (self.batch + 1.0) / 1e3
-        out["host"] = np.maximum(host_ms - np.sum(list(out.values()), axis=0), 0.0)
         return out
 
 

@@ -14,10 +14,6 @@ decode tokens of every rank, prompt tokens T on the busiest rank and of every ra
 - its collectives (planner.cost.step_comm) for the tokens it carries: TP AllReduces of the
   busiest rank's B + T, the MoE exchange of every rank's tokens.
 
-- its host work (the engine's per-request CPU work: output processing, detokenizing and
-  streaming a token), overlapped with the GPU by every engine's async or overlap scheduler:
-  the step lasts the longer of the two, and what the host adds is filed under "host".
-
 The terms are those of a TPOT breakdown (planner.cost.serving.TERMS); a step with prompt
 tokens but no decode files its decode ops under "prefill" too.
 """

@@ -19,7 +19,7 @@ from planner.tradeoff.layouts import Layout
 
 REPORT_CONCURRENCIES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 TERMS = ("attention", "kv_cache", "mlp", "experts", "expert_imbalance", "lm_head", "prefill",
-         "allreduce", "all_to_all", "host")  # fmt: skip
+         "allreduce", "all_to_all")  # fmt: skip
 
 
 @dataclass(frozen=True)

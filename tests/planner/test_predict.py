@@ -451,3 +451,17 @@ def test_the_output_says_how_each_point_was_simulated() -> None:
     for pt in d["points"]:
         assert pt["queued_mean"] >= 0 and 0 < pt["running_mean"] <= pt["concurrency"]
         assert pt["e2el_ms"] > pt["ttft_ms"] and pt["itl_ms"] > 0
+
+
+def test_the_fit_prices_the_same_schedules_and_steps_as_predict() -> None:
+    """The fit evaluates each fixture row from its schedule's aggregated step shapes
+    (serving.mean_latencies); those means are predict's, for every engine and with DP."""
+    m, hw = models.preset("deepseek-v3"), hardware.preset("b200-sxm-8x")
+    c = np.array([1.0, 16.0, 128.0])
+    for engine in ENGINES:
+        for lay in (ServeLayout(tp=8), ServeLayout(tp=1, dp=8, moe_tp=1, moe_ep=8)):
+            w = Workload(1024, 256, engine)
+            pr = serving.predict(m, hw, lay, w, c)
+            tpot, ttft = serving.mean_latencies(m, hw, lay, w, c)
+            assert tpot == pytest.approx(pr.tpot_ms, rel=2e-3), (engine, lay)
+            assert ttft == pytest.approx(pr.ttft_ms, rel=2e-3), (engine, lay)
