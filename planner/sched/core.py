@@ -64,7 +64,7 @@ class Rank:
 
     __slots__ = ("idx", "waiting", "inbox", "partial", "heap", "due", "n_dec", "ctx_sum",
                  "fin_sum", "clock", "kv_used", "order", "counter", "reserved", "held",
-                 "stuck", "stuck_until", "fcs", "wholes")  # fmt: skip
+                 "stuck", "stuck_until", "fcs", "wholes", "scratch")  # fmt: skip
 
     def __init__(self, idx: int) -> None:
         self.idx = idx
@@ -88,6 +88,7 @@ class Rank:
         # same order, kept only for an adapter that reads them (``Adapter.sorted_ends``)
         self.fcs = np.zeros(0, dtype=np.int64)
         self.wholes = np.zeros(0, dtype=np.int64)
+        self.scratch = None  # the adapter's own per-rank state
 
     def running(self) -> int:
         return self.n_dec + len(self.partial)

@@ -141,12 +141,8 @@ class SglangScheduler(Adapter):
             if batch or not first_is_running:
                 return INF
             return int(-m0 // len(news)) + 1
-        if len(news) == 1:  # the candidate alone: its place among the sorted ones
-            at = int(dec_left.searchsorted(lowest, side="right"))
-            dec_occ = r.wholes - dec_left
-            lefts = np.concatenate((dec_left[:at], (lowest,), dec_left[at:]))
-            occ = np.concatenate((dec_occ[:at], (isl[rid] + produced[rid],), dec_occ[at:]))
-            running = None
+        if not batch:  # the candidate alone: from the running set's summary
+            return _Summary.of(r).wait(r.clock, cur_rem, lowest, isl[rid] + produced[rid])
         else:
             lefts = np.concatenate([dec_left, new_left])
             occ = np.concatenate([r.wholes - dec_left, [isl[b] + produced[b] for b in news]])
@@ -157,11 +153,48 @@ class SglangScheduler(Adapter):
         bad = margin <= 0
         if not bad.any():
             return 0
-        if running is None:
-            running = np.ones(n, dtype=bool)
-            running[at] = False
         later_new = np.cumsum((~running)[::-1])[::-1] - ~running  # new requests after each
         rate = np.where(running, later_new, 0)
-        if batch or (bad & (rate <= 0)).any():
+        if (bad & (rate <= 0)).any():
             return INF
         return int((np.floor(-margin[bad] / rate[bad]) + 1).max())
+
+
+class _Summary:
+    """The admission test's terms for a rank's decoding requests, kept until the set
+    changes (the core replaces ``Rank.fcs`` when one joins or leaves). Sorted by tokens
+    left (``left``), with ``occ`` tokens held, F_i = the tokens held by those before i and
+    d of them: A_i = F_i - (left_i + 1)(d - i). A candidate placed at p (c tokens left, o
+    held) passes when, with ``cur`` free tokens after its prompt,
+    cur + A_i - (left_i + 1) > 0 for i < p, cur + F_p - (c + 1)(d + 1 - p) > 0 and
+    cur + o + A_i > 0 for i >= p. A decode step adds d to every A_i and takes d from cur
+    (and one from each left): the summary holds, shifted; the terms before p gain one."""
+
+    __slots__ = ("fcs", "clock", "left", "f", "before", "after", "d")
+
+    @classmethod
+    def of(cls, r: Rank) -> _Summary:
+        got = r.scratch
+        if got is None or got.fcs is not r.fcs:
+            got = r.scratch = cls(r)
+        return got
+
+    def __init__(self, r: Rank) -> None:
+        self.fcs, self.clock = r.fcs, r.clock
+        self.left = r.fcs - r.clock
+        occ = r.wholes - self.left
+        d = self.d = int(self.left.size)
+        self.f = np.concatenate(((0,), np.cumsum(occ)))  # F_i for i = 0..d
+        a = self.f[:-1] - (self.left + RESERVE_TOKENS) * (d - np.arange(d))
+        self.before = np.minimum.accumulate(a - self.left - RESERVE_TOKENS) if d else a
+        self.after = np.minimum.accumulate(a[::-1])[::-1] if d else a
+
+    def wait(self, clock: int, cur: int, left_c: int, occ_c: int) -> int:
+        k, d = clock - self.clock, self.d
+        p = int(self.left.searchsorted(left_c + k, side="right"))
+        m_c = cur + self.f[p] + p * k - (left_c + RESERVE_TOKENS) * (d + 1 - p)
+        m_after = cur + occ_c + self.after[p] + k * d if p < d else INF
+        if m_c <= 0 or m_after <= 0:
+            return INF  # no decode step helps these: a running request must leave
+        m_before = cur + self.before[p - 1] + k * (d + 1) if p > 0 else INF
+        return 0 if m_before > 0 else int(-m_before) + 1

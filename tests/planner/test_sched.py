@@ -186,3 +186,41 @@ def test_each_client_draws_lengths_as_its_random_dataset_does() -> None:
 def test_a_request_that_can_never_start_is_one_line() -> None:
     with pytest.raises(PlannerInputError, match="cannot start"):
         run(TrtllmScheduler(), [500], [600], 1, Caps(8192, BIG, 1_000))
+
+
+def _admits(fcs, wholes, clock, cur, left_c, occ_c) -> bool:
+    """SGLang's ``add_one_req_ignore_eos`` walk, written out: sorted by tokens left, the
+    free tokens plus those freed before each must exceed its growth to its end."""
+    left = [fc - clock for fc in fcs] + [left_c]
+    held = [w - x for w, x in zip(wholes, left, strict=False)] + [occ_c]
+    states = sorted(zip(left, held, [0] * len(fcs) + [1], strict=True))
+    freed = 0
+    for i, (tokens_left, occupied, _) in enumerate(states):
+        bs = len(states) - i
+        if cur + freed - tokens_left * bs <= bs:
+            return False
+        freed += occupied
+    return True
+
+
+def test_sglang_admission_summary_agrees_with_the_walk_and_its_wait() -> None:
+    from planner.sched.core import INF, Rank
+    from planner.sched.sglang import _Summary
+
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        d = int(rng.integers(0, 30))
+        r = Rank(0)
+        r.clock = int(rng.integers(0, 50))
+        left = np.sort(rng.integers(2, 300, d))
+        r.fcs, r.wholes = r.clock + left, left + rng.integers(10, 400, d)
+        _Summary.of(r)  # summarised at this clock, then decode steps pass
+        k = int(rng.integers(0, 2))
+        r.clock += k
+        cur, left_c, occ_c = int(rng.integers(-200, 4000)) - d * k, int(rng.integers(1, 320)), 50
+        got = _Summary.of(r).wait(r.clock, cur, left_c, occ_c)
+        assert (got == 0) == _admits(r.fcs, r.wholes, r.clock, cur, left_c, occ_c)
+        if 0 < got < INF and d and got < left.min() - k:  # after ``got`` decode steps it fits
+            later = r.clock + got
+            assert _admits(r.fcs, r.wholes, later, cur - d * got, left_c, occ_c)
+            assert not _admits(r.fcs, r.wholes, later - 1, cur - d * (got - 1), left_c, occ_c)
