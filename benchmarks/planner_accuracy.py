@@ -30,7 +30,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from fitting import fit, fixture, holdout  # noqa: E402
-from planner.cost import serving  # noqa: E402
+from planner.cost import serving, serving_means  # noqa: E402
 from planner.cost.params import FITTED  # noqa: E402
 from planner.predict import build_parser, run  # noqa: E402
 
@@ -91,7 +91,7 @@ def waiting_rows(errs: list[tuple], rows: list[fixture.Row]) -> None:
     alone: dict[tuple, float] = {}
     for g in fit.groups(rows):
         try:
-            one = serving.mean_latencies(g.model, g.host, g.rows[0].layout, g.workload,
+            one = serving_means.mean_latencies(g.model, g.host, g.rows[0].layout, g.workload,
                                          np.array([1.0]))[1][0]  # fmt: skip
         except Exception:  # noqa: BLE001 - the model cannot run it: not counted
             continue

@@ -8,7 +8,7 @@
 Every row is predicted as serving.predict answers it: the benchmark simulated on the engine's
 scheduler (planner.sched), each step priced by the cost model. The schedules do not depend on
 the fitted values, so they are simulated once; each evaluation prices their aggregated step
-shapes (serving.MeanPlan). Fitted: the GPU's parameters (FREE) on every engine's rows and
+shapes (serving_means.MeanPlan). Fitted: the GPU's parameters (FREE) on every engine's rows and
 each engine's request path outside the GPU. Loss: mean |log(predicted / measured)| of TPOT,
 plus 0.2 x the same for TTFT (TTFT pins the prefill efficiency). Nelder-Mead on
 log-parameters in plain numpy (no scipy in the project), from fixed starting values, so the
@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from fitting import calibration, fixture, holdout
-from planner.cost import serving
+from planner.cost import serving, serving_means
 from planner.cost.params import FITTED, FITTED_FILE, ServingParams
 from planner.errors import PlannerInputError
 
@@ -64,7 +64,7 @@ class Group:
     conc: np.ndarray
     tpot: np.ndarray
     ttft: np.ndarray
-    plan: serving.MeanPlan | None = None  # its schedules, once simulated (None: not yet)
+    plan: serving_means.MeanPlan | None = None  # its schedules, once simulated (None: not yet)
     refused: bool = False  # the model cannot run it (does not fit at the engine's rule)
 
 
@@ -97,7 +97,7 @@ def means(gs: list[Group], p: ServingParams) -> list[tuple[np.ndarray, np.ndarra
     for g in gs:
         if g.plan is None and not g.refused:
             try:
-                g.plan = serving.mean_plan(g.model, g.host, g.rows[0].layout, g.workload, g.conc)
+                g.plan = serving_means.mean_plan(g.model, g.host, g.rows[0].layout, g.workload, g.conc)
             except PlannerInputError:
                 g.refused = True
     live = [g for g in gs if not g.refused]
@@ -105,12 +105,12 @@ def means(gs: list[Group], p: ServingParams) -> list[tuple[np.ndarray, np.ndarra
     stack = _STACKS.get(key)
     if stack is None:
         _STACKS.clear()  # one stack at a time: the fit's rows
-        stack = _STACKS[key] = serving.MeanStack([g.plan for g in live])
+        stack = _STACKS[key] = serving_means.MeanStack([g.plan for g in live])
     got = iter(stack.evaluate(p) if live else [])
     return [None if g.refused else next(got) for g in gs]
 
 
-_STACKS: dict[tuple, serving.MeanStack] = {}
+_STACKS: dict[tuple, serving_means.MeanStack] = {}
 
 
 def errors(gs: list[Group], p: ServingParams) -> list[tuple[fixture.Row, float, float]]:

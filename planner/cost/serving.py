@@ -7,7 +7,7 @@ policy costs, calibrated mode and the published-figures comparison.
 Two layers. The benchmark on the engine, step by step (planner.sched: the client's closed
 loop and each engine's scheduler as its source has it) says what every step holds and when
 each request is sent, gets its first token and ends. The one model of bytes and FLOPs
-prices each step (planner.cost.step_time: its decode ops, its prompt tokens' compute, its
+prices each step (planner.cost.step.step_terms: its decode ops, its prompt tokens' compute, its
 collectives on this host's measured, published, derived or spec-sheet curves). The
 benchmark's definitions (planner.sched.metrics) then give TTFT, TPOT, ITL and E2EL, their
 means and percentiles; the request path outside the GPU (HTTP, tokenizer) is added to TTFT.
@@ -23,15 +23,13 @@ import numpy as np
 
 from planner.cost.comm import CommSet
 from planner.cost.params import FITTED, ServingParams
-from planner.cost.step import kv_store_per_seq, weights_per_gpu
-from planner.cost.step_basis import StepBasis
+from planner.cost.step import kv_store_per_seq, step_ms, step_terms, weights_per_gpu
 from planner.cost.step_comm import A2A_BACKENDS, step_comm
-from planner.cost.step_time import step_basis, step_ms, step_terms
 from planner.cost.types import ServeLayout, Workload
 from planner.errors import PlannerInputError
 from planner.sched import Caps, Schedule, simulate
 from planner.sched.bench import bench, check_ratio, mean_lengths
-from planner.sched.metrics import Shapes, measure, reduced, segment_weights
+from planner.sched.metrics import Shapes, measure, segment_weights
 from planner.specs.engines import ENGINES
 from planner.specs.hardware import GIB, HardwareSpec
 from planner.specs.models import ModelSpec, dtype_bytes
@@ -255,9 +253,8 @@ def _predict(m: ModelSpec, hw: HardwareSpec, lay: ServeLayout, w: Workload, conc
     held, cap = kv_capacity(m, hw, lay, w, p)
     sims = grid(c)
     scheds = [schedule(m, hw, lay, w, cap, int(x)) for x in sims]
-    mean_in, mean_out = mean_lengths(bench(w.bench), w.isl, w.osl, _ratio(w))
-    priced = replace(w, isl=max(int(round(mean_in)), 1))  # a prompt token's mean attention
-    terms = step_terms(m, hw, lay, priced, p, comm,
+    _, mean_out = mean_lengths(bench(w.bench), w.isl, w.osl, _ratio(w))
+    terms = step_terms(m, hw, lay, lengths_priced(w), p, comm,
                        Shapes(*(np.concatenate([getattr(s, f) for s in scheds])
                                 for f in SHAPE_FIELDS)))  # fmt: skip
     per_step = step_ms(terms)
@@ -301,83 +298,10 @@ def _predict(m: ModelSpec, hw: HardwareSpec, lay: ServeLayout, w: Workload, conc
 SHAPE_FIELDS = ("batch", "context", "moe_tokens", "prefill_max", "prefill_sum")
 
 
-@dataclass
-class MeanPlan:
-    """A workload's schedules at its concurrencies, reduced to a few step shapes per mean
-    (planner.sched.metrics.reduced) and those steps' basis (planner.cost.step_basis): priced
-    again for each new set of fitted parameters."""
-
-    basis: StepBasis
-    weights: np.ndarray
-    owner: np.ndarray  # 2 x concurrency index + (0: TPOT, 1: TTFT)
-    points: int
-    engine: str
-
-    def evaluate(self, p: ServingParams = FITTED) -> tuple[np.ndarray, np.ndarray]:
-        t = step_ms(self.basis.terms(p))
-        sums = np.bincount(self.owner, self.weights * t, 2 * self.points)
-        fixed_ms = p.ttft_fixed_ms.get(self.engine, p.ttft_fixed_ms["vllm"])
-        return sums[0::2], sums[1::2] + fixed_ms
-
-
-@dataclass
-class MeanStack:
-    """Many :class:`MeanPlan` evaluated together: one basis over all their step shapes."""
-
-    plans: list[MeanPlan]
-
-    def __post_init__(self) -> None:
-        self.basis = StepBasis.concat([q.basis for q in self.plans])
-        self.weights = np.concatenate([q.weights for q in self.plans])
-        starts = np.cumsum([0] + [2 * q.points for q in self.plans])
-        self.owner = np.concatenate([q.owner + o for q, o in zip(self.plans, starts, strict=False)])
-        self.starts = starts
-
-    def evaluate(self, p: ServingParams = FITTED) -> list[tuple[np.ndarray, np.ndarray]]:
-        t = step_ms(self.basis.terms(p))
-        sums = np.bincount(self.owner, self.weights * t, int(self.starts[-1]))
-        out = []
-        for q, lo in zip(self.plans, self.starts, strict=False):
-            part = sums[lo:lo + 2 * q.points]
-            fixed_ms = p.ttft_fixed_ms.get(q.engine, p.ttft_fixed_ms["vllm"])
-            out.append((part[0::2], part[1::2] + fixed_ms))
-        return out
-
-
-def mean_plan(m: ModelSpec, hw: HardwareSpec, lay: ServeLayout, w: Workload, conc: np.ndarray,
-              p: ServingParams = FITTED, comm: CommSet | None = None) -> MeanPlan:  # fmt: skip
-    """The :class:`MeanPlan` of a workload (one line when the model cannot run it)."""
-    check(m, hw, lay, w)
-    comm = comm if comm is not None else CommSet([], hw, p.link_eff)
-    _, cap = kv_capacity(m, hw, lay, w, p)
-    shapes: list[Shapes] = []
-    weights: list[np.ndarray] = []
-    owner: list[np.ndarray] = []
-    for i, x in enumerate(np.asarray(conc, dtype=float)):
-        s = schedule(m, hw, lay, w, cap, int(x))
-        if not s.reduced:
-            seg = segment_weights(s)
-            s.reduced.update({k: reduced(s, seg[k]) for k in ("tpot", "ttft")})
-        for j, k in enumerate(("tpot", "ttft")):
-            sh, wt = s.reduced[k]
-            shapes.append(sh)
-            weights.append(wt)
-            owner.append(np.full(wt.size, 2 * i + j))
+def lengths_priced(w: Workload) -> Workload:
+    """``w`` as a step prices it: a prompt token's attention at the mean drawn prompt."""
     mean_in, _ = mean_lengths(bench(w.bench), w.isl, w.osl, _ratio(w))
-    priced = replace(w, isl=max(int(round(mean_in)), 1))
-    basis = step_basis(m, hw, lay, priced, comm,
-                       Shapes(*(np.concatenate([getattr(x, f) for x in shapes])
-                                for f in SHAPE_FIELDS)))  # fmt: skip
-    return MeanPlan(basis, np.concatenate(weights), np.concatenate(owner), len(conc), w.engine)
-
-
-def mean_latencies(m: ModelSpec, hw: HardwareSpec, lay: ServeLayout, w: Workload,
-                   conc: np.ndarray, p: ServingParams = FITTED,
-                   comm: CommSet | None = None) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
-    """Mean TPOT and TTFT at each concurrency, as :func:`predict` gives them (the same
-    schedules and step prices) from each schedule's segments aggregated into a few shapes
-    per mean: what the fit evaluates thousands of times (:class:`MeanPlan`)."""
-    return mean_plan(m, hw, lay, w, conc, p, comm).evaluate(p)
+    return replace(w, isl=max(int(round(mean_in)), 1))
 
 
 def _ratio(w: Workload) -> float:

@@ -24,108 +24,23 @@ fitted GPU parameters and is computed once per workload.
 - **Runs of decode steps.** While no rank has prompt work, steps differ only by the
   context growing one token; they are recorded as one segment until the next request ends or
   the adapter has something to do.
-- **Steady state.** Requests are grouped in windows of whole waves (C requests). Once two
-  windows after the first agree on the schedule (steps per output token, TTFT in steps,
-  prompt tokens and batch seen, within 2%), the windows until the last are not simulated:
-  the last agreeing window stands for them (its requests weigh more), and the run resumes
-  for the final window and the drain. ``converged_after`` records where.
+- **Steady state** (planner.sched.steady): once two windows of whole waves agree, the rest
+  until the last window is stood for by the last agreeing one; ``converged_after`` says
+  where.
 """
 
 from __future__ import annotations
 
 import heapq
 from collections import deque
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from planner.errors import PlannerInputError
+from planner.sched.state import INF, Caps, Rank, Schedule
+from planner.sched.steady import Windows
 
-INF = 1 << 60
-TOLERANCE = 0.02  # relative agreement of two windows' schedules
-MIN_WINDOW = 32  # requests per convergence window, at least (whole waves of C)
-
-
-@dataclass(frozen=True)
-class Caps:
-    """The engine's limits per attention rank, from its source defaults or as launched."""
-
-    token_budget: int  # prompt + decode tokens one step may carry
-    max_running: int  # requests running at once
-    kv_tokens: int  # tokens the KV cache holds
-    recv_interval: int = 1  # SGLang --scheduler-recv-interval
-    batch_wait_iters: int = 0  # TensorRT-LLM batch_wait_timeout_iters
-    batch_wait_ratio: float = 0.0  # TensorRT-LLM batch_wait_max_tokens_ratio
-    adp_balance_iters: int = 0  # TensorRT-LLM attention_dp_config timeout_iters (0: off)
-
-
-class Rank:
-    """One attention rank's scheduler state."""
-
-    __slots__ = ("idx", "waiting", "inbox", "partial", "heap", "due", "n_dec", "ctx_sum",
-                 "fin_sum", "clock", "kv_used", "order", "counter", "reserved", "held",
-                 "stuck", "stuck_until", "fcs", "wholes", "scratch")  # fmt: skip
-
-    def __init__(self, idx: int) -> None:
-        self.idx = idx
-        self.waiting: deque[int] = deque()  # arrived and seen by the scheduler, not started
-        self.inbox: deque[tuple[int, int]] = deque()  # (schedulable from step, request)
-        self.partial: list[int] = []  # prompts whose prefill is under way, in order
-        self.heap: list[int] = []  # decode clocks at which decoding requests end
-        self.due: dict[int, list[int]] = {}  # that clock -> the requests ending then
-        self.n_dec = 0  # decoding requests
-        self.ctx_sum = 0  # their context tokens together (the KV a decode step reads)
-        self.fin_sum = 0  # their end clocks together (remaining outputs = fin_sum - n clock)
-        self.clock = 0  # decode steps this rank ran
-        self.kv_used = 0  # KV tokens held
-        self.order: list[int] = []  # running requests in admission order (preemption)
-        self.counter = 0  # the adapter's step counter (SGLang polls, TRT-LLM waits)
-        self.reserved = 0  # TensorRT-LLM: KV tokens reserved to completion
-        self.held = 0  # steps the adapter held prompts back
-        self.stuck = -1  # a waiting request known not to fit before ``stuck_until`` (clock)
-        self.stuck_until = 0  # or a running request leaves
-        # the decoding requests' end clocks, sorted, and their whole lengths (isl + osl) in the
-        # same order, kept only for an adapter that reads them (``Adapter.sorted_ends``)
-        self.fcs = np.zeros(0, dtype=np.int64)
-        self.wholes = np.zeros(0, dtype=np.int64)
-        self.scratch = None  # the adapter's own per-rank state
-
-    def running(self) -> int:
-        return self.n_dec + len(self.partial)
-
-    def queued(self) -> int:
-        return len(self.waiting) + len(self.inbox)
-
-
-@dataclass
-class Schedule:
-    """What the benchmark ran, in steps: one row per segment (``steps`` identical steps) and
-    one per simulated request (its weight: how many measured requests it stands for)."""
-
-    steps: np.ndarray
-    batch: np.ndarray  # decoding requests on the busiest attention rank
-    context: np.ndarray  # their mean context (tokens) over the segment
-    moe_tokens: np.ndarray  # decode tokens of every rank together
-    prefill_max: np.ndarray  # prompt tokens on the busiest rank
-    prefill_sum: np.ndarray  # prompt tokens of every rank together
-    running: np.ndarray  # requests in the step on the busiest attention rank
-    queued: np.ndarray  # requests sent and not started, summed over ranks
-    arrive: np.ndarray  # segment whose start the request was sent at
-    first: np.ndarray  # segment at whose end its first token came
-    end: np.ndarray  # segment at whose end its last token came
-    isl: np.ndarray
-    osl: np.ndarray
-    weight: np.ndarray
-    prompts: int  # N, the benchmark's
-    clients: int
-    ranks: int
-    converged_after: int | None  # requests sent when two windows agreed (None: ran whole)
-    blocked: int  # steps a waiting request could not start for KV room or the running cap
-    reduced: dict = field(default_factory=dict, repr=False)  # planner.sched.metrics.reduced
-
-    @property
-    def simulated(self) -> int:
-        return int(self.isl.size)
+__all__ = ["INF", "Adapter", "Caps", "Rank", "Schedule", "Sim"]
 
 
 class Sim:
@@ -155,13 +70,7 @@ class Sim:
         self.to_send = n  # requests the simulation sends (fewer once the windows agree)
         self.finished = 0
         self.segs: list[tuple] = []
-        self.window = clients * -(-MIN_WINDOW // clients)
-        windows = -(-n // self.window)
-        self.win_done = [0] * windows  # requests of each window that ended
-        self.win_size = [min(self.window, n - w * self.window) for w in range(windows)]
-        self.win_stats: dict[int, tuple] = {}
-        self.converge = converge
-        self.converged_after: int | None = None
+        self.windows = Windows(self, clients, n, converge)
         self._advances = type(sched).advance is not Adapter.advance  # else a no-op, skipped
         self.sorted_ends = sched.sorted_ends
         self._cum: tuple[int, float, float] = (0, 0.0, 0.0)  # steps, prompt tokens, batch
@@ -264,10 +173,7 @@ class Sim:
         self.finished += 1
         if self.sent < self.to_send:
             self._send(r, ready=self.step + 1, seg=seg + 1)
-        w = rid // self.window
-        self.win_done[w] += 1
-        if self.win_done[w] >= self.win_size[w]:
-            self._window_done(w)
+        self.windows.ended_one(rid)
 
     def _finish(self, r: Rank, seg: int) -> None:
         """The decoding requests ending at this clock (``_end``, inlined: the hot path)."""
@@ -293,10 +199,7 @@ class Sim:
                     self.rank_of[nxt] = r.idx
                     self.arrive[nxt] = seg + 1
                     r.inbox.append((self.step + 1, nxt))
-                w = rid // self.window
-                self.win_done[w] += 1
-                if self.win_done[w] >= self.win_size[w]:
-                    self._window_done(w)
+                self.windows.ended_one(rid)
 
     # -- steps ------------------------------------------------------------------------------
     def run(self) -> Schedule:
@@ -454,47 +357,6 @@ class Sim:
             if r.heap and r.heap[0] <= r.clock:
                 self._finish(r, seg)
 
-    # -- the steady state ---------------------------------------------------------------------
-    def _window_done(self, w: int) -> None:
-        if (not self.converge or self.converged_after is not None or w < 1
-                or self.to_send - self.sent <= 2 * self.window):  # fmt: skip
-            return  # nothing left to stand in for
-        self.win_stats[w] = self._stats(w)
-        prev = self.win_stats.get(w - 1)
-        if w < 2 or prev is None:
-            return
-        if all(abs(a - b) <= TOLERANCE * max(abs(a), abs(b)) + tol
-               for a, b, tol in zip(self.win_stats[w], prev, (0.5, 0.02, 1.0, 1.0, 0.5),
-                                    strict=True)):  # fmt: skip
-            unsent = self.to_send - self.sent
-            skip = (unsent - self.window) // self.window
-            self.converged_after = self.sent
-            self.to_send -= skip * self.window
-            lo = w * self.window
-            for i in range(lo, lo + self.window):
-                self.weight[i] += skip
-            last = self.to_send - 1  # the windows now end earlier
-            self.win_size[last // self.window] = last % self.window + 1
-
-    def _stats(self, w: int) -> tuple[float, ...]:
-        """A window's schedule: TTFT steps, steps per output token, prompt tokens per step
-        while decoding and during TTFT, decode batch (means over its requests)."""
-        lo = w * self.window
-        hi = min(lo + self.window, self.sent)
-        cum = np.array([seg[8:11] for seg in self.segs])  # steps, prompt tokens, batch
-        cum = np.vstack([np.zeros((1, 3)), cum])  # row j: totals before segment j
-        a = cum[np.asarray(self.arrive[lo:hi])]
-        f = cum[np.asarray(self.first[lo:hi]) + 1]
-        e = cum[np.asarray(self.end[lo:hi]) + 1]
-        osl = np.asarray(self.osl[lo:hi], dtype=float)
-        span = np.maximum(e[:, 0] - f[:, 0], 1e-9)
-        dec = e[:, 0] > f[:, 0]
-        return (float(np.mean(f[:, 0] - a[:, 0])),
-                float(np.mean(np.where(dec, span / np.maximum(osl - 1, 1), 0.0))),
-                float(np.mean(np.where(dec, (e[:, 1] - f[:, 1]) / span, 0.0))),
-                float(np.mean(f[:, 1] - a[:, 1])),
-                float(np.mean(np.where(dec, (e[:, 2] - f[:, 2]) / span, 0.0))))  # fmt: skip
-
     def _schedule(self) -> Schedule:
         seg = np.array(self.segs, dtype=float).reshape(-1, 11)
         n = self.sent
@@ -505,7 +367,7 @@ class Sim:
             end=np.array(self.end[:n]), isl=np.array(self.isl[:n]),
             osl=np.array(self.osl[:n]), weight=np.array(self.weight[:n]),
             prompts=self.prompts, clients=self.clients, ranks=len(self.ranks),
-            converged_after=self.converged_after, blocked=self.blocked)  # fmt: skip
+            converged_after=self.windows.converged_after, blocked=self.blocked)  # fmt: skip
 
 
 class Adapter:

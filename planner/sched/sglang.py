@@ -35,7 +35,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from planner.sched.core import INF, Adapter, Rank, Sim
+from planner.sched.core import Adapter, Sim
+from planner.sched.state import INF, Rank
 
 RESERVE_TOKENS = 1  # schedule_policy.py IGNORE_EOS_RESERVE_TOKENS
 PREFILL_WEIGHT = 1000  # what a prefill batch adds to the poll counter

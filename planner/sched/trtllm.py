@@ -26,7 +26,8 @@
 
 from __future__ import annotations
 
-from planner.sched.core import Adapter, Rank, Sim
+from planner.sched.core import Adapter, Sim
+from planner.sched.state import Rank
 
 
 class TrtllmScheduler(Adapter):

@@ -27,7 +27,8 @@
 
 from __future__ import annotations
 
-from planner.sched.core import Adapter, Rank, Sim
+from planner.sched.core import Adapter, Sim
+from planner.sched.state import Rank
 
 
 class VllmScheduler(Adapter):

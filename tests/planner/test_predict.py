@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-from planner.cost import serving
+from planner.cost import serving, serving_means
 from planner.cost.params import FITTED
 from planner.cost.step import prefill_cost
 from planner.cost.types import ServeLayout, Workload
@@ -462,6 +462,6 @@ def test_the_fit_prices_the_same_schedules_and_steps_as_predict() -> None:
         for lay in (ServeLayout(tp=8), ServeLayout(tp=1, dp=8, moe_tp=1, moe_ep=8)):
             w = Workload(1024, 256, engine)
             pr = serving.predict(m, hw, lay, w, c)
-            tpot, ttft = serving.mean_latencies(m, hw, lay, w, c)
+            tpot, ttft = serving_means.mean_latencies(m, hw, lay, w, c)
             assert tpot == pytest.approx(pr.tpot_ms, rel=2e-3), (engine, lay)
             assert ttft == pytest.approx(pr.ttft_ms, rel=2e-3), (engine, lay)
