@@ -195,9 +195,11 @@ def predict(
 # What a calibration's factors change (mixed across its window); the rest (memory,
 # admission, the schedule) is the same on either side.
 MIXED = ("tpot_ms", "ttft_ms", "output_tok_s", "itl_ms", "e2el_ms")
-# Concurrencies simulated one by one; more are simulated on a grid and interpolated.
-MAX_SIMULATED = 24
-GRID_PER_OCTAVE = 1
+# Concurrencies simulated as asked up to EXACT_UP_TO a rank; above it, powers of two, the others
+# interpolated between the two around them (log-log). Fixed nodes, so a concurrency's answer
+# does not depend on which others were asked with it (a plan over 1..512 and a predict at
+# one of its points agree).
+EXACT_UP_TO = 8
 
 
 def engine_caps(m: ModelSpec, hw: HardwareSpec, lay: ServeLayout, w: Workload, cap: float,
@@ -232,17 +234,14 @@ def schedule(m: ModelSpec, hw: HardwareSpec, lay: ServeLayout, w: Workload, cap:
                     lay.dp, engine_caps(m, hw, lay, w, cap, clients))  # fmt: skip
 
 
-def grid(c: np.ndarray) -> np.ndarray:
-    """The concurrencies simulated for ``c``: all of them when few, else a geometric grid
-    (every power of two, GRID_PER_OCTAVE points an octave) spanning them."""
+def grid(c: np.ndarray, dp: int = 1) -> np.ndarray:
+    """The concurrencies simulated for ``c``: each one up to EXACT_UP_TO per attention rank
+    or a power of two, else the powers of two either side of it."""
     u = np.unique(c)
-    if u.size <= MAX_SIMULATED:
-        return u
-    lo, hi = u[0], u[-1]
-    n = int(np.ceil(np.log2(hi / lo) * GRID_PER_OCTAVE)) + 1
-    g = np.round(np.geomspace(lo, hi, n))
-    pow2 = 2.0 ** np.arange(np.ceil(np.log2(lo)), np.floor(np.log2(hi)) + 1)
-    return np.unique(np.concatenate([g, pow2, [lo, hi]]))
+    k = np.log2(u)
+    exact = (u <= EXACT_UP_TO * dp) | (k == np.round(k))
+    return np.unique(np.concatenate([u[exact], 2.0 ** np.floor(k[~exact]),
+                                     2.0 ** np.ceil(k[~exact])]))  # fmt: skip
 
 
 def _predict(m: ModelSpec, hw: HardwareSpec, lay: ServeLayout, w: Workload, conc: np.ndarray,
@@ -251,7 +250,7 @@ def _predict(m: ModelSpec, hw: HardwareSpec, lay: ServeLayout, w: Workload, conc
     comm = comm if comm is not None else CommSet([], hw, p.link_eff)
     c = np.asarray(conc, dtype=float)
     held, cap = kv_capacity(m, hw, lay, w, p)
-    sims = grid(c)
+    sims = grid(c, lay.dp)
     scheds = [schedule(m, hw, lay, w, cap, int(x)) for x in sims]
     _, mean_out = mean_lengths(bench(w.bench), w.isl, w.osl, _ratio(w))
     terms = step_terms(m, hw, lay, lengths_priced(w), p, comm,
