@@ -71,6 +71,8 @@ VERBS: tuple[Verb, ...] = (
     Verb("export", "collectors.upkeep.export_run", "write one run (every table) as Parquet files "
          "in a folder or a .zip, to hand to a teammate", writes=False),  # fmt: skip
     Verb("flush", "collectors.upkeep.flush", "commit run bundles waiting in the spool"),
+    Verb("relabel", "collectors.upkeep.relabel", "file a stored run under the host that "
+         "recorded it (--host NAME); re-running is a no-op"),  # fmt: skip
     Verb("doctor", "collectors.upkeep.doctor", "check store, spool backlog, lock dir, NVML and "
          "optionally a vLLM or SGLang URL; one pass/warn/fail line each",
          writes=False),  # fmt: skip

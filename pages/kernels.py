@@ -138,7 +138,7 @@ st.subheader("Breakdown")
 st.caption("Per category, per step and rank; the floor is the busiest rank's (docs/floors.md).")
 breakdown = summary.drop(columns=["step_us", "is_comm"]).merge(
     floors.drop(columns=["measured_us_per_step", "assumption"]), on="category", how="left")
-st.dataframe(breakdown, hide_index=True, width="stretch")
+st.dataframe(ui.blank(breakdown), hide_index=True, width="stretch")
 st.subheader("Communication")
 sentences = comm_sentences(summary)
 st.markdown("\n".join(f"- {s}" for s in sentences) or "No communication in this run's steps.")
@@ -157,9 +157,9 @@ per_rank = per_rank.assign(rank_label=[f"rank {r}" for r in per_rank["rank"]])
 ui.chart(stacked(per_rank, "rank_label", "us_per_step", "Mean time per step, by rank", "us / step"),
       per_rank.drop(columns="rank_label"), "categories-per-rank")  # fmt: skip
 rank_rows = qt.ranks(loc, run_id)
-st.dataframe(rank_rows[["rank", "file", "rank_source", "steps", "step_source", "busy_us",
-                        "idle_us", "span_us", "comm_us", "exposed_comm_us", "outside_calls",
-                        "graph_kernels", "partial"]],
+st.dataframe(ui.blank(rank_rows[["rank", "file", "rank_source", "steps", "step_source",
+                                 "busy_us", "idle_us", "span_us", "comm_us", "exposed_comm_us",
+                                 "outside_calls", "graph_kernels", "partial"]]),
              hide_index=True, width="stretch")  # fmt: skip
 
 st.subheader("Per step")
@@ -180,7 +180,7 @@ if not per_step.empty:
     table = per_step.pivot_table(index=["step", "name", "wall_us"], columns="category",
                                  values="us", aggfunc="sum", fill_value=0).reset_index()  # fmt: skip
     st.caption(f"{len(table)} step(s) ({who}); microseconds per category:")
-    st.dataframe(table, hide_index=True, width="stretch")
+    st.dataframe(ui.blank(table), hide_index=True, width="stretch")
 
 st.subheader("Outside steps")
 outside = qt.outside_steps(loc, run_id)
@@ -188,7 +188,7 @@ st.markdown(accounting_sentence(qt.event_counts(loc, run_id), outside)
             or "This run was imported before per-event accounting: import its traces again "
             "to see what ran outside steps.")  # fmt: skip
 if not outside.empty:
-    st.dataframe(outside, hide_index=True, width="stretch")
+    st.dataframe(ui.blank(outside), hide_index=True, width="stretch")
 
 st.subheader("Top kernels")
 kernels = qt.top_kernels(loc, run_id, limit=25)
@@ -208,7 +208,7 @@ if not kernels.empty:
     fig.update_layout(title="Top kernels by total time", xaxis_title="us (all ranks)",
                       height=480, margin={"l": 10, "t": 50})  # fmt: skip
     ui.chart(fig, kernels, "top-kernels")
-    st.dataframe(kernels, hide_index=True, width="stretch")
+    st.dataframe(ui.blank(kernels), hide_index=True, width="stretch")
 
 st.subheader("Collective dtypes")
 dtypes = qt.collective_dtypes(loc, run_id)
@@ -249,7 +249,7 @@ else:
         fig.update_layout(barmode="group", title="Per-category time per step, A vs B",
                           yaxis_title="us / step", height=420, legend={"orientation": "h"})  # fmt: skip
         ui.chart(fig, comp, "comparison")
-        st.dataframe(comp, hide_index=True, width="stretch")
+        st.dataframe(ui.blank(comp), hide_index=True, width="stretch")
 
 with link_slot:
     ui.share_link()

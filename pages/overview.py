@@ -8,6 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from pages.helpers import ui
+from store import RELABEL_COMMAND, UNKNOWN_HOST
 from store.errors import StoreError
 from store.queries import overview as queries
 from store.spool.status import human_age, spool_status
@@ -39,10 +40,14 @@ if hosts.empty:
     st.stop()
 
 now = datetime.now(UTC)
-shown_hosts = hosts if host is None else hosts[hosts["host"] == host]
+# runs whose files named no host are no host of their own: listed apart, below
+real_hosts = hosts[hosts["host"] != UNKNOWN_HOST]
+shown_hosts = real_hosts if host is None else real_hosts[real_hosts["host"] == host]
 
 st.subheader("Hosts")
-if shown_hosts.empty:
+if shown_hosts.empty and host == UNKNOWN_HOST:
+    st.caption("Runs whose files named no host are listed below, under Unknown host.")
+elif shown_hosts.empty:
     st.warning(f"No runs from host {host!r} in this store.")
 else:
     st.caption(f"{len(shown_hosts)} host(s): " + ", ".join(shown_hosts["host"]))
@@ -55,7 +60,21 @@ else:
         columns.insert(3, "imported_gpu_model")
         st.caption("`gpu_model`/`gpu_count`: the host's own inventory (`collectors host`); "
                    "`imported_gpu_model`: the GPUs named by profiles imported for it.")  # fmt: skip
-    st.dataframe(table[columns], hide_index=True, width="stretch")
+    st.dataframe(ui.blank(table[columns]), hide_index=True, width="stretch")
+
+unknown = queries.unknown_host_runs(loc) if host in (None, UNKNOWN_HOST) else None
+if unknown is not None and not unknown.empty:
+    st.subheader("Unknown host")
+    st.warning(f"{len(unknown)} imported run(s) name no host: their files did not say which "
+               "machine recorded them, so they are filed under no real machine's name (not the "
+               "one that imported them, `imported_on`) and their GPUs are shown as the files "
+               f"name them. Name each one's host: `{RELABEL_COMMAND.format(run_id='RUN_ID')}`.",
+               icon=":material/help:")  # fmt: skip
+    listed = unknown.assign(age=[ui.age(t, now) + " ago" for t in unknown["finished_at"]])
+    st.dataframe(ui.blank(listed[["run_id", "verb", "gpu_model", "gpu_count", "imported_on",
+                                  "label", "age"]]), hide_index=True, width="stretch")  # fmt: skip
+    st.code("\n".join(RELABEL_COMMAND.format(run_id=r) for r in unknown["run_id"].head(5)),
+            language="bash")  # fmt: skip
 
 st.subheader("Freshness")
 stale_hours = st.number_input(
@@ -72,7 +91,7 @@ if not fresh.empty:
     if stale_count:
         st.warning(f"{stale_count} host x collector pair(s) have no successful run in the last "
                    f"{int(stale_hours)} h.")  # fmt: skip
-    view = fresh[["host", "verb", "last_ok", "runs", "failed_runs", "stale"]]
+    view = ui.blank(fresh[["host", "verb", "last_ok", "runs", "failed_runs", "stale"]])
     st.dataframe(
         view.style.apply(
             lambda row: ["background-color: #fde2e1" if row["stale"] else "" for _ in row], axis=1
@@ -95,7 +114,7 @@ st.caption(
     + (f"; latest: {runs['run_id'].iloc[0]}" if len(runs) else "")
 )
 st.dataframe(
-    runs[["run_id", "verb", "status", "label", "host", "age", "duration_s", "message"]],
+    ui.blank(runs[["run_id", "verb", "status", "label", "host", "age", "duration_s", "message"]]),
     hide_index=True,
     width="stretch",
 )

@@ -6,7 +6,8 @@ What lies behind it (each package's ``__init__`` says what it owns):
   engines' scheduler defaults and what a stored run's launch flags say;
 - ``planner.cost``: the one serving cost model (``predict``), its error bands and its
   calibration from a host's own measurements;
-- ``planner.tradeoff``: ``plan(...)``, the layouts and everything a plan report shows;
+- ``planner.tradeoff``: ``plan(...)``, the layouts and everything a plan report shows, and
+  ``meet_targets`` (the layout serving the most per GPU within TPOT / TTFT targets);
 - ``planner.policy``: the full-precision policy, the launch-command linter, trace checks;
 - ``planner.hosts``: a host from a preset, a host file or the store's NVML run;
 - ``planner.floor_inputs`` / ``planner.floor_report``: a trace run's steps against their
@@ -37,6 +38,7 @@ from planner.policy.check import PolicyError, load_policy
 from planner.policy.lint import lint_text
 from planner.policy.trace_check import check_kernels, quantize_candidates, run_verdict
 from planner.specs import hardware, host_file, models
+from planner.specs.engines import ENGINES
 from planner.specs.launch_flags import row_settings
 from planner.specs.native import HINTS as NATIVE_HINTS
 from planner.tradeoff import reference
@@ -45,13 +47,15 @@ from planner.tradeoff.layouts import Layout, default_layouts
 from planner.tradeoff.plan import MAX_CONCURRENCY, plan
 from planner.tradeoff.recommend import call_at
 from planner.tradeoff.report_json import result_commands
+from planner.tradeoff.slo import STATS as SLO_STATS
+from planner.tradeoff.slo import SloAnswer, Targets, latency, meet_targets
 from planner.tradeoff.types import REPORT_CONCURRENCIES, TERMS, PlanResult
 
 __all__ = [
     # errors
     "PlannerInputError", "PolicyError",
     # specs: model, host, launch flags
-    "hardware", "host_file", "hosts", "models", "NATIVE_HINTS", "row_settings",
+    "hardware", "host_file", "hosts", "models", "NATIVE_HINTS", "row_settings", "ENGINES",
     # the serving cost model
     "FITTED", "ServeLayout", "Workload", "predict", "kv_capacity", "params_for_loaded_run",
     "band", "Measured", "TraceStep", "HostCalibration", "calibrate", "measurements",
@@ -63,6 +67,8 @@ __all__ = [
     # the tradeoff plan and its report
     "plan", "MAX_CONCURRENCY", "PlanResult", "Layout", "default_layouts", "REPORT_CONCURRENCIES",
     "TERMS", "call_at", "result_commands", "sglang_only_lines", "reference",
+    # latency targets in, the best layout out
+    "Targets", "SloAnswer", "meet_targets", "latency", "SLO_STATS",
     # the precision policy
     "load_policy", "lint_text", "check_kernels", "quantize_candidates", "run_verdict",
 ]  # fmt: skip

@@ -5,6 +5,7 @@
     python -m planner --model CONFIG.json|PRESET --host-from-store HOST [--store S] [--json]
     python -m planner --model PRESET --host PRESET --expert-load RUN_ID [--store S]
     python -m planner ... [--calibrate-from-store] [--measured FILE.csv]   # the calibrated view
+    python -m planner ... --tpot-ms T --ttft-ms F [--slo-stat mean|p90|p99]  # latency targets
 
 Exit codes: 0 ok, 1 bad input (one line on stderr), 2 usage.
 """
@@ -27,6 +28,8 @@ from planner.tradeoff.layouts import default_layouts, select
 from planner.tradeoff.plan import plan
 from planner.tradeoff.report_json import to_json
 from planner.tradeoff.report_text import render_text
+from planner.tradeoff.slo import STATS, SloAnswer, Targets, meet_targets
+from planner.tradeoff.slo import to_json as slo_json
 from planner.tradeoff.types import PlanResult
 
 
@@ -56,8 +59,32 @@ def build_parser() -> argparse.ArgumentParser:
     add_workload_arguments(p)
     p.add_argument("--policy", help="policy file (default: the full-precision policy)")
     measurements.add_arguments(p)
+    add_target_arguments(p)
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
     return p
+
+
+def add_target_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tpot-ms", type=float, metavar="T",
+                   help="latency target: TPOT at most T ms (with --ttft-ms); the answer is "
+                   "the layout serving the most output tokens/s per GPU within both")  # fmt: skip
+    p.add_argument("--ttft-ms", type=float, metavar="F",
+                   help="latency target: TTFT at most F ms (with --tpot-ms)")
+    p.add_argument("--slo-stat", default="mean", choices=STATS,
+                   help="the statistic the targets hold on (p90 / p99: per-request "
+                   "percentiles where the predictions carry them, else the mean stands in "
+                   "and the answer says so); default mean")  # fmt: skip
+
+
+def targets_from(args: argparse.Namespace) -> Targets | None:
+    """The latency targets the flags give (both or neither), checked."""
+    if args.tpot_ms is None and args.ttft_ms is None:
+        if args.slo_stat != "mean":
+            raise PlannerInputError("--slo-stat: give the targets too (--tpot-ms T --ttft-ms F)")
+        return None
+    if args.tpot_ms is None or args.ttft_ms is None:
+        raise PlannerInputError("latency targets: give both --tpot-ms T and --ttft-ms F")
+    return Targets(args.tpot_ms, args.ttft_ms, args.slo_stat).check()
 
 
 def add_workload_arguments(p: argparse.ArgumentParser, required: bool = False) -> None:
@@ -149,7 +176,8 @@ def _store(store: str | None, what: str):
 
 
 def stored_curves(host: str | None, run_ids: list[str], store: str | None, interconnect: str):
-    """Measured curves: the given comm runs (any device), else the host's GPU comm runs."""
+    """Measured curves: the given comm runs (any device, used even where their run names no
+    GPU), else the host's GPU comm runs."""
     from planner.cost.comm import curves_from_rows
     from store.queries import planner as qp
 
@@ -160,12 +188,8 @@ def stored_curves(host: str | None, run_ids: list[str], store: str | None, inter
         missing = [r for r in run_ids if r not in found]
         if missing:
             raise PlannerInputError(f"--comm-run {missing[0]}: no such comm run in the store")
-        return curves_from_rows(rows.to_dict("records"), interconnect, devices=())
-    runs = qp.comm_runs(loc, host)
-    if runs.empty:
-        return []
-    rows = qp.comm_rows(loc, runs["run_id"].tolist())
-    return curves_from_rows(rows.to_dict("records"), interconnect)
+        return curves_from_rows(rows.to_dict("records"), interconnect, devices=(), chosen=True)
+    return hosts.host_comm_curves(loc, host, interconnect)
 
 
 def run_plan(args: argparse.Namespace) -> PlanResult:
@@ -191,7 +215,9 @@ def run_plan(args: argparse.Namespace) -> PlanResult:
                                                       hw.interconnect)  # fmt: skip
         except StoreError as exc:
             raise PlannerInputError(f"store: {exc}") from None
-    points, traces = measurements.gather(args, model, stored)
+    points, traces, skipped = measurements.gather(args, model, hw, stored)
+    for line in skipped:  # stored points physics rules out (planner.physical)
+        print(f"planner: {line}", file=sys.stderr)
     if points or traces:
         kwargs.update(measured=points, traces=traces)
     try:
@@ -227,6 +253,7 @@ def target_args(args: argparse.Namespace) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        targets = targets_from(args)
         res = run_plan(args)
         cs = parse_ints(args.report, "--report") if args.report else res.report_concurrencies()
         missing = [c for c in cs if c not in set(res.concurrency.tolist())]
@@ -235,8 +262,13 @@ def main(argv: list[str] | None = None) -> int:
     except PlannerInputError as exc:
         print(f"planner: {exc}", file=sys.stderr)
         return 1
+    slo: SloAnswer | None = meet_targets(res, targets) if targets else None
     if args.json:
         data = to_json(res, cs, target_args(args))
+        if slo is not None:
+            data["slo"] = slo_json(slo)
+            if slo.stat_note():
+                print(f"planner: {slo.stat_note()}", file=sys.stderr)
         if args.preset:
             data["published"] = {"name": reference.NAME, "label": "published figures",
                                  "figures": reference.PUBLISHED,
@@ -244,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
                                  "allreduce_floor": reference.allreduce_floor().as_dict()}  # fmt: skip
         print(json.dumps(data, default=_jsonable))
     else:
-        print(render_text(res, cs, bool(args.preset)))
+        print(render_text(res, cs, bool(args.preset), slo))
     return 0
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from planner import hosts
-from planner.cost.comm import CommCurve, curves_from_rows, published_for
+from planner.cost.comm import CommCurve, published_for
 from planner.cost.step_comm import A2A_BACKENDS
 from planner.cost.types import ServeLayout, Workload
 from planner.errors import PlannerInputError
@@ -189,20 +189,13 @@ def _stored_curves(host: str | None, store: str | None, interconnect: str) -> li
         return []
     from store.errors import StoreError
     from store.location import resolve as resolve_store
-    from store.queries import planner as qp
     from store.reader import store_exists
 
     try:
         loc = resolve_store(store)
-        if not store_exists(loc):
-            return []
-        runs = qp.comm_runs(loc, host)
-        if runs.empty:
-            return []
-        rows = qp.comm_rows(loc, runs["run_id"].tolist())
+        return hosts.host_comm_curves(loc, host, interconnect) if store_exists(loc) else []
     except StoreError:
         return []
-    return curves_from_rows(rows.to_dict("records"), interconnect)
 
 
 def facts_from_row(row: dict[str, Any]) -> RunFacts:

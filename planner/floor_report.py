@@ -23,6 +23,9 @@ from planner.cost.floors import Floor, step_floors
 from planner.cost.step_ops import Attend, StepShape
 from planner.errors import PlannerInputError
 from planner.floor_inputs import FloorInputs, RunFacts
+from store.trace_vocab import COMM
+
+BYTES_MODEL = ("gemm", "moe", "attention", "sampling")  # floors from the model's bytes / FLOPs
 
 
 @dataclass(frozen=True)
@@ -31,20 +34,24 @@ class CategoryFloor:
     measured_us: float  # per step
     floor_us: float | None
     assumption: str
+    # A floor above the measured time is no result: an input is wrong (which one, here).
+    input_error: str = ""
 
     @property
     def ratio(self) -> float | None:
-        return self.measured_us / self.floor_us if self.floor_us else None
+        return self.measured_us / self.floor_us if self.floor_us and not self.input_error else None
 
     @property
     def win_us(self) -> float | None:
         """At most this much to win: measured above the floor."""
-        return max(self.measured_us - self.floor_us, 0.0) if self.floor_us is not None else None
+        if self.floor_us is None or self.input_error:
+            return None
+        return max(self.measured_us - self.floor_us, 0.0)
 
     def to_json(self) -> dict[str, Any]:
         return {"measured_us_per_step": round(self.measured_us, 3),
                 "floor_us_per_step": None if self.floor_us is None else round(self.floor_us, 3),
-                "assumption": self.assumption}  # fmt: skip
+                "assumption": self.assumption, "input_error": self.input_error or None}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -82,6 +89,12 @@ class FloorReport:
             out["per_rank"] = {str(r.rank): r.to_json() for r in self.ranks}
         return out
 
+    def input_errors(self) -> list[str]:
+        """One line per category of the busiest rank whose floor exceeds its measured time."""
+        top = self.busiest
+        return [f"{c.category}: {c.input_error}" for c in (top.categories if top else ())
+                if c.input_error]  # fmt: skip
+
     def text_lines(self) -> list[str]:
         top = self.busiest
         if top is None:
@@ -94,10 +107,13 @@ class FloorReport:
         rows = [*top.categories, CategoryFloor("step", top.step_measured_us, top.step_floor_us,
                                                "")]  # fmt: skip
         for c in rows:
-            ratio = f"{c.ratio:.1f}x" if c.ratio else "-"
+            ratio = "input error" if c.input_error else f"{c.ratio:.1f}x" if c.ratio else "-"
             win = f"{c.win_us / 1e3:.2f} ms" if c.win_us is not None else "-"
             floor = f"{c.floor_us:.1f}" if c.floor_us is not None else "-"
             lines.append(f"{c.category:<16}{c.measured_us:>13.1f}{floor:>11}{ratio:>16}{win:>16}")
+        if self.input_errors():
+            lines += ["", "Input errors (a floor above its measured time is no result):"]
+            lines += [f"  {e}" for e in self.input_errors()]
         lines += ["", "Assumptions:"] + [f"  {c.category}: {c.assumption}" for c in top.categories]
         lines += [f"  {k}: {v}" for k, v in self.described.items()]
         if self.missing:
@@ -191,12 +207,34 @@ def build(inp: FloorInputs, steps: list[dict[str, Any]],
             got = floors.get(c, [])
             known = [(us, t) for us, t in got if us is not None]
             mean = sum(us for us, _ in known) / n if known else None
-            cats_out.append(CategoryFloor(c, measured[c] / n, mean, _assumption(got, mean, n)))
+            text = _assumption(got, mean, n)
+            cats_out.append(CategoryFloor(c, measured[c] / n, mean, text,
+                                          input_error(c, measured[c] / n, mean, text, inp)))
         wall = float(np.mean([float(s.get("wall_us") or 0.0) for s in rows]))
-        total = sum(c.floor_us or 0.0 for c in cats_out) if inp.has_gpu else None
+        total = sum(c.floor_us or 0.0 for c in cats_out if not c.input_error) \
+            if inp.has_gpu else None  # fmt: skip
         ranks.append(RankFloors(rank, len(rows), tuple(cats_out), wall, total))
     described = dict(inp.described)
     return FloorReport(tuple(ranks), inp.missing + tuple(lacking.values()), described)
+
+
+def input_error(category: str, measured: float, floor: float | None, assumption: str,
+                inp: FloorInputs) -> str:  # fmt: skip
+    """Why a floor above its measured time is an input error, naming the inputs it rests on
+    ("" when the floor is below the measurement, as a floor must be)."""
+    if floor is None or floor <= measured:
+        return ""
+    head = f"its floor {floor:,.1f} us is above the measured {measured:,.1f} us per step, so an "
+    if category in COMM:
+        return head + (f"input of it is wrong: the comm curve and its sizes, or the calls "
+                       f"({assumption})")  # fmt: skip
+    if category in BYTES_MODEL:
+        used = "; ".join(f"{k} {v.split(' [', 1)[0]}" for k, v in inp.described.items()
+                         if k in ("model", "host", "layout", "batch", "context"))  # fmt: skip
+        return head + (f"input of it is wrong: the model, the host's spec sheet, the layout, "
+                       f"the batch or the context ({used})")  # fmt: skip
+    return head + ("input of it is wrong: the kernel count per step (or this GPU runs kernels "
+                   "shorter than the 1 us launch floor assumes)")  # fmt: skip
 
 
 def _assumption(got: list[tuple[float | None, str]], mean: float | None, n: int) -> str:

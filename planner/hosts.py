@@ -116,6 +116,22 @@ def from_gpu_run_id(loc, run_id: str) -> Host:
     return Host(hw, stored=hw.name)
 
 
+def host_comm_curves(loc, host: str | None, interconnect: str) -> list:
+    """The measured curves of a stored host's GPU comm runs ([] for none, or for the host
+    that says it is unknown: runs filed there were not shown to share a machine)."""
+    from planner.cost.comm import curves_from_rows
+    from store import UNKNOWN_HOST
+    from store.queries import planner as qp
+
+    if not host or host == UNKNOWN_HOST:
+        return []
+    runs = qp.comm_runs(loc, host)
+    if runs.empty:
+        return []
+    rows = qp.comm_rows(loc, runs["run_id"].tolist())
+    return curves_from_rows(rows.to_dict("records"), interconnect)
+
+
 def _latest_gpu_run(loc, host: str) -> str | None:
     from store.queries import planner as qp
 

@@ -6,6 +6,10 @@ CSV columns: ``tp, dp, ep, isl, osl, concurrency, tpot_ms`` and optionally ``ttf
 ``engine`` (vllm | sglang | trtllm; default vllm). ``ep`` is the expert-parallel size, 1 when
 off (vLLM's ``--enable-expert-parallel`` spreads the experts over all tp x dp GPUs: ep = tp x
 dp). One row per measured point: mean TPOT (ms) at a client concurrency.
+
+A point physics rules out (a TPOT below one decode step's floor, a TTFT below its prompt's
+prefill floor: planner.physical) is refused in one line naming the floor and the likely
+unit slip; a stored run's such points are skipped with the same words.
 """
 
 from __future__ import annotations
@@ -20,8 +24,10 @@ from typing import Any
 from planner.cost.calibrate import Measured, TraceStep
 from planner.cost.types import ServeLayout, Workload
 from planner.errors import PlannerInputError
+from planner.physical import refusal
 from planner.specs import models
 from planner.specs.engines import ENGINES
+from planner.specs.hardware import HardwareSpec
 from planner.specs.launch_flags import row_settings
 from planner.specs.models import ModelSpec
 
@@ -133,10 +139,18 @@ def _num(value: Any) -> float | None:
     return v if math.isfinite(v) and v > 0 else None
 
 
-def points_from_bench(rows: list[dict[str, Any]], launched: dict[str, str]) -> list[Measured]:
+def ruled_out(p: Measured, model: ModelSpec, hw: HardwareSpec, tokens_per_step: float = 1.0) -> str:
+    """Why physics rules a measured point out on this host ("" when it does not)."""
+    return refusal(model, hw, p.layout, p.work(), p.tpot_ms, p.ttft_ms, tokens_per_step)
+
+
+def points_from_bench(rows: list[dict[str, Any]], launched: dict[str, str],
+                      physics: tuple[ModelSpec, HardwareSpec] | None = None,
+                      skipped: list[str] | None = None) -> list[Measured]:  # fmt: skip
     """Stored bench results (``v_serving_bench`` rows) as measured points, each predicted as its
     server was launched (token budget, SGLang's poll interval) with its own prompt count;
-    rows without a known layout or a TPOT are left out."""
+    rows without a known layout or a TPOT are left out, and with ``physics`` (the model and
+    host) the points it rules out, said in ``skipped``."""
     out = []
     for r in rows:
         tpot, conc, tp = _num(r.get("mean_tpot_ms")), _num(r.get("concurrency")), _num(r.get("tp"))
@@ -153,16 +167,23 @@ def points_from_bench(rows: list[dict[str, Any]], launched: dict[str, str]) -> l
         # --random-range-ratio 1): the vllm client's draw
         w = Workload(isl, osl, engine, num_prompts=prompts, token_budget=sched.token_budget,
                      recv_interval=sched.recv_interval, bench="vllm")  # fmt: skip
-        out.append(Measured(serve_layout(int(tp), dp, ep), isl, osl, int(conc), tpot, engine,
-                            _num(r.get("mean_ttft_ms")), w,
-                            f"bench run {r.get('run_id')} ({r.get('layout') or '?'}, c={int(conc)})"))  # fmt: skip
+        point = Measured(serve_layout(int(tp), dp, ep), isl, osl, int(conc), tpot, engine,
+                         _num(r.get("mean_ttft_ms")), w,
+                         f"bench run {r.get('run_id')} ({r.get('layout') or '?'}, c={int(conc)})")  # fmt: skip
+        why = ruled_out(point, *physics, _num(r.get("spec_acceptance_length")) or 1.0) \
+            if physics else ""  # fmt: skip
+        if why:
+            if skipped is not None:
+                skipped.append(f"{point.source}: skipped: {why}")
+            continue
+        out.append(point)
     return out
 
 
-def from_store(loc, host: str, model_arg: str,
-               model: ModelSpec) -> tuple[list[Measured], list[TraceStep]]:  # fmt: skip
+def from_store(loc, host: str, model_arg: str, model: ModelSpec, hw: HardwareSpec,
+               skipped: list[str]) -> tuple[list[Measured], list[TraceStep]]:  # fmt: skip
     """The host's stored serving sweeps and profiled traces of ``model``: one line when the
-    store has none."""
+    store has none (or none physics allows on ``hw``; the points skipped go to ``skipped``)."""
     from store.errors import StoreError
     from store.queries import planner as qp
     from store.queries import serving as qs
@@ -174,13 +195,17 @@ def from_store(loc, host: str, model_arg: str,
         for mid in mine:
             runs = qs.bench_runs(loc, host, mid)["run_id"].tolist()
             frame = qs.bench_results(loc, runs, mid)
-            points += points_from_bench(frame.to_dict("records"), qs.bench_server_args(loc, runs))
+            points += points_from_bench(frame.to_dict("records"), qs.bench_server_args(loc, runs),
+                                        (model, hw), skipped)  # fmt: skip
         servers = qp.profiled_servers(loc, host)
         traces = [_trace(loc, row) for row in servers.to_dict("records")
                   if model_matches(row.get("model_id"), model_arg, model)]  # fmt: skip
     except StoreError as exc:
         raise PlannerInputError(f"--calibrate-from-store: store: {exc}") from None
     traces = [t for t in traces if t is not None]
+    if not points and not traces and skipped:
+        raise PlannerInputError(f"--calibrate-from-store: every stored point of {model.name} on "
+                                f"host {host!r} is ruled out: {skipped[0]}")  # fmt: skip
     if not points and not traces:
         have = ", ".join(ids) or "none"
         raise PlannerInputError(
@@ -247,15 +272,21 @@ def add_arguments(p) -> None:
                    "this model (with --host-from-store HOST and --store)")  # fmt: skip
 
 
-def gather(args, model: ModelSpec, stored_host: str | None,
-           ) -> tuple[list[Measured], list[TraceStep]]:  # fmt: skip
-    """The measured points and traces the parsed flags name (empty when none)."""
+def gather(args, model: ModelSpec, hw: HardwareSpec, stored_host: str | None,
+           ) -> tuple[list[Measured], list[TraceStep], list[str]]:  # fmt: skip
+    """The measured points and traces the parsed flags name (empty when none), and the stored
+    points skipped because physics rules them out on ``hw``. A ``--measured`` point physics
+    rules out is refused (PlannerInputError)."""
     if getattr(args, "preset", None) and (args.measured or args.calibrate_from_store):
         raise PlannerInputError("--preset is published figures only (its calibration is the "
                                 "published service TPOT); --measured and --calibrate-from-store "
                                 "need --model and --host")  # fmt: skip
     points: list[Measured] = read_measured(args.measured) if args.measured else []
+    for p in points:
+        if why := ruled_out(p, model, hw):
+            raise PlannerInputError(f"{p.source}: {why}")
     traces: list[TraceStep] = []
+    skipped: list[str] = []
     if args.calibrate_from_store:
         if not stored_host:
             raise PlannerInputError("--calibrate-from-store: needs --host-from-store HOST (whose "
@@ -265,6 +296,6 @@ def gather(args, model: ModelSpec, stored_host: str | None,
         loc = store_or_none(args.store)
         if loc is None:
             raise PlannerInputError("--calibrate-from-store: there is no store (give --store)")
-        stored, traces = from_store(loc, stored_host, args.model, model)
+        stored, traces = from_store(loc, stored_host, args.model, model, hw, skipped)
         points += stored
-    return points, traces
+    return points, traces, skipped

@@ -150,7 +150,7 @@ def _target(args: argparse.Namespace):
 
 def run(args: argparse.Namespace, params: ServingParams = FITTED) -> dict[str, Any]:
     model, hw, curves, fill, stored = _target(args)
-    points, traces = measurements.gather(args, model, stored)
+    points, traces, skipped = measurements.gather(args, model, hw, stored)
     if args.preset:
         points, traces = reference.measured(), reference.traces()
     lay = layout_from(args)
@@ -190,6 +190,8 @@ def run(args: argparse.Namespace, params: ServingParams = FITTED) -> dict[str, A
     inst = Instance(lay, args.replicas, w)
     pr = predict_instance(model, inst, hw, np.asarray(conc), params, comm)
     cal = calibrate(model, hw, points, traces, comm, params) if points or traces else None
+    if cal is not None:
+        cal.notes += skipped  # stored points physics rules out (planner.physical)
     try:
         pol = load_policy(args.policy)
     except PolicyError as exc:
@@ -239,7 +241,9 @@ def run(args: argparse.Namespace, params: ServingParams = FITTED) -> dict[str, A
         "weights_per_gpu_gb": round(pr.weights_per_gpu_gb, 2),
         "kv_capacity_seqs_per_rank": round(pr.kv_capacity_seqs, 1),
         "collectives": [{"op": op, "world_size": k, "kind": comm.kind(op, k),
-                         "source": comm.get(op, k).source} for op, k in pr.collectives],
+                         "source": comm.get(op, k).source, "sizes": comm.explain(op, k)}
+                        for op, k in pr.collectives],
+        "comm_not_used": [n.to_json() for n in comm.not_used()],
         "band": {"tpot": tb.describe(), "ttft": fb.describe()},
         "points": points,
         "assumptions": assumptions(model, hw, w, params),
@@ -332,7 +336,11 @@ def render(data: dict[str, Any]) -> str:
             line += (f"   calibrated {c['tpot_ms']:.2f} ({c['tpot_ms_low']:.2f}-"
                      f"{c['tpot_ms_high']:.2f}), TTFT {c['ttft_ms']:.1f}")  # fmt: skip
         lines.append(line)
-    lines += ["", f"Band (80% of measured runs): {data['band']['tpot']}"]
+    lines += ["", f"Band (80% of measured runs): {data['band']['tpot']}", "", "Collectives:"]
+    lines += [f"  {c['op']} over {c['world_size']} GPUs: {c['kind']}, {c['source']}"
+              + (f" ({c['sizes']})" if c["sizes"] else "") for c in data["collectives"]]
+    lines += [f"  not used: {n['measured']} over {n['world_size']} GPUs ({n['source']}): {n['why']}"
+              for n in data["comm_not_used"]]  # fmt: skip
     if "expert_load" in data:
         el = data["expert_load"]
         lines += ["", f"Expert load ({el['source']}), priced with {el['placement']} placement:",

@@ -1,8 +1,19 @@
 #!/usr/bin/env bash
 # Set up .venv with the pinned dev requirements, lint, and run every test (browser tests too).
+#   bash scripts/test.sh            everything: lint, unit, robustness, PostgreSQL/S3, real-browser
+#   bash scripts/test.sh --quick    the development loop: lint + tests that start no service
+#                                   (no browser, no PostgreSQL/S3, none marked slow)
+# Further arguments go to pytest (a file, -k, -x ...). Both tiers run on every core
+# (pytest-xdist, one test file per worker at a time: module fixtures are built once).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/system-deps.sh
+tier=()
+if [ "${1:-}" = "--quick" ]; then
+  shift
+  tier=(-m "not e2e and not service and not slow")
+else
+  bash scripts/system-deps.sh
+fi
 bash scripts/setup.sh requirements-dev.txt
 .venv/bin/ruff check .
-.venv/bin/python -m pytest "$@"
+.venv/bin/python -m pytest -n "${STEPSCOPE_TEST_WORKERS:-auto}" --dist loadfile --no-loadscope-reorder "${tier[@]}" "$@"

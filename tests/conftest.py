@@ -4,6 +4,11 @@ from pathlib import Path
 
 import pytest
 
+# Fixtures that start a service (PostgreSQL, an S3 server, Chromium): a test that uses one,
+# directly or through another fixture, is marked ``service`` and left out of the quick tier
+# (``scripts/test.sh --quick``).
+SERVICE_FIXTURES = frozenset({"pg", "s3", "browser"})
+
 
 @pytest.fixture
 def store_path(tmp_path: Path) -> Path:
@@ -22,3 +27,24 @@ def pytest_report_header() -> list[str]:
         except PackageNotFoundError:
             found.append(f"{name} (not installed)")
     return ["stepscope deps: " + ", ".join(found)]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test that needs a service (see SERVICE_FIXTURES) as ``service``, then run
+    the heaviest files first: browser files, then service or slow ones, then the rest, each
+    group in collection order. With both cores busy (scripts/test.sh: xdist, one file per
+    worker, --no-loadscope-reorder) the many small files then fill in at the end instead of
+    one long file running alone."""
+    for item in items:
+        if SERVICE_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.service)
+    rank: dict[str, int] = {}  # per file: 0 browser, 1 service or slow, 2 the rest
+    first: dict[str, int] = {}  # per file: where its first test was collected
+    for i, item in enumerate(items):
+        file, marks = item.nodeid.split("::")[0], {m.name for m in item.iter_markers()}
+        here = 0 if "e2e" in marks else 1 if marks & {"service", "slow"} else 2
+        rank[file] = min(here, rank.get(file, 2))
+        first.setdefault(file, i)
+    position = {id(item): i for i, item in enumerate(items)}
+    items.sort(key=lambda it: (rank[it.nodeid.split("::")[0]], first[it.nodeid.split("::")[0]],
+                               position[id(it)]))  # fmt: skip

@@ -15,6 +15,7 @@ from typing import Any
 from collectors.comm import nccl_tests_parse as fmt
 from collectors.core.context import Context
 from collectors.core.errors import EXIT_OK, InputError
+from store import UNKNOWN_HOST
 from store import __version__ as STEPSCOPE_VERSION
 from store.spool.bundle import Bundle, content_run_id
 
@@ -93,13 +94,14 @@ def _bundle(ctx: Context, path: Path, data: bytes, parsed: fmt.Parsed,
         "nccl_tests_version": [parsed.nccl_tests_version],
         "avg_busbw_gbps": [parsed.avg_busbw_gbps], "footer_avg_busbw_gbps": [footer],
     }  # fmt: skip
-    # The runs row describes the measured host (from the file), not the importing machine.
+    # The runs row describes the measured host (from the file), not the importing machine:
+    # that one is `imported_on`, and a file that names no host is filed under UNKNOWN_HOST.
     env = {
         "hostname": socket.gethostname(), "gpu_model": names,
         "gpu_count": parsed.world_size, "nccl": parsed.nccl_version,
-        "stepscope_version": STEPSCOPE_VERSION,
+        "stepscope_version": STEPSCOPE_VERSION, "imported_on": socket.gethostname(),
     }  # fmt: skip
-    fields: dict[str, Any] = {"host": args.host_name or parsed.hostname or ctx.host(None)}
+    fields: dict[str, Any] = {"host": args.host_name or parsed.hostname or UNKNOWN_HOST}
     for key, value in (("started_at", parsed.started_at), ("finished_at", parsed.finished_at)):
         if value and (when := _local_time(value)):
             fields[key] = when

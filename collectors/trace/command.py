@@ -8,8 +8,9 @@ unterminated .tmp), Nsight Systems SQLite exports (any name: a SQLite file is re
 one; docs/nsys.md) or ``.nsys-rep`` reports (exported with ``nsys export`` first), or
 directories holding them; all of them together are the ranks of one run. Re-importing
 the same files is a no-op (the run id is derived from their content). The run belongs to
-the host that recorded the profile: ``--host``, else the host the files name, else this
-machine, whose own inventory is never mixed with the file's GPUs (migration 0012).
+the host that recorded the profile: ``--host``, else the host the files name, else
+``unknown`` (store.UNKNOWN_HOST), never this machine, which is kept as the run's
+``imported_on`` (migration 0015); its own inventory is never mixed with the file's GPUs.
 
 ``--json`` adds ``floors``: every step category against its physical floor, with the inputs
 the trace lacks named under ``missing`` (``python -m collectors floor RUN_ID`` gives them
@@ -52,10 +53,12 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     if len(hosts) > 1:
         ctx.log.warning(f"the files name {len(hosts)} hosts ({', '.join(hosts)}); the run is "
                         f"filed under {hosts[0]} (pass --host to choose)")  # fmt: skip
+    from store import UNKNOWN_HOST
+
     record = ctx.run_record(
         content_run_id("trace", result.digest),
         env=trace_env(ctx.environment(), result.run_info),
-        host=args.host_name or (hosts[0] if hosts else None),
+        host=args.host_name or (hosts[0] if hosts else UNKNOWN_HOST),
         status="partial" if result.partial else "ok",
         message=result.message,
     )
@@ -123,7 +126,8 @@ def trace_env(env: dict, info: dict) -> dict:
     the collector ran on, as for every run)."""
     devices = info.get("devices") or []
     return {
-        "hostname": env.get("hostname"), "stepscope_version": env.get("stepscope_version"),
+        "hostname": env.get("hostname"), "imported_on": env.get("hostname"),
+        "stepscope_version": env.get("stepscope_version"),
         "os": info.get("os"), "cpu": info.get("cpu"), "cpu_count": None, "mem_bytes": None,
         "python": None, "torch": None, "vllm": None, "cuda": None, "cuda_driver": None,
         "nccl": info.get("nccl_version"),

@@ -59,4 +59,6 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         sys.stdout.flush()
     for line in report.missing:
         ctx.log.warning(f"missing {line}")
+    for line in report.input_errors():
+        ctx.log.warning(f"input error: {line}")
     return EXIT_OK

@@ -60,16 +60,20 @@ def inputs() -> tuple[str | None, str | None, int | None, float | None]:
             float(context) if context is not None else None)  # fmt: skip
 
 
+COLUMNS = ["category", "measured_us_per_step", "floor_us_per_step", "measured_over_floor",
+           "at_most_to_win_us", "input_error", "assumption"]  # fmt: skip
+
+
 def frame(report) -> pd.DataFrame:
-    """The busiest rank's categories: measured, floor, measured / floor, at most to win."""
+    """The busiest rank's categories: measured, floor, measured / floor, at most to win; a
+    floor above its measurement is an input error instead (no ratio, nothing to win)."""
     top = report.busiest if report is not None else None
     rows = [{"category": c.category, "measured_us_per_step": c.measured_us,
              "floor_us_per_step": c.floor_us, "measured_over_floor": c.ratio,
-             "at_most_to_win_us": c.win_us, "assumption": c.assumption}
+             "at_most_to_win_us": c.win_us, "input_error": c.input_error,
+             "assumption": c.assumption}
             for c in (top.categories if top else ())]  # fmt: skip
-    return pd.DataFrame(rows, columns=["category", "measured_us_per_step", "floor_us_per_step",
-                                       "measured_over_floor", "at_most_to_win_us",
-                                       "assumption"])  # fmt: skip
+    return pd.DataFrame(rows, columns=COLUMNS)
 
 
 def chart(data: pd.DataFrame, who: str, colors: dict[str, str]) -> go.Figure:
@@ -77,7 +81,9 @@ def chart(data: pd.DataFrame, who: str, colors: dict[str, str]) -> go.Figure:
     fig = go.Figure()
     fig.add_bar(x=data["category"], y=data["measured_us_per_step"], name="measured",
                 marker_color=[colors.get(c, "#4C78A8") for c in data["category"]])  # fmt: skip
-    fig.add_bar(x=data["category"], y=data["floor_us_per_step"], name="floor",
+    # an input error's "floor" is no floor: no bar for it (the error says which input)
+    floors = data["floor_us_per_step"].where(data["input_error"].fillna("") == "")
+    fig.add_bar(x=data["category"], y=floors, name="floor",
                 marker_color="#BBBBBB", customdata=data["assumption"],
                 hovertemplate="%{x} floor: %{y:.1f} us<br>%{customdata}<extra></extra>")  # fmt: skip
     fig.update_layout(barmode="group", title=f"Measured vs physical floor per step ({who})",
@@ -93,8 +99,10 @@ def step_sentence(report) -> str:
     m, f = top.step_measured_us, top.step_floor_us
     text = (f"Step: **{m / 1e3:.2f} ms** measured vs **{f / 1e3:.2f} ms** sum of floors: at most "
             f"**{max(m - f, 0) / 1e3:.2f} ms** to win ({m / f:.1f}x the floors).") if f else ""  # fmt: skip
-    best = max((c for c in top.categories if c.win_us is not None), key=lambda c: c.win_us,
-               default=None)  # fmt: skip
+    if report.input_errors():
+        text += " The sum leaves out the categories with an input error (below)."
+    best = max((c for c in top.categories if c.win_us is not None and not c.input_error),
+               key=lambda c: c.win_us, default=None)  # fmt: skip
     if best is not None and best.ratio:
         text += (f" Most to win: **{best.category}**, at most {best.win_us / 1e3:.2f} ms "
                  f"({best.ratio:.1f}x its floor).")  # fmt: skip
@@ -123,6 +131,10 @@ def show(run_id: str, colors: dict[str, str]) -> pd.DataFrame:
         if top.step_floor_us is not None:
             ui.chart(chart(data, who, colors), data, "floors")
             st.markdown(step_sentence(report))
+        if report.input_errors():
+            st.error("Input errors: a floor above its measured time is no result, so these "
+                     "categories get no ratio and nothing to win; fix the input it names:\n"
+                     + "\n".join(f"- {e}" for e in report.input_errors()))  # fmt: skip
         if report.missing:
             st.warning("Missing floor inputs (floors take the least they allow):\n"
                        + "\n".join(f"- {m}" for m in report.missing))  # fmt: skip

@@ -1,5 +1,8 @@
-"""The output half of the Tradeoff page: the headline, close calls, hypotheses, charts with
-the measured-error band, the step breakdown, blocked layouts and the assumptions.
+"""The output half of the Tradeoff page: the answer first (pages/helpers/tradeoff_answer.py),
+then tabs, each titled with what it answers: TPOT and TTFT curves with the measured-error
+band, the best layout at each concurrency (close calls, crossovers, the step breakdown),
+every point as a table, findings, hypotheses, published figures, what the policy costs, the
+commands that measure the answer, the calibration check and the assumptions.
 
 Kept apart from pages/tradeoff.py (inputs) so each stays readable; it formats a PlanResult
 and computes nothing beyond display.
@@ -7,30 +10,37 @@ and computes nothing beyond display.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
 from pages.helpers import ui
+from pages.helpers.tradeoff_answer import PALETTE, answer, dash, layout_label, pareto, plain
+from pages.helpers.tradeoff_notes import (
+    calibration_check,
+    commands,
+    hypotheses,
+    policy,
+    recommendation,
+)
 from planner.api import (
     REPORT_CONCURRENCIES,
     TERMS,
     PlanResult,
+    Targets,
     band,
     call_at,
+    meet_targets,
     reference,
-    result_commands,
-    sglang_only_lines,
 )
 
 COLORS = {"attention": "#4C78A8", "kv_cache": "#F58518", "mlp": "#72B7B2",
           "experts": "#54A24B", "expert_imbalance": "#9D755D", "lm_head": "#BAB0AC",
           "prefill": "#B279A2", "allreduce": "#E45756", "all_to_all": "#FF9DA6"}  # fmt: skip
-PALETTE = ("#4C78A8", "#F58518", "#54A24B", "#E45756", "#72B7B2", "#B279A2", "#FF9DA6",
-           "#9D755D", "#BAB0AC", "#EECA3B", "#439894", "#D67195")  # fmt: skip
 VIEWS = ("model", "calibrated")
-HYPOTHESIS = "hypothesis"
 
 
 def points_frame(res: PlanResult, calibrated: bool) -> pd.DataFrame:
@@ -58,12 +68,6 @@ def points_frame(res: PlanResult, calibrated: bool) -> pd.DataFrame:
     return pd.concat(rows, ignore_index=True)
 
 
-def _label(name: str, part: pd.DataFrame) -> str:
-    if not part["compliant"].iloc[0]:
-        return name + " [blocked]"
-    return name + (f" [{HYPOTHESIS}]" if part["hypothesis"].iloc[0] else "")
-
-
 def band_chart(data: pd.DataFrame, y: str, title: str, y_title: str,
                with_band: bool = True) -> go.Figure:  # fmt: skip
     """One line per layout (solid: recommendable, dot: hypothesis, dash: blocked), each with
@@ -71,9 +75,8 @@ def band_chart(data: pd.DataFrame, y: str, title: str, y_title: str,
     fig = go.Figure()
     for i, (name, part) in enumerate(data.groupby("layout", sort=False)):
         color = PALETTE[i % len(PALETTE)]
-        label = _label(name, part)
-        blocked, hyp = not part["compliant"].iloc[0], bool(part["hypothesis"].iloc[0])
-        dash = "dash" if blocked else "dot" if hyp else "solid"
+        comp, hyp = bool(part["compliant"].iloc[0]), bool(part["hypothesis"].iloc[0])
+        label, blocked = layout_label(name, comp, hyp), not comp
         ok = part[part["fits"]]
         if with_band and not ok.empty and not blocked:
             fig.add_scatter(x=np.r_[ok["concurrency"], ok["concurrency"][::-1]],
@@ -83,7 +86,7 @@ def band_chart(data: pd.DataFrame, y: str, title: str, y_title: str,
                             name=f"{label} band")  # fmt: skip
         p90 = part[f"{y}_p90"] if f"{y}_p90" in part else part[y] * np.nan
         fig.add_scatter(x=part["concurrency"], y=part[y].where(part["fits"]), name=label,
-                        legendgroup=name, line={"dash": dash, "color": color},
+                        legendgroup=name, line={"dash": dash(comp, hyp), "color": color},
                         customdata=p90, hovertemplate="%{x}: mean %{y:.2f} ms, p90 "
                         "%{customdata:.2f} ms<extra>" + label + "</extra>")  # fmt: skip
         if with_band and p90.notna().any():
@@ -99,128 +102,113 @@ def band_chart(data: pd.DataFrame, y: str, title: str, y_title: str,
     return fig
 
 
-def blocked_lines(res: PlanResult, calibrated: bool) -> list[str]:
-    curves = [r.view(calibrated) for r in res.layouts]
-    good = np.vstack([np.where(c.fits & r.recommendable, c.tpot_ms, np.inf)
-                      for c, r in zip(curves, res.layouts, strict=True)]).min(axis=0)  # fmt: skip
-    out = []
-    for r, cur in zip(res.layouts, curves, strict=True):
-        if r.compliant:
-            continue
-        rules = "; ".join(f"`{v.rule_id}` ({v.sentence})" for v in r.violations)
-        gain = np.where(cur.fits & np.isfinite(good), good - cur.tpot_ms, -np.inf)
-        j = int(np.argmax(gain))
-        if gain[j] > 0:
-            what = (f"it would gain {gain[j]:.2f} ms TPOT at concurrency "
-                    f"{int(cur.concurrency[j])}: the policy costs {gain[j]:.2f} ms there")  # fmt: skip
-        else:
-            what = "it is never faster than the best recommended layout here"
-        out.append(f"**{r.layout.name}** breaks {rules}; {what}.")
-    return out
+TABS = ("Best layout at each concurrency", "TPOT and TTFT by concurrency",
+        "Every point (table)", "Findings", "Hypotheses: unmeasured collectives",
+        "Published figures vs the model", "What the policy costs", "Commands to measure",
+        "Calibration check", "Assumptions and sources")  # fmt: skip
 
 
-def _commands(res: PlanResult, names: list[str]) -> list[str]:
-    out = []
-    for name in names:
-        for c in result_commands(res, name):
-            out.append(f"  - {name} on {c['engine']}: `{c['launch']}`, measured by "
-                       f"`{c['measure']}`")  # fmt: skip
-    return out
-
-
-def recommendation(res: PlanResult, calibrated: bool, at: int) -> None:
-    ranges = res.recommended_calibrated if calibrated else res.recommended
-    st.subheader("Recommended (compliant, fits, on measured or fitted collectives)")
-    if not ranges:
-        st.warning("No compliant layout on measured collectives fits at these concurrencies.")
-    else:
-        head = ranges[0]
-        st.markdown(f"**Headline: {head.layout}** from concurrency {head.start} "
-                    f"(TPOT {head.tpot_ms_start:.2f} ms)")  # fmt: skip
-        st.markdown("\n".join(
-            f"- concurrency {x.start}-{x.end}: **{x.layout}** "
-            f"(TPOT {x.tpot_ms_start:.2f}-{x.tpot_ms_end:.2f} ms)" for x in ranges))  # fmt: skip
-    call = call_at(res, at, calibrated)
-    if call.layout and call.too_close:
-        st.warning(
-            f"At concurrency {at}: too close to call - {call.layout} "
-            f"({call.tpot_ms:.2f} ms; 80% of measured runs {call.tpot_ms_low:.2f}-"
-            f"{call.tpot_ms_high:.2f}) and "
-            f"{', '.join(call.too_close)} overlap within the model's measured error. Measure "
-            "both:\n" + "\n".join(_commands(res, [call.layout, *call.too_close])))  # fmt: skip
-    elif call.layout:
-        st.success(f"At concurrency {at}: {call.layout} ({call.tpot_ms:.2f} ms; 80% of "
-                   f"measured runs {call.tpot_ms_low:.2f}-{call.tpot_ms_high:.2f}) beats every other "
-                   "recommendable layout beyond the model's measured error.")  # fmt: skip
-    hyps = [r for r in res.layouts if r.compliant and r.hypothesis]
-    if hyps:
-        st.subheader("Hypotheses (an unmeasured collective: never the headline)")
-        for r in hyps:
-            cur = r.view(calibrated)
-            j = cur.at(at)
-            ops = ", ".join(f"{c.op} on {c.world_size} GPUs ({c.kind}: {c.source})"
-                            for c in r.unmeasured)  # fmt: skip
-            tpot = (f"{cur.tpot_ms[j]:.2f} ms at concurrency {at}"
-                    if np.isfinite(cur.tpot_ms[j]) else "no prediction")  # fmt: skip
-            st.markdown(f"- **{r.layout.name}** [{HYPOTHESIS}]: {tpot}; rests on {ops}. "
-                        "Measure it: " + "; ".join(f"`{m}`" for m in r.measure))  # fmt: skip
-
-
-def calibration_check(res: PlanResult, detail: bool) -> None:
-    """The calibration's own check (held-back points before -> after), and in the calibrated
-    view what the measurements pinned and its notes."""
-    cal = res.calibration
-    (st.success if cal.applied else st.warning)(f"Calibration: {cal.sentence()}")
-    if detail:
-        lines = [f"- **{term}**: {status}" for term, status in cal.pinned.items()]
-        lines += [f"- {n}" for n in cal.notes]
-        lines.append("- factors: " + ", ".join(f"{k} x{v:.2f}" for k, v in cal.factors.items()))
-        if cal.band is not None:
-            lines.append(f"- band: {cal.band.describe()}")
-        st.markdown("\n".join(lines))
-
-
-def render(res: PlanResult, notes: list[str]) -> None:
+def render(res: PlanResult, notes: list[str], targets: Targets, measured: pd.DataFrame,
+           host: str | None, answer_area: Any, view_slot: Any) -> None:  # fmt: skip
+    """The answer and the Pareto chart into ``answer_area``, the model / calibrated switch
+    into ``view_slot``, then the tabs."""
     calibrated = False
     if res.calibration is not None:
-        view = st.radio("Figures", VIEWS, horizontal=True, key="view", bind="query-params",
-                        help="calibrated: the serving model with this host's factors, where "
-                        "they beat the fitted model on held-back measured points; a traced "
-                        "step sets proportions, never a TPOT")  # fmt: skip
+        with view_slot:
+            view = st.segmented_control("Figures", VIEWS, default=VIEWS[0], required=True,
+                                        key="view", bind="query-params", help="calibrated: the serving model with this host's factors, "
+                            "where they beat the fitted model on held-back measured points; "
+                            "a traced step sets proportions, never a TPOT")  # fmt: skip
         calibrated = view == "calibrated"
-        calibration_check(res, calibrated)
-    grid = [c for c in REPORT_CONCURRENCIES if c in set(res.concurrency.tolist())] or [
-        int(res.concurrency[0])]  # fmt: skip
-    at = st.selectbox("At concurrency", grid, key="at", bind="query-params")
-    recommendation(res, calibrated, int(at))
-    for line in sglang_only_lines(res.layouts):
-        st.caption(line)
-    for finding in res.findings:
-        st.info(finding)
-    if res.model.name == reference.MODEL and any(
-        "published" in a.source for a in res.assumptions if a.what == "all_reduce latency"
-    ):
-        st.subheader("Published figures vs the model")
-        st.markdown("\n".join(f"- {c['figure']}: published {c['published']}; model {c['model']}"
-                              for c in reference.checks(res)))  # fmt: skip
-
+    ans = meet_targets(res, targets, calibrated)
+    with answer_area:
+        answer(res, ans)
+        pareto(res, ans, measured, host, calibrated)
+    published = res.model.name == reference.MODEL and any(
+        "published" in a.source for a in res.assumptions if a.what == "all_reduce latency")
+    shown = [t for t in TABS if (published or t != TABS[5])
+             and (res.calibration is not None or t != TABS[8])]  # fmt: skip
+    tabs = dict(zip(shown, st.tabs(shown), strict=True))
     data = points_frame(res, calibrated)
     tag = "-calibrated" if calibrated else ""
+    with tabs[TABS[0]]:
+        at = per_concurrency(res, data, calibrated, tag)
+    with tabs[TABS[1]]:
+        curves(res, data, calibrated, tag)
+    with tabs[TABS[2]]:
+        table(res, data, tag)
+    with tabs[TABS[3]]:
+        for finding in res.findings:
+            st.info(plain(finding))
+        missing = [f"{r.layout.name}: {r.curve.why_not}" for r in res.layouts if r.curve.why_not]
+        if missing:
+            st.caption(plain("No prediction for: " + "; ".join(missing)))
+        if not res.findings and not missing:
+            st.caption("Nothing to flag on this plan.")
+    with tabs[TABS[4]]:
+        hypotheses(res, calibrated, at)
+    if published:
+        with tabs[TABS[5]]:
+            st.markdown("\n".join(f"- {c['figure']}: published {c['published']}; model "
+                                  f"{c['model']}" for c in reference.checks(res)))  # fmt: skip
+    with tabs[TABS[6]]:
+        policy(res, ans, calibrated)
+    with tabs[TABS[7]]:
+        commands(res, ans)
+    if res.calibration is not None:
+        with tabs[TABS[8]]:
+            calibration_check(res, calibrated)
+    with tabs[TABS[9]]:
+        st.markdown("\n".join(f"- **{a.what}**: {plain(a.value)} — *{plain(a.source)}*"
+                              for a in res.assumptions)
+                    + "".join(f"\n- **input**: {plain(n)}" for n in notes))  # fmt: skip
+
+
+def per_concurrency(res: PlanResult, data: pd.DataFrame, calibrated: bool, tag: str) -> int:
+    """The recommendation at one concurrency (bound to ``?at=``), its close call, the
+    crossovers and the step breakdown there; returns the concurrency."""
+    grid = [c for c in REPORT_CONCURRENCIES if c in set(res.concurrency.tolist())] or [
+        int(res.concurrency[0])]  # fmt: skip
+    at = int(st.selectbox("At concurrency", grid, key="at", bind="query-params"))
+    recommendation(res, calibrated, at)
+    if res.crossovers:
+        st.subheader("Crossovers")
+        st.markdown("\n".join(f"- {x.sentence()}" for x in res.crossovers[:12]))
+    breakdown(res, data, calibrated, at, tag)
+    return at
+
+
+def curves(res: PlanResult, data: pd.DataFrame, calibrated: bool, tag: str) -> None:
     st.subheader(f"Serving prediction: {res.isl} in / {res.osl} out ({res.bench} benchmark, "
                  f"{res.engine})")  # fmt: skip
     bands = (res.calibration.band.describe() if calibrated and res.calibration.band is not None
              else band(res.engine, res.model, "tpot", res.hardware).describe())  # fmt: skip
     ui.chart(band_chart(data, "tpot_ms", f"Predicted mean TPOT, thin dotted: p90 ({res.isl} in "
                         f"/ {res.osl} out; shaded: measured-error band; dotted: hypothesis; "
-                        "dashed: blocked)", "TPOT (ms)"), data, f"tradeoff-tpot{tag}")  # fmt: skip
-    st.caption(f"Band: {bands}. Other GPU generations carry over through spec-sheet numbers.")
+                        "dashed: blocked)",
+                        "TPOT (ms)"), data, f"tradeoff-tpot{tag}")  # fmt: skip
+    st.caption(f"Band: {plain(bands)}. Other GPU generations carry over through spec-sheet "
+               "numbers.")  # fmt: skip
     ui.chart(band_chart(data, "ttft_ms", "Predicted mean TTFT, thin dotted: p90 (shaded: "
-                        "measured-error band)", "TTFT (ms)"), data, f"tradeoff-ttft{tag}")  # fmt: skip
+                        "measured-error band)",
+                        "TTFT (ms)"), data, f"tradeoff-ttft{tag}")  # fmt: skip
     ui.chart(band_chart(data, "tokens_per_s", "Output throughput vs concurrency",
                         "tokens/s (all GPUs)", with_band=False),
              data[["layout", "concurrency", "tokens_per_s", "tokens_per_s_per_gpu", "fits"]],
              f"tradeoff-throughput{tag}")  # fmt: skip
 
+
+def table(res: PlanResult, data: pd.DataFrame, tag: str) -> None:
+    """The report concurrencies of every layout; the CSV holds every point of the grid."""
+    grid = set(res.report_concurrencies())
+    cols = ["layout", "concurrency", "tpot_ms", "tpot_ms_low", "tpot_ms_high", "ttft_ms",
+            "tokens_per_s_per_gpu", "fits", "compliant", "hypothesis", "engine"]  # fmt: skip
+    st.dataframe(data[data["concurrency"].isin(grid)][cols], hide_index=True,
+                 width="stretch")  # fmt: skip
+    ui.csv_download(data, f"tradeoff-points{tag}", "All points (CSV)")
+
+
+def breakdown(res: PlanResult, data: pd.DataFrame, calibrated: bool, at: int, tag: str) -> None:
     st.subheader("Step breakdown")
     rows = data[data["concurrency"] == at]
     fig = go.Figure()
@@ -232,7 +220,7 @@ def render(res: PlanResult, notes: list[str]) -> None:
     fig.update_yaxes(autorange="reversed")
     ui.chart(fig, rows[["layout", "kind", "concurrency", *TERMS, "tpot_ms", "fits"]],
              f"tradeoff-breakdown-c{at}{tag}")  # fmt: skip
-    best = call_at(res, int(at), calibrated).layout
+    best = call_at(res, at, calibrated).layout
     sentences = []
     for row in rows.to_dict("records"):
         if row["tpot_ms"] != row["tpot_ms"]:
@@ -244,19 +232,3 @@ def render(res: PlanResult, notes: list[str]) -> None:
                          + ("" if row["fits"] else ", queues for KV room"))  # fmt: skip
     st.caption(f"At concurrency {at}, best recommendable: {best or 'none fits'}. "
                + "; ".join(sentences))  # fmt: skip
-    missing = [f"{r.layout.name}: {r.curve.why_not}" for r in res.layouts if r.curve.why_not]
-    if missing:
-        st.caption("No prediction for: " + "; ".join(missing))
-
-    if res.crossovers:
-        st.subheader("Crossovers")
-        st.markdown("\n".join(f"- {x.sentence()}" for x in res.crossovers[:12]))
-    blocked = blocked_lines(res, calibrated)
-    if blocked:
-        st.subheader("Blocked by the policy")
-        st.caption(f"Policy {res.policy.label}: these layouts are never recommended.")
-        st.markdown("\n".join(f"- {line}" for line in blocked))
-    st.subheader("Assumptions and sources")
-    st.markdown("\n".join(f"- **{a.what}**: {a.value} — *{a.source}*" for a in res.assumptions)
-                + "".join(f"\n- **input**: {n}" for n in notes))  # fmt: skip
-    ui.csv_download(data, f"tradeoff-points{tag}", "All points (CSV)")

@@ -117,6 +117,28 @@ def age(ts: object, now: datetime | None = None) -> str:
     return f"{max(seconds, 0):.0f} s"
 
 
+def blank(frame: pd.DataFrame) -> pd.DataFrame:
+    """A table for display whose missing cells are empty: the data grid draws a NULL as a
+    grey "None" (and NaN as "None" too), which reads as a value. A column holding nulls
+    becomes text (whole numbers without a fraction, times to the second); the others keep
+    their types, so they still sort as numbers."""
+    out = frame.copy()
+    for col in out.columns:
+        values = out[col]
+        missing = values.isna()
+        if not missing.any():
+            continue
+        if pd.api.types.is_datetime64_any_dtype(values):
+            text = values.dt.strftime("%Y-%m-%d %H:%M:%S")
+        elif pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values):
+            text = values.map(lambda v: f"{v:.0f}" if float(v).is_integer() else f"{v:g}",
+                              na_action="ignore")  # fmt: skip
+        else:
+            text = values.map(str, na_action="ignore")
+        out[col] = text.astype(object).where(~missing, "")
+    return out
+
+
 def csv_download(frame: pd.DataFrame, name: str, label: str = "CSV") -> None:
     # Built on click (a callable runs only then), not on every rerun of the page.
     st.download_button(

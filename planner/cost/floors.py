@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.cost.comm import CommCurve, spec_curve
+from planner.cost.comm import CommCurve, pick, spec_curve
 from planner.cost.step_comm import Message, messages
 from planner.cost.step_ops import StepOp, StepShape, decode_ops, peak
 from planner.cost.types import ServeLayout, Workload
@@ -83,14 +83,14 @@ def _peak_name(pk: float, hw: HardwareSpec) -> str:
 
 
 def comm_curve(op: str, n: int, curves: list[CommCurve], hw: HardwareSpec) -> list[CommCurve]:
-    """The curves a collective's floor may use: the host's stored ones (measured first, then
-    published for the same GPUs); AllReduce both its NCCL and fast ones; else the spec sheet
-    at the full link bandwidth."""
+    """The curves a collective's floor may use: the host's stored one for these GPUs and this
+    world size (planner.cost.comm.pick, the planner's own lookup, at the full link bandwidth
+    where the curve measured none); AllReduce both its NCCL and fast ones; else the spec
+    sheet at the full link bandwidth."""
     ops = _ALLREDUCE_OPS if op in _ALLREDUCE_OPS else (op,)
-    given = [c for c in curves if c.op in ops and c.world_size == n
-             and c.kind in ("measured", "published")]  # fmt: skip
-    measured = [c for c in given if c.kind == "measured"]
-    return measured or given or [spec_curve(ops[0], n, hw, 1.0)]
+    found = [c for o in ops if (c := pick(o, n, curves, hw, 1.0)) is not None]
+    measured = [c for c in found if c.kind == "measured"]
+    return measured or found or [spec_curve(ops[0], n, hw, 1.0)]
 
 
 def collective_floor(category: str, calls: float, msgs: list[Message], curves: list[CommCurve],
@@ -106,8 +106,9 @@ def collective_floor(category: str, calls: float, msgs: list[Message], curves: l
             options.append((_num(c.latency_us(1.0)), 1.0, c))
         size_note = " (the layout predicts no such collective: its latency at 1 B)"
     lat, nbytes, curve = min(options, key=lambda o: o[0])
+    sizes = curve.explain(nbytes, nbytes)
     return calls * lat, (f"{calls:.0f} calls x {lat:.1f} us at {_size(nbytes)}{size_note} "
-                         f"[{curve.source}]")  # fmt: skip
+                         f"[{curve.source}{': ' + sizes if sizes else ''}]")  # fmt: skip
 
 
 def step_floors(m: ModelSpec | None, hw: HardwareSpec | None, lay: ServeLayout, w: Workload,

@@ -165,6 +165,11 @@ def _tokens(name: str) -> list[str]:
     return [t for t in re.findall(r"[a-z0-9]+", name.lower()) if t != "nvidia"]
 
 
+def name_words(name: str) -> list[str]:
+    """A GPU name's words, lower case, without the vendor (``h100 80gb hbm3``)."""
+    return _tokens(name or "")
+
+
 def known_gpu(gpu_model: str) -> _Gpu | None:
     """The table's entry for a GPU name as NVML reports it: the entry one of whose names is a
     run of whole words of it, the longest such name winning ("NVIDIA H20-3e" is the 141 GB

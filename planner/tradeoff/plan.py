@@ -81,10 +81,18 @@ def layout_curve(model: ModelSpec, hw: HardwareSpec, lay: Layout, inst: Instance
         {t: np.broadcast_to(pr.breakdown_ms[t], c.shape).astype(float) for t in TERMS},
         pr.admitted.copy(), tb.low(pr.tpot_ms), tb.high(pr.tpot_ms), fb.low(pr.ttft_ms),
         fb.high(pr.ttft_ms), pr.weights_per_gpu_gb * 1e9, pr.kv_capacity_seqs, pr.dummy_ranks,
-        pr.allreduce_calls, eng, inst.predict_args(),
-        percentiles={k: pr.percentiles[k] for k in ("tpot_ms", "ttft_ms")},
+        pr.allreduce_calls, eng, inst.predict_args(), percentiles=percentiles(pr, c.shape),
         running_mean=pr.running, queued_mean=pr.queued,
     )  # fmt: skip
+
+
+def percentiles(pr: object, shape: tuple[int, ...]) -> dict[str, dict[str, np.ndarray]]:
+    """The prediction's per-request percentiles over the grid, ``{"tpot_ms": {"p90": ...},
+    "ttft_ms": {...}, "e2el_ms": {...}}``: the simulated benchmark gives each request its own
+    TPOT and TTFT (planner.sched); empty for a prediction that carries none."""
+    given = getattr(pr, "percentiles", None) or {}
+    return {metric: {stat: np.broadcast_to(np.asarray(v, dtype=float), shape).copy()
+                     for stat, v in stats.items()} for metric, stats in given.items()}  # fmt: skip
 
 
 def _collectives(model: ModelSpec, hw: HardwareSpec, inst: Instance,
@@ -188,7 +196,7 @@ def plan(
     if measured or traces:
         _calibrate(res, measured or [], traces or [], params, comm)
     res.comm_sources = [c.describe() for c in comm.used()]
-    res.assumptions = _assumptions(res, params, comm.used())
+    res.assumptions = _assumptions(res, params, comm)
     res.findings += findings(res)
     return res
 
@@ -236,8 +244,7 @@ def _placement_effects(res: PlanResult, p: ServingParams, comm: CommSet) -> None
                 e.sentence() for e in dict.fromkeys(ends)) + ".")  # fmt: skip
 
 
-def _assumptions(res: PlanResult, p: ServingParams,
-                 curves: list[CommCurve]) -> list[Assumption]:  # fmt: skip
+def _assumptions(res: PlanResult, p: ServingParams, comm: CommSet) -> list[Assumption]:
     m, hw = res.model, res.hardware
     out = [
         Assumption("model", f"{m.name}: {m.num_layers} layers ({m.num_moe_layers} MoE), hidden "
@@ -260,9 +267,14 @@ def _assumptions(res: PlanResult, p: ServingParams,
         val = getattr(p, name)
         val = val.get(res.engine, val.get("vllm")) if isinstance(val, dict) else val
         out.append(Assumption(name, f"{val:.4g} ({what})", src))
-    # a derived curve's description ends with its kind, which the source already shows
-    out += [Assumption(f"{c.op} latency", c.describe().removesuffix(f" [{c.kind}]"), c.kind)
-            for c in curves]  # fmt: skip
+    # a derived curve's description ends with its kind, which the source already shows; a
+    # stored one says which of the sizes asked of it it measured and which it extended
+    for c in comm.used():
+        sizes = comm.explain(c.op, c.world_size)
+        out.append(Assumption(f"{c.op} latency", c.describe().removesuffix(f" [{c.kind}]")
+                              + (f"; {sizes}" if sizes else ""), c.kind))  # fmt: skip
+    out += [Assumption(f"{n.curve.op} over {n.curve.world_size} GPUs", n.sentence(), "not used")
+            for n in comm.not_used()]  # fmt: skip
     if res.calibration is not None:
         cal = res.calibration
         factors = ", ".join(f"{k} x{v:.2f}" for k, v in cal.factors.items())

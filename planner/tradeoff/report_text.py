@@ -1,11 +1,14 @@
-"""A plan as ``python -m planner`` prints it: the table with bands, the headline, close calls,
-hypotheses with the commands that would measure them, crossovers, the policy, findings."""
+"""A plan as ``python -m planner`` prints it: the answer first (under latency targets: the
+layout serving the most per GPU, its runner-up and whether they are too close to call), then
+the table with bands, the headline, close calls, hypotheses with the commands that would
+measure them, crossovers, the policy, findings."""
 
 from __future__ import annotations
 
 from planner.tradeoff import reference
 from planner.tradeoff.recommend import call_at
 from planner.tradeoff.report_json import result_commands
+from planner.tradeoff.slo import SloAnswer, meet_targets
 from planner.tradeoff.types import PlanResult
 
 
@@ -13,10 +16,51 @@ def _cell(tpot: float, fits: bool) -> str:
     return f"{tpot:>8.2f}" + (" " if fits else "*") if tpot == tpot else f"{'-':>8} "
 
 
-def render_text(res: PlanResult, cs: list[int], preset: bool) -> str:
+def _measure_lines(res: PlanResult, names: list[str]) -> list[str]:
+    return [f"  {name} [{cmd['engine']}]: {cmd['measure']}"
+            for name in names for cmd in result_commands(res, name)]  # fmt: skip
+
+
+def answer_lines(res: PlanResult, slo: SloAnswer | None) -> list[str]:
+    """What the report starts with: the answer under the targets, else the headline."""
+    if slo is None:
+        head = res.headline
+        if head is None:
+            return ["Answer: nothing compliant fits on this host at these concurrencies."]
+        return [f"Answer: {head.layout}, the lowest TPOT from concurrency {head.start} "
+                f"({head.tpot_ms_start:.2f} ms). With latency targets (--tpot-ms T --ttft-ms F) "
+                "the planner names the layout serving the most per GPU within them."]  # fmt: skip
+    lines = [f"Answer: {slo.sentence()}"]
+    if slo.stat_note():
+        lines.append(f"  ({slo.stat_note()})")
+    if slo.best is not None:
+        lines.append(slo.runner_up_sentence())
+    if slo.too_close:
+        lines += _measure_lines(res, [slo.best.layout, slo.runner_up.layout])
+    if res.calibration is not None and res.calibration.applied:
+        lines.append("Calibrated to this host's measurements: "
+                     + meet_targets(res, slo.targets, calibrated=True).sentence())  # fmt: skip
+    width = max(len(x.layout) for x in slo.per_layout) + 2
+    lines += ["", "Within the targets".ljust(width) + "max concurrency  tokens/s per GPU"]
+    for x in slo.per_layout:
+        tag = "" if x.recommendable else "  BLOCKED" if not x.compliant else "  HYPOTHESIS"
+        tag += "  (no prediction: see below)" if res.layout(x.layout).curve.why_not else ""
+        if x.max_concurrency is None:
+            lines.append(x.layout.ljust(width) + f"{'-':>15}  {'-':>16}{tag}")
+            continue
+        lines.append(x.layout.ljust(width) + f"{x.max_concurrency:>15}  "
+                     f"{x.tok_s_per_gpu:>16.1f}{tag}")  # fmt: skip
+    policy = slo.policy_sentence()
+    return lines + ([policy] if policy else [])
+
+
+def render_text(res: PlanResult, cs: list[int], preset: bool,
+                slo: SloAnswer | None = None) -> str:  # fmt: skip
     hw = res.hardware
-    lines = [f"{res.model.name} on {hw.gpu_count}x {hw.gpu_model} ({hw.name}), {res.engine}, "
-             f"{res.isl} in / {res.osl} out, policy {res.policy.label}", ""]  # fmt: skip
+    targets = f"; targets {slo.targets.describe(slo.stat)}" if slo is not None else ""
+    lines = [*answer_lines(res, slo), "",
+             f"{res.model.name} on {hw.gpu_count}x {hw.gpu_model} ({hw.name}), {res.engine}, "
+             f"{res.isl} in / {res.osl} out, policy {res.policy.label}{targets}", ""]  # fmt: skip
     width = max(len(r.layout.name) for r in res.layouts) + 2
     lines.append("TPOT ms by concurrency".ljust(width) + "".join(f"{c:>9}" for c in cs))
     for r in res.layouts:
@@ -50,9 +94,7 @@ def render_text(res: PlanResult, cs: list[int], preset: bool) -> str:
     if close:
         lines += ["", "Too close to call: measure both (python -m collectors ...-bench):"]
         names = {call_at(res, c).layout for c in cs if call_at(res, c).too_close} | close
-        for name in sorted(n for n in names if n):
-            for cmd in result_commands(res, name):
-                lines.append(f"  {name} [{cmd['engine']}]: {cmd['measure']}")
+        lines += _measure_lines(res, sorted(n for n in names if n))
     hyps = [r for r in res.layouts if r.compliant and r.hypothesis]
     if hyps:
         lines += ["", "Hypotheses (an unmeasured collective; never the headline until measured):"]

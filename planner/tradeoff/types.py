@@ -62,7 +62,8 @@ class LayoutCurve:
     predict_args: list[str] = field(default_factory=list)
     why_not: str = ""  # set when the model cannot answer (does not fit): arrays are NaN
     calibrated: bool = False
-    # p50 / p90 / p99 of the requests' tpot_ms and ttft_ms, as the benchmark reports them
+    # Per-request percentiles where the serving model gives them, over the grid:
+    # {"tpot_ms": {"p50": ..., "p90": ..., "p99": ...}, "ttft_ms": {...}}; empty: means only.
     percentiles: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
     running_mean: np.ndarray = field(default_factory=lambda: np.zeros(0))  # busiest rank
     queued_mean: np.ndarray = field(default_factory=lambda: np.zeros(0))  # per rank

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from store import UNKNOWN_HOST
 from store.location import StoreLocation
 from store.reader import query_df
 
@@ -32,6 +33,17 @@ def recent_runs(
         "WHERE (?::VARCHAR IS NULL OR host = ?) AND (?::VARCHAR IS NULL OR verb = ?) "
         "ORDER BY finished_at DESC, run_id DESC LIMIT ?",
         [host, host, verb, verb, int(limit)],
+    )
+
+
+def unknown_host_runs(loc: StoreLocation) -> pd.DataFrame:
+    """Imported runs whose files named no host (store.UNKNOWN_HOST), newest first, with the
+    GPUs the files name and the machine that imported them."""
+    return query_df(
+        loc,
+        "SELECT run_id, verb, gpu_model, gpu_count, imported_on, label, finished_at "
+        "FROM v_runs WHERE host = ? ORDER BY finished_at DESC, run_id DESC",
+        [UNKNOWN_HOST],
     )
 
 

@@ -82,7 +82,7 @@ def comm_rows(loc: StoreLocation, run_ids: list[str]) -> pd.DataFrame:
     return _safe(
         loc,
         "SELECT run_id, host, op, dtype, tokens_per_rank, hidden, bytes, p50_us, busbw_gbps, "
-        "source, backend, world_size, device, interconnect FROM v_comm_results "
+        "source, backend, world_size, device, interconnect, gpu_names FROM v_comm_results "
         "WHERE list_contains(string_split(?, ','), run_id) ORDER BY run_id, op, bytes",
         [",".join(run_ids)],  # one string: the reader's cache key must be hashable
     )

@@ -144,3 +144,47 @@ def choose(pg, box, option) -> None:
 def open_app(pg, url: str) -> None:
     pg.goto(url)
     wait_app(pg)
+
+
+def open_tab(pg, name: str) -> str:
+    """Open the tab titled ``name`` (only the open tab's panel is in the page) and return
+    the text it shows."""
+    pg.get_by_role("tab", name=name, exact=True).click()
+    panel = pg.get_by_role("tabpanel")
+    expect(panel).to_have_count(1)
+    expect(panel.locator("[data-testid='stElementContainer']").first).to_be_visible()
+    return panel.inner_text()
+
+
+def pareto_traces(pg) -> list[str]:
+    """Names of the traces the browser drew on the Tradeoff page's Pareto chart."""
+    return pg.evaluate("""() => [...document.querySelectorAll('.st-key-pareto .js-plotly-plot')]
+        .flatMap(gd => (gd.data || []).map(t => t.name))""")
+
+
+def answer_on_first_screen(pg, best: str, tok_s_per_gpu: float, concurrency: int) -> None:
+    """At 1400x900, unscrolled: the answer sentence, its five metric cards and the drawn
+    Pareto chart (with its target line and the answer marked) lie inside the first 900 px."""
+    assert pg.viewport_size == {"width": 1400, "height": 900}
+    box = pg.locator(".st-key-answer")
+    expect(box).to_contain_text(f"Answer: {best} serves the most within the targets: "
+                                f"{tok_s_per_gpu:.1f} output tokens/s per GPU at concurrency "
+                                f"{concurrency}.")  # fmt: skip
+    expect(box.locator("[data-testid='stMetric']")).to_have_count(5)
+    chart = pg.locator(".st-key-pareto [data-testid='stPlotlyChart']")
+    expect(chart.locator(".js-plotly-plot .main-svg").first).to_be_visible()
+    title = pg.get_by_role("heading", name="Tradeoff calculator").bounding_box()
+    assert title is not None and title["y"] >= 0  # the page's top: its first screen
+    for part in (box, chart):
+        b = part.bounding_box()
+        assert b is not None and b["y"] >= 0 and b["y"] + b["height"] <= 900, (part, b)
+    assert f"answer: {best} at concurrency {concurrency}" in pareto_traces(pg)
+    shapes = pg.evaluate("() => document.querySelector('.st-key-pareto .js-plotly-plot')"
+                         ".layout.shapes.length")  # fmt: skip
+    assert shapes >= 1  # the TPOT target line
+
+
+def open_tab_locator(pg, name: str, selector: str):
+    """``selector`` inside the tab titled ``name``, once that tab is open."""
+    pg.get_by_role("tab", name=name, exact=True).click()
+    return pg.get_by_role("tabpanel").locator(selector)

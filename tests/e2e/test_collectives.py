@@ -99,19 +99,6 @@ def test_default_view_link_reopens_in_fresh_context(dash: Dashboard, page, brows
         fresh.close()
 
 
-def test_empty_store_shows_the_commands(tmp_path: Path, page) -> None:
-    store = tmp_path / "s.duckdb"
-    assert run_cli(store, "host").code == 0
-    d = start_dashboard(store, tmp_path / "st.log")
-    try:
-        open_app(page, d.link("collectives"))
-        main = _main(page)  # code blocks render a moment after the script ends: wait for them
-        expect(main).to_contain_text("python -m collectors comm --tokens 1,2,4,8,16,32")
-        expect(main).to_contain_text("python -m collectors nccl-tests")
-    finally:
-        stop_dashboard(d)
-
-
 def test_nccl_tests_figure_puts_comm_and_imports_on_one_axis(dash: Dashboard, page) -> None:
     """?figure=nccl-tests: comm's burst mean over ranks, imports' own time, one chart."""
     pcie, comm = _run_id(dash.store, "pcie-box"), query(

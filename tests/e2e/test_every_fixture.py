@@ -1,5 +1,5 @@
 """One store filled from every real fixture the project holds, through the real CLI; then
-every page of app.py, and every stored run each page's run pickers offer, in Chromium.
+every page of app.py, and every stored run each page's run pickers offer.
 
 What goes in: the traces of tests/fixtures/traces (vLLM full graph and piecewise, SGLang,
 an H100 ``ProfilerStep`` trace, HTA's two ranks of one job, a ns-resolution trace); vLLM
@@ -12,13 +12,13 @@ and ``gpu`` runs through the NVML stand-in and the real pynvml (no GPU).
 
 A view passes when it shows no exception, no error box and no "from the link" complaint,
 and keeps the run its link named. Each run is opened through the URL (every picker is bound
-to it: robust and quick); each picker is also used once by a real click, which checks that
-the URL parameter below is the one the picker writes.
+to it) by Streamlit's AppTest, in this process: the page's logic, many views a second. In
+Chromium, each page opens and each picker is used once by a real click, which checks that the
+URL parameter below is the one the picker writes.
 """
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import re
 from dataclasses import dataclass
@@ -33,7 +33,8 @@ from collectors.serving.load import LoadSpec, run_load
 from tests.comm import nccl_samples as nccl
 from tests.e2e.conftest import Dashboard, start_dashboard, stop_dashboard, wait_app
 from tests.gpu.conftest import MIXED, NVLINK, PCIE, fake_env
-from tests.helpers import FIXTURES, ROOT, query, run_cli
+from tests.helpers import FIXTURES, query, run_cli
+from tests.pages import apptest
 from tests.sglang import era_fixtures
 from tests.sglang import fixtures as sglang_fixtures
 from tests.vllm import bench_fixtures
@@ -56,21 +57,12 @@ EXPECTED_ERRORS = re.compile(r"^host '[^']+': GPU '[^']+' \(gpu run \S+\) is not
                              r"known-GPU table .* describe the host in a host file")  # fmt: skip
 
 
+PAGE_FILES = apptest.app_page_files()
+
+
 def app_pages() -> list[str]:
-    """The url paths of app.py's ``st.Page`` list, read from the file (pages added later are
-    found too): the default page is at the root, another at its ``url_path`` or, without
-    one, the file's stem (Streamlit's rules)."""
-    paths = []
-    for node in ast.walk(ast.parse((ROOT / "app.py").read_text())):
-        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "Page":
-            kw = {k.arg: k.value for k in node.keywords}
-            if "default" in kw and ast.literal_eval(kw["default"]):
-                paths.append("")
-            elif "url_path" in kw:
-                paths.append(ast.literal_eval(kw["url_path"]))
-            else:
-                paths.append(Path(ast.literal_eval(node.args[0])).stem)
-    return paths
+    """The url paths of app.py's pages (pages added later are found too)."""
+    return list(PAGE_FILES)
 
 
 @dataclass(frozen=True)
@@ -194,11 +186,16 @@ def fill(store: Path, tmp: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def filled(tmp_path_factory, browser) -> Dashboard:
+def filled_store(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("every-fixture")
     store = tmp / "stepscope.duckdb"
     fill(store, tmp)
-    d = start_dashboard(store, tmp / "streamlit.log")
+    return store
+
+
+@pytest.fixture(scope="module")
+def filled(filled_store, browser) -> Dashboard:
+    d = start_dashboard(filled_store, filled_store.parent / "streamlit.log")
     # app.py must run once before a deep link is served as its page (tests/e2e/test_hardware.py)
     context = browser.new_context()
     context.add_init_script(RUN_COUNTER)
@@ -208,11 +205,11 @@ def filled(tmp_path_factory, browser) -> Dashboard:
     stop_dashboard(d)
 
 
-def test_store_holds_every_kind_of_run(filled) -> None:
-    verbs = dict(query(filled.store, "SELECT verb, count(*) FROM runs GROUP BY verb"))
+def test_store_holds_every_kind_of_run(filled_store) -> None:
+    verbs = dict(query(filled_store, "SELECT verb, count(*) FROM runs GROUP BY verb"))
     assert verbs == {"trace": 6, "vllm-bench": 2, "sglang-bench": 2, "sglang-metrics": 3,
                      "vllm-metrics": 3, "nccl-tests": 10, "host": 1, "gpu": 4}  # fmt: skip
-    scrapes = query(filled.store, "SELECT engine, host, count(DISTINCT run_id) FROM "
+    scrapes = query(filled_store, "SELECT engine, host, count(DISTINCT run_id) FROM "
                     "v_serving_scrapes GROUP BY ALL ORDER BY ALL")  # fmt: skip
     assert [s for s in scrapes if s[0] == "sglang" and s[1] == "sglang-once"] == [
         ("sglang", "sglang-once", 1)], scrapes  # fmt: skip
@@ -266,7 +263,10 @@ def _problems(pg) -> list[str]:
 
 
 def _labels(pg, testid: str) -> list[str]:
-    """Labels of the page's widgets of one kind (main area; the sidebar's host filter aside)."""
+    """Labels of the page's widgets of one kind (main area; the sidebar's host filter aside),
+    those under a closed expander too (it is opened: no script run)."""
+    for summary in pg.locator("[data-testid='stMain'] details:not([open]) > summary").all():
+        summary.click()
     return [w.locator("label").first.inner_text().strip()
             for w in pg.locator(f"[data-testid='stMain'] [data-testid='{testid}']").all()
             if w.locator("label").count()]  # fmt: skip
@@ -282,6 +282,10 @@ def _open_list(pg, widget):
     into view opens the list and closes it again (the popover closes when the page scrolls
     under it), so the widget is scrolled into view first, and the open is checked."""
     box = widget.get_by_role("combobox")
+    closed = widget.locator("xpath=ancestor::details[not(@open)]/summary")
+    if closed.count():  # a picker under a closed expander ("More inputs"): open it first
+        closed.first.click()
+        expect(box).to_be_visible()
     for _ in range(3):
         box.scroll_into_view_if_needed()
         pg.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
@@ -306,16 +310,6 @@ def _link(dash: Dashboard, path: str, params: dict[str, str | list[str]]) -> str
 
 def _query(pick: Picker, chosen: str | list[str]) -> dict[str, str | list[str]]:
     return {pick.param: ",".join(chosen) if pick.joined else chosen}
-
-
-def _kept(pg, pick: Picker, value: str | list[str], default: str | None) -> bool:
-    """The page kept the run its link named (a bound widget drops its default's parameter)."""
-    got = _params(pg).get(pick.param, [])
-    if pick.joined:
-        got = [v for g in got for v in g.split(",")]
-    if pick.multi:
-        return sorted(got) == sorted(value)
-    return got == [value] or (not got and value == default)
 
 
 def _real_click(pg, testid: str, label: str, pick: Picker, values: list[str]) -> bool:
@@ -360,12 +354,29 @@ def _view(pg, dash, path: str, params: dict, where: str, problems: list[str]) ->
     problems += [f"{where}: {p}" for p in _problems(pg)]
 
 
-def walk(pg, dash: Dashboard, path: str, problems: list[str]) -> tuple[dict[str, int], list]:
-    """The page's default view (and each base view of its mode); per picker in PICKERS one
-    real click, then each stored run it offers by URL, and a multiselect's all at once.
-    Returns how many runs (or options of a bound picker) each picker was opened with, and
-    the pickers used by a click."""
-    table, counts, clicked, name = PICKERS.get(path, {}), {}, [], path or "(default page)"
+def _values(store: Path, pick: Picker, bound_options: list[str]) -> list[str]:
+    """The URL values a picker must accept: each stored run it offers, or a bound widget's
+    options (its URL value is its label)."""
+    if pick.runs is None:
+        return bound_options
+    return [pick.prefix + r for (r,) in query(store, pick.runs)]
+
+
+def _views(pick: Picker, values: list[str]) -> list[str | list[str]]:
+    """Each value alone, and a multiselect's all at once."""
+    views: list[str | list[str]] = [[v] if pick.multi else v for v in values]
+    if pick.multi and len(values) > 1:
+        views.append(values)
+    return views
+
+
+def click_walk(pg, dash: Dashboard, path: str, problems: list[str]) -> list[str]:
+    """In Chromium: the page's default view (and each base view of its mode), every run
+    picker on it listed in PICKERS, and per picker one real click from the base view (a
+    multiselect's from one run, to add another): the URL then names what PICKERS says the
+    picker writes. Returns the pickers used by a click. Every stored run through the URL is
+    test_every_stored_run_opens_in_its_picker's (AppTest)."""
+    table, clicked, name = PICKERS.get(path, {}), [], path or "(default page)"
     for base in BASES.get(path, [{}]):
         where = f"{name}{'?' + urlencode(base) if base else ''}"
         _view(pg, dash, path, base, where, problems)
@@ -375,50 +386,94 @@ def walk(pg, dash: Dashboard, path: str, problems: list[str]) -> tuple[dict[str,
         problems += [f"{where}: run picker {lab!r} has no entry in PICKERS" for lab in unlisted]
         for testid, label in sorted(found):
             pick = table.get(label)
-            if pick is None or label in counts:
+            if pick is None or label in clicked:
                 continue
             if pick.runs is None:
                 if at != base:
                     _view(pg, dash, path, at := base, where, problems)
-                values, default = _bound_values(pg, label)
+                values, _ = _bound_values(pg, label)
             else:
-                ids = [r for (r,) in query(dash.store, pick.runs)]
-                values, default = [pick.prefix + r for r in ids], None
+                values = _values(dash.store, pick, [])
             assert values, f"{where}: {label!r}: the store holds no run for it"
-            views = [[v] if pick.multi else v for v in values]
-            if pick.multi and len(values) > 1:
-                views.append(values)  # and all at once
-            # a real click from the base view (a multiselect's from one run, to add another)
-            start = {**base, **(_query(pick, views[0]) if pick.multi else {})}
+            start = {**base, **(_query(pick, _views(pick, values)[0]) if pick.multi else {})}
             if at != start:
                 _view(pg, dash, path, at := start, where, problems)
             if _real_click(pg, testid, label, pick, values):
                 clicked.append(label)
             problems += [f"{where} [{label}: clicked]: {p}" for p in _problems(pg)]
-            for chosen in views:
+    return clicked
+
+
+@pytest.mark.parametrize("path", app_pages(), ids=lambda p: p or "default")
+def test_every_picker_on_every_page_works_by_a_click(filled, page, path, record_property
+                                                     ) -> None:  # fmt: skip
+    page.add_init_script(RUN_COUNTER)
+    problems: list[str] = []
+    clicked = click_walk(page, filled, path, problems)
+    record_property("clicked", clicked)
+    assert not problems, "\n".join(problems)
+    assert clicked or path not in PICKERS, "no picker of this page was used by a click"
+
+
+def _url_values(at, param: str) -> list[str]:  # noqa: ANN001 - an AppTest
+    got = at.query_params.get(param, [])
+    return [got] if isinstance(got, str) else list(got)
+
+
+def _kept(at, pick: Picker, value: str | list[str], default: str | None) -> bool:  # noqa: ANN001
+    """The page kept the run its link named (a bound widget drops its default's parameter)."""
+    got = _url_values(at, pick.param)
+    if pick.joined:
+        got = [v for g in got for v in g.split(",")]
+    if pick.multi:
+        return sorted(got) == sorted(value)
+    return got == [value] or (not got and value == default)
+
+
+def url_walk(store: Path, path: str, problems: list[str]) -> dict[str, int]:
+    """Through AppTest: per base view, every run picker on the page listed in PICKERS (those
+    under expanders and tabs too), then each stored run each picker offers (and a
+    multiselect's all at once) opened by its link in a new session: no problem, and the page
+    keeps the run the link named. Returns how many values each picker was opened with."""
+    script, table, counts = PAGE_FILES[path], PICKERS.get(path, {}), {}
+    name = path or "(default page)"
+    for base in BASES.get(path, [{}]):
+        where = f"{name}{'?' + urlencode(base) if base else ''}"
+        at = apptest.open_page(script, base)
+        problems += [f"{where}: {p}" for p in apptest.problems(at, EXPECTED_ERRORS)]
+        widgets = {w.label: w for w in [*at.main.selectbox, *at.main.multiselect]}
+        problems += [f"{where}: run picker {lab!r} has no entry in PICKERS"
+                     for lab in widgets if PICKER.search(lab) and lab not in table]  # fmt: skip
+        for label, widget in sorted(widgets.items()):
+            pick = table.get(label)
+            if pick is None or label in counts:
+                continue
+            values = _values(store, pick, list(widget.options))
+            default = widget.value if pick.runs is None else None
+            assert values, f"{where}: {label!r}: the store holds no run for it"
+            for chosen in _views(pick, values):
                 params = {**base, **_query(pick, chosen)}
                 if pick.other_than:
                     params[pick.other_than] = next(v for v in values if v != chosen)
                 shown = f"all {len(chosen)}" if pick.multi and len(chosen) > 1 else chosen
                 here = f"{where} [{label} = {shown}]"
-                _view(pg, dash, path, at := params, here, problems)
-                if not _kept(pg, pick, chosen, default):
-                    problems.append(f"{here}: the page did not keep it: {pg.url}")
+                view = apptest.open_page(script, params)
+                problems += [f"{here}: {p}" for p in apptest.problems(view, EXPECTED_ERRORS)]
+                if not _kept(view, pick, chosen, default):
+                    problems.append(f"{here}: the page did not keep it: {view.query_params}")
             counts[label] = len(values)
     missing = [label for label in table if label not in counts]
     problems += [f"{name}: picker {label!r} of PICKERS not on the page" for label in missing]
-    return counts, clicked
+    return counts
 
 
 @pytest.mark.parametrize("path", app_pages(), ids=lambda p: p or "default")
-def test_every_run_in_every_picker_opens(filled, page, path, record_property) -> None:
-    page.add_init_script(RUN_COUNTER)
+def test_every_stored_run_opens_in_its_picker(filled_store, path, record_property) -> None:
     problems: list[str] = []
-    counts, clicked = walk(page, filled, path, problems)
+    with apptest.store_env(filled_store):
+        counts = url_walk(filled_store, path, problems)
     record_property("runs_opened", counts)
-    record_property("clicked", clicked)
     assert not problems, "\n".join(problems)
-    assert clicked or path not in PICKERS, "no picker of this page was used by a click"
 
 
 def test_app_lists_the_pages_walked() -> None:

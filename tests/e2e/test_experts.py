@@ -9,7 +9,14 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.conftest import Dashboard, choose, open_app, start_dashboard, stop_dashboard
+from tests.e2e.conftest import (
+    Dashboard,
+    choose,
+    open_app,
+    open_tab,
+    start_dashboard,
+    stop_dashboard,
+)
 from tests.expert_load import recordings as rec
 from tests.helpers import run_cli
 from tests.trace.synth import graph_decode_trace
@@ -104,7 +111,8 @@ def test_tradeoff_prices_the_recorded_routing(dash, page) -> None:
     d, load, _ = dash
     open_app(page, d.link(f"tradeoff?setup=custom&model=deepseek-v3&hw=preset:h200-sxm-8x"
                           f"&experts={load['run_id']}&cmax=32"))  # fmt: skip
-    main = _main(page)
-    expect(main.get_by_text(re.compile(r"a balanced placement would win")).first).to_be_visible()
-    text = main.inner_text()
+    expect(page.get_by_text("Assumptions and sources")).to_be_visible()
+    text = open_tab(page, "Findings")
+    assert re.search(r"a balanced placement would win", text)
+    text = open_tab(page, "Assumptions and sources")
     assert "measured (contiguous placement)" in text and load["run_id"] in text

@@ -13,8 +13,11 @@ from playwright.sync_api import expect
 
 from tests.e2e.conftest import (
     Dashboard,
+    answer_on_first_screen,
     choose,
     open_app,
+    open_tab,
+    pareto_traces,
     start_dashboard,
     stop_dashboard,
     wait_app,
@@ -67,7 +70,10 @@ def _upload(pg, path: Path) -> None:
 
 
 def test_presets_and_stored_hosts_are_offered_and_in_the_link(dash, page) -> None:
+    """... and a stored host's first screen (1400x900) answers: the answer sentence and the
+    Pareto chart, with the host's measured sweep of the model as points on it."""
     d, gpu_run, _ = dash
+    page.set_viewport_size({"width": 1400, "height": 900})
     open_app(page, d.link(f"{TRADEOFF}&hw=preset:h20-141g-8x"))
     expect(page.get_by_text("Assumptions and sources")).to_be_visible(timeout=SLOW_MS)
     assert "8x NVIDIA H20-3e" in _main(page).inner_text()
@@ -82,7 +88,26 @@ def test_presets_and_stored_hosts_are_offered_and_in_the_link(dash, page) -> Non
     choose(page, box, page.get_by_role("option", name=stored))
     page.wait_for_url(f"**hw=gpu%3A{gpu_run}**")
     expect(page.get_by_text("Assumptions and sources")).to_be_visible(timeout=SLOW_MS)
-    assert f"measured gpu run {gpu_run} on {HOST}" in _main(page).inner_text()
+    page.evaluate("() => document.activeElement && document.activeElement.blur()")
+    best = _planner_answer(d.store, "--model", "kimi-k2.5", "--host-from-store", HOST)
+    answer_on_first_screen(page, best.layout, best.tok_s_per_gpu, best.max_concurrency)
+    assert "measured: TP8 (vLLM)" in " ".join(pareto_traces(page))  # the stored sweep
+    assert f"measured gpu run {gpu_run} on {HOST}" in open_tab(page, "Assumptions and sources")
+    for tab in ("Best layout at each concurrency", "TPOT and TTFT by concurrency",
+                "Every point (table)", "Findings", "Hypotheses: unmeasured collectives",
+                "What the policy costs", "Commands to measure"):  # fmt: skip
+        assert open_tab(page, tab).strip(), tab  # every block that moved below is there
+
+
+def _planner_answer(store: Path, *argv: str):
+    """``python -m planner ARGV --store S`` under the page's default targets."""
+    from planner.cli import build_parser, run_plan
+    from planner.tradeoff.slo import Targets, meet_targets
+
+    args = build_parser().parse_args([*argv, "--store", str(store)])
+    best = meet_targets(run_plan(args), Targets(50.0, 2000.0)).best
+    assert best is not None
+    return best
 
 
 def test_older_links_with_a_bare_preset_still_open(dash, page) -> None:
@@ -103,8 +128,8 @@ def test_uploaded_host_file_then_bad_files_show_one_line(dash, page) -> None:
     _upload(page, files / "h20.toml")
     expect(page.get_by_text("Assumptions and sources")).to_be_visible(timeout=SLOW_MS)
     text = _main(page).inner_text()
-    assert "8x NVIDIA H20-3e" in text and "host file h20.toml: vendor sheet, rev 2" in text
-    assert "Serving prediction: 1024 in" in text
+    assert "8x NVIDIA H20-3e" in text and "1024 in / 1024 out" in text
+    assert "host file h20.toml: vendor sheet, rev 2" in open_tab(page, "Assumptions and sources")
     for name, line in (("bad.json", "host file bad.json: field 'memory_gb': -141 must be > 0"),
                        ("typo.json", "host file typo.json: field 'interconnect': 'nvlnk' is not "
                         "one of pcie, nvlink (did you mean nvlink?)")):  # fmt: skip
@@ -131,14 +156,3 @@ def test_serving_page_predicts_for_an_uploaded_host(dash, page) -> None:
     expect(main.locator("[data-testid='stAlertContentError']")).to_have_text(
         "host file bad.json: field 'memory_gb': -141 must be > 0")  # fmt: skip
     assert page.locator("[data-testid='stException']").count() == 0
-
-
-def test_host_choice_without_a_store(tmp_path: Path, page) -> None:
-    d = start_dashboard(tmp_path / "nothing-here.duckdb", tmp_path / "st.log")
-    try:
-        open_app(page, d.link(f"{TRADEOFF}&hw=gpu:no-such-run"))
-        expect(page.get_by_text("Assumptions and sources")).to_be_visible(timeout=SLOW_MS)
-        text = _main(page).inner_text()
-        assert "Host 'gpu:no-such-run' from the link is not available here" in text
-    finally:
-        stop_dashboard(d)

@@ -8,7 +8,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.conftest import Dashboard, open_app, start_dashboard, stop_dashboard
+from tests.e2e.conftest import Dashboard, open_app, open_tab, start_dashboard, stop_dashboard
 from tests.helpers import FIXTURES, run_cli
 
 pytestmark = pytest.mark.e2e
@@ -85,6 +85,6 @@ def test_the_reference_case_says_how_much_allreduce_is_above_its_floor(dash, pag
     d, _, _ = dash
     open_app(page, d.link("tradeoff"))  # the published reference case is its default view
     expect(page.get_by_text("Published figures vs the model")).to_be_visible()
-    text = _main(page).inner_text()
+    text = open_tab(page, "Published figures vs the model")
     assert "127 calls x 26.9 us at 14,336 B = 3.42 ms" in text
     assert "at most 7.75 ms (69%) of the published 11.17 ms is above the PCIe latency floor" in text

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
@@ -192,15 +191,3 @@ def test_comparison_link_reopens_in_fresh_context(dash, page, browser) -> None:
         expect(main.get_by_test_id("stPlotlyChart")).to_have_count(5)
     finally:
         fresh.close()
-
-
-def test_empty_store_shows_the_commands(tmp_path: Path, page) -> None:
-    store = tmp_path / "stepscope.duckdb"
-    assert run_cli(store, "host").code == 0
-    d = start_dashboard(store, tmp_path / "st.log")
-    try:
-        open_app(page, d.link("kernels"))
-        expect(_main(page)).to_contain_text("python -m collectors profile")
-        expect(_main(page)).to_contain_text("python -m collectors trace PATH")
-    finally:
-        stop_dashboard(d)

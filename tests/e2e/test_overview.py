@@ -65,15 +65,6 @@ def _main_text(pg) -> str:
     return pg.locator("[data-testid='stMain']").inner_text()
 
 
-def test_missing_store_says_what_to_run(tmp_path: Path, page) -> None:
-    d = start_dashboard(tmp_path / "nothing-here.duckdb", tmp_path / "st.log")
-    try:
-        open_app(page, d.url)
-        expect(page.get_by_text("python -m collectors host")).to_be_visible()
-    finally:
-        stop_dashboard(d)
-
-
 def test_deep_link_as_first_request_after_server_start(dash: Dashboard, tmp_path: Path, page):
     """A shared link opened before anyone visited / must still run through app.py."""
     fresh = start_dashboard(dash.store, tmp_path / "fresh.log")

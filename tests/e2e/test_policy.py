@@ -4,7 +4,6 @@ the policy, and a copied link reopening the same run and checkpoint in a fresh c
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
@@ -109,12 +108,3 @@ def test_link_reopens_run_and_checkpoint(dash: Dashboard, page, browser) -> None
         assert "communication-native run" in text and "checkpoint assumed" not in text
     finally:
         fresh.close()
-
-
-def test_policy_page_without_store_says_what_to_run(tmp_path: Path, page) -> None:
-    d = start_dashboard(tmp_path / "none.duckdb", tmp_path / "st.log")
-    try:
-        open_app(page, d.link("policy"))
-        expect(page.get_by_test_id("stMain")).to_contain_text("python -m collectors trace PATH")
-    finally:
-        stop_dashboard(d)

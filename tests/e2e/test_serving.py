@@ -15,7 +15,14 @@ import pytest
 from playwright.sync_api import expect
 
 from collectors.serving.load import LoadSpec, run_load
-from tests.e2e.conftest import Dashboard, open_app, start_dashboard, stop_dashboard, wait_app
+from tests.e2e.conftest import (
+    Dashboard,
+    open_app,
+    open_tab,
+    start_dashboard,
+    stop_dashboard,
+    wait_app,
+)
 from tests.gpu.conftest import PCIE, fake_env
 from tests.helpers import ROOT, run_cli
 from tests.sglang import fixtures as sglang_fixtures
@@ -173,27 +180,13 @@ def test_copied_link_reopens_the_same_view(serving, page, browser) -> None:
         fresh.close()
 
 
-def test_empty_store_shows_the_commands(tmp_path, page) -> None:
-    d = start_dashboard(tmp_path / "empty.duckdb", tmp_path / "st.log")
-    try:
-        assert run_cli(tmp_path / "empty.duckdb", "host").code == 0
-        _open(page, d, "serving")
-        # The last section's command: the page has rendered all three when it shows.
-        expect(_main(page).get_by_text("python -m collectors vllm-profile --url")).to_be_visible()
-        text = _main(page).inner_text()
-        for cmd in ("python -m collectors vllm-bench --results", "python -m collectors "
-                    "vllm-metrics --url", "python -m collectors vllm-profile --url"):  # fmt: skip
-            assert cmd in text
-    finally:
-        stop_dashboard(d)
-
-
 def test_tradeoff_sglang_only_layout_names_its_measure_command(serving, page) -> None:
     """The Tradeoff page's SGLang-only layout (TP attention + EP MoE at DP=1) says how to
     launch and measure it (planner/tradeoff/engine_commands.py)."""
     dash, _ = serving
     _open(page, dash, "tradeoff")
-    main = _main(page)
+    open_tab(page, "Commands to measure")
+    main = page.get_by_role("tabpanel")
     expect(main.get_by_text("runs on SGLang only").first).to_be_visible()
     # Code blocks: each may render a moment after the text around it.
     expect(main).to_contain_text("python -m sglang.launch_server --model-path MODEL --tp 8 "

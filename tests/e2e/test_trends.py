@@ -106,19 +106,3 @@ def test_csv_export_holds_every_run_and_the_change_point(dash: Dashboard, page) 
     assert [(r["run_id"][-4:], r["change_point"]) for r in marked] == [("n020", "regression")]
     assert "vLLM 0.11.0 -> 0.11.1" in rows[19]["versions_changed"]
     assert {r["engine_version"] for r in rows[:19]} == {"0.11.0"}
-
-
-def test_empty_store_names_the_collectors(tmp_path: Path, page) -> None:
-    store = tmp_path / "s.duckdb"
-    assert run_cli(store, "host").code == 0
-    d = start_dashboard(store, tmp_path / "st.log")
-    try:
-        open_app(page, d.link("trends"))
-        main = _main(page)
-        expect(main).to_contain_text("No series yet")
-        expect(main).to_contain_text("python -m collectors vllm-bench --results")
-        expect(main).to_contain_text("python -m collectors nccl-tests")
-        expect(main).to_contain_text("python -m collectors trace")
-    finally:
-        stop_dashboard(d)
-    wait_app(page)

@@ -154,3 +154,32 @@ def test_compact_merges_files_and_keeps_every_row(lake: Lake, tmp_path: Path) ->
     embedded = run_cli(tmp_path / "e.duckdb", "host")
     assert embedded.code == 0
     assert run_cli(tmp_path / "e.duckdb", "compact").code == 0
+
+
+def test_relabel_moves_a_run_on_the_lake(lake: Lake, tmp_path: Path) -> None:
+    """Issue 57: a real nccl-tests log that names no host lands under `unknown` on the lake
+    too; `relabel` names its host there, and running it again changes nothing."""
+    from tests.helpers import FIXTURES
+
+    log = FIXTURES / "nccl" / "h100_8gpu_all_reduce_128M-4G.log"
+    bare = tmp_path / "bare_all_reduce_perf.log"
+    bare.write_text("\n".join(x for x in log.read_text().splitlines() if "Rank" not in x) + "\n")
+    unused = tmp_path / "unused.duckdb"
+    res = run_cli(unused, "nccl-tests", str(bare), "--world-size", "8", "--store", lake.url,
+                  "--json", **lake.env())  # fmt: skip
+    assert res.code == 0, res.stderr
+    run_id = res.json["run_id"]
+    sql = "SELECT host, imported_on FROM v_runs WHERE run_id = ?"
+    ((host, imported_on),) = lake_rows(lake.url, sql, [run_id])
+    assert host == "unknown" and imported_on
+    moved = run_cli(unused, "relabel", run_id, "--host", "h100-box", "--store", lake.url,
+                    "--json", **lake.env())  # fmt: skip
+    assert moved.code == 0, moved.stderr
+    assert moved.json["changed"] is True and moved.json["before"] == "unknown"
+    assert lake_rows(lake.url, sql, [run_id]) == [("h100-box", imported_on)]
+    assert lake_rows(lake.url, "SELECT count(*) FROM v_comm_results WHERE host = 'h100-box'") \
+        == [(12,)]  # fmt: skip
+    again = run_cli(unused, "relabel", run_id, "--host", "h100-box", "--store", lake.url,
+                    "--json", **lake.env())  # fmt: skip
+    assert again.code == 0 and again.json["changed"] is False
+    assert not unused.exists()

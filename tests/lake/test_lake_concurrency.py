@@ -64,7 +64,7 @@ def test_four_writers_two_readers_lose_nothing(lake: Lake, tmp_path: Path) -> No
         lines = [line.split() for line in log.read_text().splitlines()]
         assert lines, f"writer {log.stem} committed nothing"
         committed.update({run_id: int(gpus) for run_id, gpus in lines})
-    assert len(committed) >= 2 * WRITERS  # the writers really ran in a loop
+    assert len(committed) >= 2 * WRITERS  # the writers really ran in a loop (lake_writer)
     loc = resolve(lake.url)
     with connection(loc, read_only=True) as con:
         stored = dict(con.execute("SELECT run_id, count(*) FROM runs GROUP BY run_id").fetchall())

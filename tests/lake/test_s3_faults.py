@@ -27,7 +27,7 @@ from tests.lake.s3_server import MotoServer, TcpProxy, free_port
 from tests.store.bundles import host_bundle
 
 pytestmark = pytest.mark.slow
-BIG_ROWS = 300_000  # ~15 MB of Parquet: an upload long enough to cut in the middle
+BIG_ROWS = 100_000  # ~5 MB of Parquet: an upload long enough to cut in the middle
 CUT_AFTER = 2 << 20  # bytes the proxy lets through before the fault
 
 

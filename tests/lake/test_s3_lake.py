@@ -95,39 +95,6 @@ def test_compact_merges_the_buckets_files_and_keeps_every_row(s3_lake: S3Lake,
     assert files_after == 1 and objects_after == 1  # merged, and the old objects deleted
 
 
-def test_migrate_an_embedded_store_in_then_every_page_renders(
-    s3_lake: S3Lake, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Every kind of run the pages read (the scale benchmark's generator at a tiny size, the
-    real migrations), moved into the S3 lake by ``migrate``, then each page opened with its
-    benchmark link: the store's queries the pages use, run against objects in the bucket."""
-    from streamlit.testing.v1 import AppTest
-
-    from benchmarks.scale.generate import build_file
-    from benchmarks.scale.pages import PAGE_FILES, links
-    from store import reader
-
-    src = tmp_path / "src.duckdb"
-    build_file(src, runs=11, kernel_rows=40_960, rank_steps=16, memory_limit="1GB", threads=2)
-    res = run_cli(src, "migrate", "--to", s3_lake.url, "--json", **s3_lake.env())
-    assert res.code == 0, res.stderr
-    assert res.json["ok"] and res.json["new_runs"] == 11
-    assert res.json["tables"]["trace_kernels"] == {"source": 40_960, "copied": 40_960,
-                                                   "target": 40_960}  # fmt: skip
-    assert any("/trace_kernels/" in k for k in s3_lake.server.keys(s3_lake.prefix))
-    monkeypatch.setenv("STEPSCOPE_STORE", s3_lake.url)
-    reader.clear_cache()
-    for page, params in links(s3_lake.url).items():
-        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-        at.switch_page(PAGE_FILES[page])
-        for key, value in params.items():
-            at.query_params[key] = value
-        at.run()
-        assert not at.exception, f"{page}: {at.exception[0].value}"
-        assert not at.error, f"{page}: {at.error[0].value}"
-        assert at.markdown or at.dataframe, f"{page} rendered nothing"
-
-
 # --- credentials: where the AWS SDKs look, never the URL ------------------------------------
 
 

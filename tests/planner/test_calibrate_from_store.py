@@ -143,3 +143,61 @@ def test_predict_names_what_is_wrong_with_a_measured_file(tmp_path, body, messag
                   *WORKLOAD, "--concurrency", "1", "--measured", str(csv))  # fmt: skip
     line = one_line_error(res)
     assert f"--measured {csv}" in line and message in line
+
+
+def _measured(tmp_path: Path, row: str) -> subprocess.CompletedProcess:
+    csv = tmp_path / "m.csv"
+    csv.write_text("tp,dp,ep,isl,osl,concurrency,tpot_ms,ttft_ms\n" + row + "\n")
+    return planner("predict", "--model", "kimi-k2.5", "--host", "h200-sxm-8x", "--tp", "8",
+                   *WORKLOAD, "--concurrency", "1", "--measured", str(csv), "--json")  # fmt: skip
+
+
+@pytest.mark.parametrize("row, words", [
+    # TPOT 0.012 "ms": 12 ms written in seconds
+    ("8,1,1,1024,256,1,0.012,150", ["tpot_ms 0.012 is below the physical floor of one decode "
+                                     "step, 1.2 ms (kimi-k2.5, TP=8 on 8x NVIDIA H200",
+                                     "seconds, not ms? (0.012 s = 12 ms)"]),
+    # TTFT in seconds
+    ("8,1,1,1024,256,1,12,0.15", ["ttft_ms 0.15 is below the physical floor of its prompt's "
+                                  "prefill, 19.1 ms", "seconds, not ms? (0.15 s = 150 ms)"]),
+    # 0.9: in seconds or as a rate it would be plausible: both slips are named
+    ("8,1,1,1024,256,1,0.9,150", ["seconds, not ms? (0.9 s = 900 ms) or tokens/s, not ms? "
+                                  "(0.9 tokens/s = 1111 ms a token)"]),
+])  # fmt: skip
+def test_a_measured_point_physics_rules_out_is_refused_in_one_line(tmp_path, row, words) -> None:
+    """Issue 57: a unit slip is refused, naming the floor (the serving model's own ops at the
+    spec sheet, one sequence at the prompt's context) and the likely slip."""
+    line = one_line_error(_measured(tmp_path, row))
+    assert line.startswith(f"planner predict: --measured {tmp_path / 'm.csv'} line 2: ")
+    for w in words:
+        assert w in line, line
+
+
+def test_a_plausible_measured_point_is_still_taken(tmp_path) -> None:
+    res = _measured(tmp_path, "8,1,1,1024,256,1,12.5,150")
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["calibration"]["points_used"] == 1
+
+
+def test_stored_points_physics_rules_out_are_skipped_with_the_reason(tmp_path) -> None:
+    """A stored sweep imported with its TPOTs in seconds is left out of the calibration, each
+    point with the words a --measured file would get; the sound sweep is still used."""
+    path, _ = store_with_sweeps(tmp_path, {"tp": False})
+    folder = tmp_path / "in-seconds"
+    folder.mkdir()
+    for c in LEVELS:
+        obj = bench_fixtures.result(c, tp=8, ep=True)
+        obj["mean_tpot_ms"] = obj["mean_tpot_ms"] / 1000
+        (folder / bench_fixtures.file_name(obj)).write_text(json.dumps(obj))
+    res = run_cli(path, "vllm-bench", "--results", str(folder), "--host", HOST, "--json")
+    assert res.code == 0, res.stderr
+    p = planner("predict", "--model", "kimi-k2.5", "--host-from-store", HOST, "--store",
+                str(path), "--tp", "8", *WORKLOAD, "--concurrency", "1,64",
+                "--calibrate-from-store", "--json")  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    cal = json.loads(p.stdout)["calibration"]
+    assert cal["points_used"] == len(LEVELS)  # the TP=8 sweep only
+    skipped = [n for n in cal["notes"] if ": skipped: " in n]
+    assert len(skipped) == len(LEVELS)
+    assert all("TP8+EP" in n and "is below the physical floor of one decode step" in n
+               and "seconds, not ms?" in n for n in skipped), skipped  # fmt: skip

@@ -13,7 +13,8 @@ from planner.specs import hardware
 
 def _curve(**kw) -> CommCurve:
     base = dict(op="all_to_all", world_size=8, bytes=(1000.0, 100_000.0), us=(10.0, 1000.0),
-                kind="measured", source="measured comm run r1", tail_busbw_gbps=10.0)  # fmt: skip
+                kind="measured", source="measured comm run r1", tail_busbw_gbps=10.0,
+                gpu_model="NVIDIA RTX PRO 6000 Blackwell Server Edition")  # fmt: skip
     base.update(kw)
     return CommCurve(**base)
 
@@ -22,7 +23,9 @@ def test_log_log_interpolation_floor_and_tail() -> None:
     c = _curve()
     # Between points: a straight line in log-log, so the geometric midpoint maps to 100 us.
     assert float(c.latency_us(10_000.0)) == pytest.approx(100.0)
-    assert float(c.latency_us(1.0)) == pytest.approx(10.0)  # below: the latency floor
+    # below: the smallest size's time less its bytes at the curve's bandwidth (its latency),
+    # plus the fewer bytes: 10 - 1000 x 7 / 10 GB/s + 1 x 7 / 10 GB/s
+    assert float(c.latency_us(1.0)) == pytest.approx(10.0 - 0.7 + 0.0007)
     extra = 1e6 - 1e5  # beyond: last point + extra bytes over the bus bandwidth
     tail = 1000.0 + extra * wire_factor("all_to_all", 8) / 10e9 * 1e6  # 7 destinations
     assert float(c.latency_us(1e6)) == pytest.approx(tail)

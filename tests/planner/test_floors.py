@@ -75,10 +75,12 @@ def test_a_collective_takes_the_hosts_curve_else_the_spec_sheet() -> None:
     per_call, text = _allreduce([])  # spec: 27 us at 1 B, + the rest x 2 x 7/8 over 55 GB/s
     assert per_call == pytest.approx(27.0 + 14335 * 1.75 / 55e9 * 1e6, rel=1e-9)
     assert "127 calls" in text and "14.3 KB" in text and "spec sheet" in text
-    nccl = CommCurve("all_reduce", 8, (8192.0, 65536.0), (40.0, 60.0), "measured", "run c1")
+    gpu = {"gpu_model": "NVIDIA RTX PRO 6000 Blackwell Server Edition"}  # the host's GPUs
+    nccl = CommCurve("all_reduce", 8, (8192.0, 65536.0), (40.0, 60.0), "measured", "run c1", **gpu)
     per_call, text = _allreduce([nccl])
     assert 40.0 < per_call < 60.0 and "run c1" in text
-    fast = CommCurve("all_reduce_fast", 8, (8192.0, 65536.0), (12.0, 20.0), "measured", "run c2")
+    fast = CommCurve("all_reduce_fast", 8, (8192.0, 65536.0), (12.0, 20.0), "measured", "run c2",
+                     **gpu)  # fmt: skip
     per_call, text = _allreduce([nccl, fast])  # the engine may run either: the faster is the floor
     assert 12.0 < per_call < 20.0 and "run c2" in text
 

@@ -71,7 +71,7 @@ def test_a_measured_all_to_all_turns_the_hypothesis_into_a_candidate() -> None:
     assert est.hypothesis and est.unmeasured[0].op == "all_to_all"
     assert est.unmeasured[0].kind == "spec"
     a2a = CommCurve("all_to_all", 8, (14336.0, 16 * 14336.0), (15.0, 40.0), "measured",
-                    "measured comm run c7 (nccl, cuda)")  # fmt: skip
+                    "measured comm run c7 (nccl, cuda)", gpu_model="NVIDIA H200")  # fmt: skip
     after = plan(m, hw, comm_curves=[a2a])
     est = after.layout("tp_attn_ep_moe")
     assert not est.hypothesis and est.recommendable

@@ -114,7 +114,8 @@ def test_a_measured_fast_allreduce_lifts_the_hypothesis() -> None:
     from planner.cost.comm import CommCurve
 
     measured = CommCurve("all_reduce_fast", 8, (14336.0, 1e6), (8.0, 60.0), "measured",
-                         "measured comm run c1 (flashinfer_pcie_ipc, cuda)")  # fmt: skip
+                         "measured comm run c1 (flashinfer_pcie_ipc, cuda)",
+                         gpu_model="NVIDIA RTX PRO 6000 Blackwell Server Edition")  # fmt: skip
     kw = reference.plan_kwargs()
     kw["comm_curves"] = [*kw["comm_curves"], measured]
     res = plan(models.preset(reference.MODEL), hardware.preset(reference.HOST), **kw)

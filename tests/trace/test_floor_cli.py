@@ -11,7 +11,7 @@ from collectors.trace.steps import annotated_steps
 from tests.helpers import query, run_cli
 from tests.trace.conftest import fixture
 
-CATEGORY_KEYS = {"measured_us_per_step", "floor_us_per_step", "assumption"}
+CATEGORY_KEYS = {"measured_us_per_step", "floor_us_per_step", "assumption", "input_error"}
 
 
 @pytest.fixture(scope="module")

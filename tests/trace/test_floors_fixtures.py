@@ -100,3 +100,115 @@ def test_inputs_a_trace_lacks_are_named_not_guessed(tmp_path: Path) -> None:
     floor = run_cli(store, "floor", imported.json["run_id"])
     assert floor.code == 0
     assert "Missing:" in floor.stdout and "missing model:" in floor.stderr
+
+
+# ---- issue 57: floors are lower bounds, with the project's real nccl-tests logs in the store
+NCCL_LOGS = sorted((FIXTURES / "nccl").glob("*.log"))
+EVERY_TRACE = {  # every real trace of tests/fixtures: (files, --model where its model is known)
+    "vllm_fullgraph": (["tracelens/vllm_mi300x_decode_fullgraph_bs32.json.gz"], GPT_OSS),
+    "vllm_piecewise": (["tracelens/vllm_mi300x_prefilldecode_piecewise.json.gz"], GPT_OSS),
+    "sglang": (["tracelens/sglang_qwen3_8b_decode.json.gz"], QWEN3_8B),
+    "h100": (["tracelens/h100_qwen1.5_0.5b.json.gz"], None),
+    "hta": (["hta/sampled_rank-0.json.gz", "hta/sampled_rank-1.json.gz"], None),
+    "hta_ns": (["hta/ns_resolution_rank-0.pt.trace.json.gz"], None),
+    "dlrm": (["param/dlrm_kineto"], None),
+    "nsys_cloverleaf": ([str(FIXTURES / "nsys" / "pipit_cloverleaf_nsys2024.5.sqlite")], None),
+    "nsys_saxpy": ([str(FIXTURES / "nsys" / "pipit_saxpy_mpi_nsys2022.2.sqlite")], None),
+}
+
+
+@pytest.fixture(scope="module")
+def one_host(tmp_path_factory) -> tuple[Path, dict[str, str]]:
+    """Every real trace and every real nccl-tests log imported as one host's (a laptop
+    importing them all under one name: the case that mixed curves across GPUs)."""
+    store = tmp_path_factory.mktemp("one-host") / "stepscope.duckdb"
+    for log in NCCL_LOGS:
+        res = run_cli(store, "nccl-tests", str(log), "--host", "lab")
+        assert res.code == 0, res.stderr
+    runs = {}
+    for name, (files, model) in EVERY_TRACE.items():
+        paths = [f if f.startswith("/") else str(fixture(f)) for f in files]
+        res = run_cli(store, "trace", *paths, "--host", "lab", "--json",
+                      *(["--model", str(model)] if model else []))  # fmt: skip
+        assert res.code == 0, res.stderr
+        runs[name] = res.json["run_id"]
+    return store, runs
+
+
+@pytest.mark.parametrize("name", list(EVERY_TRACE))
+def test_no_floor_exceeds_its_measurement_on_any_real_trace(one_host, name: str) -> None:
+    store, runs = one_host
+    host = ["--host", "MI300X"] if name.startswith("vllm") else []  # it names no GPU
+    res = run_cli(store, "floor", runs[name], "--json", *host)
+    assert res.code == 0, res.stderr
+    got = res.json
+    for rank in [got, *got.get("per_rank", {}).values()]:
+        for cat, c in rank["categories"].items():
+            assert c["input_error"] is None, (cat, c)
+            if c["floor_us_per_step"] is not None:
+                assert c["floor_us_per_step"] <= c["measured_us_per_step"], (cat, c)
+    assert "input error" not in run_cli(store, "floor", runs[name], *host).stdout
+
+
+def test_a_forced_mismatch_is_an_input_error_with_no_ratio(one_host) -> None:
+    """100,000 sequences forced on a step that ran 32: the bytes floors land far above the
+    measured times, and the report names the inputs instead of a ratio or a win."""
+    store, runs = one_host
+    args = ["floor", runs["vllm_fullgraph"], "--host", "MI300X", "--batch", "100000"]
+    got = run_cli(store, *args, "--json").json
+    wrong = {c for c, v in got["categories"].items() if v["input_error"]}
+    assert {"gemm", "moe", "attention"} <= wrong
+    assert "the batch or the context (batch 100000" in got["categories"]["attention"]["input_error"]
+    assert got["step"]["floor_us"] < got["step"]["measured_us"]  # the step leaves them out
+    text = run_cli(store, *args)
+    assert text.code == 0
+    rows = {line.split()[0]: line for line in text.stdout.splitlines() if line.strip()}
+    assert rows["attention"].rstrip().endswith("input error               -")
+    assert "Input errors (a floor above its measured time is no result):" in text.stdout
+    assert "input error: attention: its floor" in text.stderr
+
+
+def test_a_collective_floor_above_its_measurement_names_the_comm_curve(one_host) -> None:
+    """The real 8x H100 bandwidth run as the host's AllReduce curve, and a step whose 100
+    AllReduces took 3 us each: under its 6 us spec latency, so the curve (and its sizes) or
+    the calls are wrong, said as such."""
+    from planner.floor_inputs import RunFacts, resolve
+    from planner.floor_report import build
+
+    store, _ = one_host
+    facts = RunFacts(host="lab", world_size=8, devices=("NVIDIA H100 80GB HBM3",))
+    inp = resolve(facts, str(QWEN3_8B), None, 32, 1000.0, str(store))
+    steps = [{"rank": 0, "step": 0, "wall_us": 20000.0, "source": "test"}]
+    cats = [{"rank": 0, "step": 0, "category": "allreduce", "calls": 100, "total_us": 300.0}]
+    (c,) = build(inp, steps, cats).busiest.categories
+    assert c.ratio is None and c.win_us is None
+    assert "the comm curve and its sizes, or the calls" in c.input_error
+    assert "all_reduce measured 128 MiB-4 GiB;" in c.input_error
+    assert "from the spec latency of H100 plus the measured bandwidth" in c.input_error
+
+
+def test_the_kernel_page_shows_an_input_error_the_same_way(one_host, monkeypatch) -> None:
+    """The Kernel page (Streamlit's AppTest) with the same forced batch: an error naming the
+    inputs, no ratio and nothing to win in its row, and no floor bar for it."""
+    from streamlit.testing.v1 import AppTest
+
+    from store import reader
+    from tests.helpers import ROOT
+
+    store, runs = one_host
+    monkeypatch.setenv("STEPSCOPE_STORE", str(store))
+    reader.clear_cache()
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.switch_page("pages/kernels.py")
+    at.query_params.update(run=runs["vllm_fullgraph"], fhost="MI300X", fbatch="100000")
+    at.run()
+    assert not at.exception, at.exception[0].value
+    (error,) = [e.value for e in at.error if "Input errors" in e.value]
+    assert "- attention: its floor" in error and "batch 100000" in error
+    breakdown = next(d.value for d in at.dataframe if "input_error" in d.value.columns)
+    row = breakdown.set_index("category").loc["attention"]
+    assert row["input_error"].startswith("its floor") and row["measured_over_floor"] == ""
+    assert row["at_most_to_win_us"] == ""
+    sentence = next(m.value for m in at.markdown if "sum of floors" in m.value)
+    assert "leaves out the categories with an input error" in sentence
+    assert "Most to win: **attention**" not in sentence

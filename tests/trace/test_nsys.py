@@ -112,8 +112,9 @@ def test_kineto_and_nsys_files_of_one_capture_are_one_run(store_path, tmp_path):
 
 def test_an_import_belongs_to_the_host_that_recorded_it(store_path, tmp_path):
     """Item 6: a file's GPUs never become this machine's inventory on the Overview; the run
-    is filed under the host the file names (nsys Hostname, torch's {host}_{pid} name),
-    else --host, else this machine, with the file's GPUs shown apart."""
+    is filed under --host, else the host the file names (nsys Hostname, torch's {host}_{pid}
+    name), else under `unknown` (issue 57: never this machine, kept as `imported_on`), with
+    the file's GPUs shown apart."""
     h100 = fixture("tracelens/h100_qwen1.5_0.5b.json.gz")
     assert run_cli(store_path, "trace", str(h100)).code == 0  # names no host
     named = tmp_path / "gpu-node-7.example_4242.1733000000000000000.pt.trace.json.gz"
@@ -124,12 +125,14 @@ def test_an_import_belongs_to_the_host_that_recorded_it(store_path, tmp_path):
     assert run_cli(store_path, "host").code == 0  # this machine's own inventory
     hosts = overview.hosts(resolve(str(store_path))).set_index("host")
     me = query(store_path, "SELECT host FROM runs WHERE verb = 'host'")[0][0]
-    assert set(hosts.index) == {me, "gpu-node-7.example", "nid008553", "login-3"}
+    assert set(hosts.index) == {me, "unknown", "gpu-node-7.example", "nid008553", "login-3"}
     mine = hosts.loc[me]
     inventory = query(store_path, "SELECT gpu_model, gpu_count FROM runs WHERE verb = 'host'")[0]
     assert (mine["gpu_model"], mine["gpu_count"]) == inventory  # NVML's, not the trace's
     assert mine["gpu_model"] != "NVIDIA H100 80GB HBM3"
-    assert mine["imported_gpu_model"] == "NVIDIA H100 80GB HBM3"
+    assert pd.isna(mine["imported_gpu_model"])  # the H100 trace is not this machine's
+    assert hosts.loc["unknown", "imported_gpu_model"] == "NVIDIA H100 80GB HBM3"
+    assert query(store_path, "SELECT imported_on FROM v_runs WHERE host = 'unknown'") == [(me,)]
     assert hosts.loc["nid008553", "imported_gpu_model"] == "NVIDIA A100-SXM4-80GB"
     assert pd.isna(hosts.loc["nid008553", "gpu_model"])  # no inventory taken there
     ((os_name, importer),) = query(store_path, "SELECT os, json_extract_string(env, "

@@ -1,0 +1,103 @@
+"""Open a dashboard page through Streamlit's own ``AppTest``: the page's script runs in this
+process against a real store, with a link's query parameters, and no browser.
+
+What only a browser shows (where things sit, a drawn chart, the URL a click writes, a script
+tag that must not run) stays in tests/e2e; what a page decides (which runs, which message,
+no exception, the run a link names kept) is checked here, many views a second.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from tests.helpers import ROOT
+
+APP = ROOT / "app.py"
+# A page rightly refusing a link's value says so in a warning; anything else is a problem.
+LINK_COMPLAINT = re.compile(r"from the link|not in this (store|view)", re.I)
+
+
+def app_page_files() -> dict[str, str]:
+    """app.py's ``st.Page`` list as {url path: script path}: the default page at "", another
+    at its ``url_path`` or, without one, the file's stem (Streamlit's rules)."""
+    pages = {}
+    for node in ast.walk(ast.parse(APP.read_text())):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "Page":
+            kw = {k.arg: k.value for k in node.keywords}
+            script = ast.literal_eval(node.args[0])
+            if "default" in kw and ast.literal_eval(kw["default"]):
+                pages[""] = script
+            elif "url_path" in kw:
+                pages[ast.literal_eval(kw["url_path"])] = script
+            else:
+                pages[Path(script).stem] = script
+    return pages
+
+
+@contextmanager
+def store_env(store: Path | str) -> Iterator[None]:
+    """``STEPSCOPE_STORE`` set to ``store`` for the pages run in this process."""
+    before = os.environ.get("STEPSCOPE_STORE")
+    os.environ["STEPSCOPE_STORE"] = str(store)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("STEPSCOPE_STORE", None)
+        else:
+            os.environ["STEPSCOPE_STORE"] = before
+
+
+def open_page(script: str, params: dict[str, str | list[str]] | None = None,
+              timeout_s: float = 120):  # noqa: ANN201 - an AppTest  # fmt: skip
+    """A fresh session (as a link opened in a new tab) on ``script`` with ``params``; the
+    store is the one ``STEPSCOPE_STORE`` names (``store_env``)."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(APP), default_timeout=timeout_s)
+    at.switch_page(script)
+    at.query_params.update(params or {})
+    return at.run()
+
+
+def unescaped(markdown: str) -> str:
+    """The text a reader sees of markdown that escapes its names (``\\*`` shows ``*``)."""
+    return re.sub(r"\\(.)", r"\1", markdown)
+
+
+def problems(at, expected_errors: re.Pattern | None = None) -> list[str]:  # noqa: ANN001
+    """Exceptions, error boxes (but ``expected_errors``), a link value the page refused, and
+    traceback text, as one line each (as the reader sees the text)."""
+    found = [f"exception: {e.value}" for e in at.exception]
+    errors = [unescaped(e.value) for e in at.error]
+    found += [f"error: {e}" for e in errors
+              if not (expected_errors and expected_errors.search(e))]  # fmt: skip
+    warnings = [unescaped(w.value) for w in at.warning]
+    found += [f"warning: {w}" for w in warnings if LINK_COMPLAINT.search(w)]
+    text = "\n".join(m.value for m in [*at.markdown, *at.caption, *at.text])
+    found += [f"text: {w}" for w in ("Traceback", "Exception:") if w in text]
+    return found
+
+
+def widget_labels(at) -> dict[str, str]:  # noqa: ANN001
+    """Labels of the page's selectboxes and multiselects (main area and sidebar) -> kind."""
+    return {**{w.label: "selectbox" for w in at.selectbox},
+            **{w.label: "multiselect" for w in at.multiselect}}  # fmt: skip
+
+
+def page_text(at, area: str = "main") -> str:  # noqa: ANN001
+    """Every text the page shows in ``area`` (``main`` or ``sidebar``): element values and
+    labels (tabs, expanders, metrics, widgets), in page order, as the reader sees them; the
+    contents of closed expanders and of every tab included (AppTest renders them all)."""
+    parts = []
+    for node in getattr(at, area):
+        for attr in ("label", "value"):
+            value = getattr(node, attr, None)
+            if isinstance(value, str) and value:
+                parts.append(unescaped(value))
+    return "\n".join(parts)
