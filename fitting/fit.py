@@ -51,6 +51,10 @@ BOUNDS = {"bw_eff": (0.2, 0.92), "moe_eff": (0.2, 1.5), "kernel_us": (0.3, 30.0)
           "engine_kernel": (0.2, 5.0)}  # fmt: skip
 TTFT_WEIGHT = 0.2
 ENGINES = ("vllm", "sglang", "trtllm")
+# An engine's own values (its kernels' floor and per-sequence cost, its request path) are
+# fitted only on at least this many of its rows; with fewer (leave-one-GPU-out holds out all
+# TensorRT-LLM's B200 rows but 2) it takes vLLM's, the reference: two rows would set them.
+MIN_ENGINE_ROWS = 30
 
 
 @dataclass
@@ -126,9 +130,10 @@ def errors(gs: list[Group], p: ServingParams) -> list[tuple[fixture.Row, float, 
     return out
 
 
-def _params(x: np.ndarray, base: ServingParams, free: tuple[str, ...]) -> ServingParams:
+def _params(x: np.ndarray, base: ServingParams, free: tuple[str, ...],
+            tied: frozenset[str] = frozenset()) -> ServingParams:  # fmt: skip
     """``base`` with the free parameters at exp(x), clipped to BOUNDS; "name:engine" is one
-    engine's value of a per-engine parameter."""
+    engine's value of a per-engine parameter; the ``tied`` engines take vLLM's."""
     vals: dict = {}
     for spec, v in zip(free, np.exp(x), strict=True):
         name, _, engine = spec.partition(":")
@@ -138,7 +143,22 @@ def _params(x: np.ndarray, base: ServingParams, free: tuple[str, ...]) -> Servin
             vals[name] = {**vals.get(name, getattr(base, name)), engine: v}
         else:
             vals[name] = v
-    return base.with_values(**vals)
+    p = base.with_values(**vals)
+    return _tie(p, tied) if tied else p
+
+
+def _tie(p: ServingParams, tied: frozenset[str]) -> ServingParams:
+    """``p`` with each of the ``tied`` engines' own values at vLLM's."""
+    return p.with_values(**{n: {**getattr(p, n), **{e: getattr(p, n)["vllm"] for e in tied}}
+                            for n in PER_ENGINE})  # fmt: skip
+
+
+def thin_engines(rows: list[fixture.Row]) -> frozenset[str]:
+    """Engines with fewer than MIN_ENGINE_ROWS rows: their own values are vLLM's."""
+    n = {e: 0 for e in ENGINES}
+    for r in rows:
+        n[r.engine] = n.get(r.engine, 0) + 1
+    return frozenset(e for e, k in n.items() if e != "vllm" and k < MIN_ENGINE_ROWS)
 
 
 def _get(p: ServingParams, spec: str) -> float:
@@ -232,13 +252,16 @@ def fit(rows: list[fixture.Row], base: ServingParams = FITTED, free: tuple[str, 
     for them; returns both."""
     gs = groups(rows)
     means(gs, base)  # simulate every schedule once, outside the search
-    f = lambda x: loss(gs, _params(x, base, free))  # noqa: E731
+    tied = thin_engines(rows)
+    free = tuple(n for n in free if n.partition(":")[2] not in tied)
+    f = lambda x: loss(gs, _params(x, base, free, tied))  # noqa: E731
     start = ServingParams()
     x = nelder_mead(f, np.log([max(_get(start, n), 1e-3) for n in free]), iters=iters)
     x = nelder_mead(f, x, step=0.1, iters=iters)  # restart: leaves a collapsed simplex
-    p = _params(x, base, free)
+    p = _params(x, base, free, tied)
     paths, _ = request_paths(gs, p)
-    return p.with_values(ttft_fixed_ms={e: paths.get(e, FITTED.ttft_fixed_ms[e]) for e in ENGINES})
+    paths = {e: paths.get(e, FITTED.ttft_fixed_ms[e]) for e in ENGINES}
+    return _tie(p.with_values(ttft_fixed_ms=paths), tied)
 
 
 def _value(p: ServingParams, name: str, engine: str) -> float:
