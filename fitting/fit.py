@@ -1,14 +1,18 @@
 """Fit the serving model's global parameters on the Blackwell fixture; leave-one-model-out.
 
-    python -m fitting                      # fit: shared values on vLLM rows, then per engine
+    python -m fitting                      # fit: GPU values on every row, request path per engine
     python -m fitting --bands              # + leave-one-model-out bands per engine and format
     python -m fitting --bands --write      # ... and write them to planner/cost/fitted.json
     python -m fitting --calibration --write    # calibrated mode's spreads only (seconds)
 
-Loss: mean |log(predicted / measured)| of TPOT, plus 0.2 x the same for TTFT (TTFT pins the
-prefill efficiency that prefill interference also uses). Nelder-Mead on log-parameters in
-plain numpy (no scipy in the project), from fixed starting values (several for each engine's
-own fit), so the result is deterministic. Pure: reads only the fixture CSV and configs.
+Every row is predicted as serving.predict answers it: the benchmark simulated on the engine's
+scheduler (planner.sched), each step priced by the cost model. The schedules do not depend on
+the fitted values, so they are simulated once; each evaluation prices their aggregated step
+shapes (serving_means.MeanPlan). Fitted: the GPU's parameters (FREE) on every engine's rows and
+each engine's request path outside the GPU. Loss: mean |log(predicted / measured)| of TPOT,
+plus 0.2 x the same for TTFT (TTFT pins the prefill efficiency). Nelder-Mead on
+log-parameters in plain numpy (no scipy in the project), from fixed starting values, so the
+result is deterministic. Pure: reads only the fixture CSV and configs.
 """
 
 from __future__ import annotations
@@ -25,29 +29,32 @@ from pathlib import Path
 import numpy as np
 
 from fitting import calibration, fixture, holdout
-from planner.cost import serving
+from planner.cost import serving, serving_means
 from planner.cost.params import FITTED, FITTED_FILE, ServingParams
 from planner.errors import PlannerInputError
 
-# No engine's per-step overhead is fitted: vLLM's async scheduling, SGLang's overlap scheduler
-# and TRT-LLM's overlap scheduler all prepare step n+1 on the CPU while the GPU runs step n
-# (planner/specs/engines.py cites their defaults), so a step costs its kernels; the sampler is
-# costed in the LM-head op.
-FREE = ("bw_eff", "kernel_us", "expert_us", "mfu", "moe_mfu", "ttft_fixed_ms",
-        "prompts_per_client")
-# Per engine, on its own rows, the rest as fitted on vLLM: its request path and the
-# fixture's benchmark protocol for that engine (prompts per concurrency slot).
-ENGINE_FREE = ("ttft_fixed_ms", "prompts_per_client")
-PER_ENGINE = ENGINE_FREE  # parameters that hold one value per engine
+# What belongs to the GPU, shared by every engine: achieved bandwidth, per-kernel floor,
+# grouped-GEMM overhead per expert, prefill tensor efficiency (dense and MoE). No engine's
+# scheduling is fitted (planner.sched simulates it from source), nor a per-step CPU overhead:
+# vLLM's async scheduling and SGLang's and TRT-LLM's overlap schedulers prepare step n + 1 on
+# the CPU while the GPU runs step n.
+FREE = ("bw_eff", "kernel_us", "expert_us", "mfu", "moe_mfu", "seq_us:vllm", "seq_us:sglang",
+        "seq_us:trtllm", "engine_kernel:sglang", "engine_kernel:trtllm")
+# Per engine: the request path outside the GPU (HTTP, tokenizer, detokenizer), a constant
+# added to TTFT; for any GPU parameters the loss takes each engine's best constant
+# (:func:`request_paths`), so the two are fitted together.
+PER_ENGINE = ("ttft_fixed_ms", "seq_us", "engine_kernel")
 BOUNDS = {"bw_eff": (0.2, 0.92), "moe_eff": (0.2, 1.5), "kernel_us": (0.3, 30.0),
-          "expert_us": (0.01, 30.0), "mfu": (0.05, 1.0), "moe_mfu": (0.02, 1.0), "ttft_fixed_ms": (0.0, 500.0),
-          "prompts_per_client": (1.0, 100.0)}  # fmt: skip
+          "expert_us": (0.01, 30.0), "seq_us": (0.001, 5.0), "mfu": (0.05, 1.0),
+          "moe_mfu": (0.02, 1.0),
+          "ttft_fixed_ms": (0.0, 500.0),
+          "engine_kernel": (0.2, 5.0)}  # fmt: skip
 TTFT_WEIGHT = 0.2
-# Prompts per slot each engine's own fit starts from; it keeps the start with the lowest loss.
-# Clipping at a bound leaves the objective flat beyond it, and a simplex that steps there
-# stays: from 5 alone, SGLang's fit stopped at the bound 1 (loss 0.2802) though 1.5 is lower
-# (0.2755).
-ENGINE_STARTS = (1.5, 5.0, 10.0)
+ENGINES = ("vllm", "sglang", "trtllm")
+# An engine's own values (its kernels' floor and per-sequence cost, its request path) are
+# fitted only on at least this many of its rows; with fewer (leave-one-GPU-out holds out all
+# TensorRT-LLM's B200 rows but 2) it takes vLLM's, the reference: two rows would set them.
+MIN_ENGINE_ROWS = 30
 
 
 @dataclass
@@ -61,6 +68,8 @@ class Group:
     conc: np.ndarray
     tpot: np.ndarray
     ttft: np.ndarray
+    plan: serving_means.MeanPlan | None = None  # its schedules, once simulated (None: not yet)
+    refused: bool = False  # the model cannot run it (does not fit at the engine's rule)
 
 
 def groups(rows: list[fixture.Row]) -> list[Group]:
@@ -86,36 +95,124 @@ def predict_groups(gs: list[Group], p: ServingParams) -> list[serving.Prediction
     return out
 
 
+def means(gs: list[Group], p: ServingParams) -> list[tuple[np.ndarray, np.ndarray] | None]:
+    """Each group's mean TPOT and TTFT (serving.mean_latencies: the numbers predict gives,
+    priced from each schedule's aggregated step shapes); None where the model cannot run."""
+    for g in gs:
+        if g.plan is None and not g.refused:
+            try:
+                g.plan = serving_means.mean_plan(g.model, g.host, g.rows[0].layout, g.workload, g.conc)
+            except PlannerInputError:
+                g.refused = True
+    live = [g for g in gs if not g.refused]
+    key = tuple(id(g) for g in live)
+    stack = _STACKS.get(key)
+    if stack is None:
+        _STACKS.clear()  # one stack at a time: the fit's rows
+        stack = _STACKS[key] = serving_means.MeanStack([g.plan for g in live])
+    got = iter(stack.evaluate(p) if live else [])
+    return [None if g.refused else next(got) for g in gs]
+
+
+_STACKS: dict[tuple, serving_means.MeanStack] = {}
+
+
 def errors(gs: list[Group], p: ServingParams) -> list[tuple[fixture.Row, float, float]]:
     """(row, TPOT error, TTFT error) as predicted / measured - 1."""
     out = []
-    for g, pr in zip(gs, predict_groups(gs, p), strict=True):
-        if pr is None:
+    for g, got in zip(gs, means(gs, p), strict=True):
+        if got is None:
             continue
+        tpot, ttft = got
         for i, r in enumerate(g.rows):
-            te = pr.ttft_ms[i] / r.ttft_ms - 1 if r.ttft_ms > 0 else math.nan
-            out.append((r, float(pr.tpot_ms[i] / r.tpot_ms - 1), float(te)))
+            te = ttft[i] / r.ttft_ms - 1 if r.ttft_ms > 0 else math.nan
+            out.append((r, float(tpot[i] / r.tpot_ms - 1), float(te)))
     return out
 
 
-def _params(x: np.ndarray, base: ServingParams, engine: str, free: tuple[str, ...]):
-    vals = {}
-    for name, v in zip(free, np.exp(x), strict=True):
+def _params(x: np.ndarray, base: ServingParams, free: tuple[str, ...],
+            tied: frozenset[str] = frozenset()) -> ServingParams:  # fmt: skip
+    """``base`` with the free parameters at exp(x), clipped to BOUNDS; "name:engine" is one
+    engine's value of a per-engine parameter; the ``tied`` engines take vLLM's."""
+    vals: dict = {}
+    for spec, v in zip(free, np.exp(x), strict=True):
+        name, _, engine = spec.partition(":")
         lo, hi = BOUNDS[name]
-        vals[name] = float(min(max(v, lo), hi))
-    for name in PER_ENGINE:
-        if name in vals:
-            vals[name] = {**getattr(base, name), engine: vals[name]}
-    return base.with_values(**vals)
+        v = float(min(max(v, lo), hi))
+        if engine:
+            vals[name] = {**vals.get(name, getattr(base, name)), engine: v}
+        else:
+            vals[name] = v
+    p = base.with_values(**vals)
+    return _tie(p, tied) if tied else p
+
+
+def _tie(p: ServingParams, tied: frozenset[str]) -> ServingParams:
+    """``p`` with each of the ``tied`` engines' own values at vLLM's."""
+    return p.with_values(**{n: {**getattr(p, n), **{e: getattr(p, n)["vllm"] for e in tied}}
+                            for n in PER_ENGINE})  # fmt: skip
+
+
+def thin_engines(rows: list[fixture.Row]) -> frozenset[str]:
+    """Engines with fewer than MIN_ENGINE_ROWS rows: their own values are vLLM's."""
+    n = {e: 0 for e in ENGINES}
+    for r in rows:
+        n[r.engine] = n.get(r.engine, 0) + 1
+    return frozenset(e for e, k in n.items() if e != "vllm" and k < MIN_ENGINE_ROWS)
+
+
+def _get(p: ServingParams, spec: str) -> float:
+    name, _, engine = spec.partition(":")
+    v = getattr(p, name)
+    return float(v[engine]) if engine else float(v)
+
+
+def request_paths(gs: list[Group], p: ServingParams) -> tuple[dict[str, float], float]:
+    """Each engine's request path (the constant minimising its mean |log TTFT ratio|, within
+    BOUNDS) at the GPU parameters ``p``, and the loss: mean |log(predicted / measured)| of
+    TPOT plus TTFT_WEIGHT x the same for TTFT, per engine weighted by its rows."""
+    tp: list[float] = []
+    by: dict[str, tuple[list[float], list[float]]] = {}
+    for g, got in zip(gs, means(gs, p.with_values(ttft_fixed_ms=ZERO_PATH)), strict=True):
+        if got is None:
+            continue
+        tpot, ttft = got
+        tp += list(np.abs(np.log(tpot / g.tpot)))
+        ok = g.ttft > 0
+        pred, meas = by.setdefault(g.workload.engine, ([], []))
+        pred += list(ttft[ok])
+        meas += list(g.ttft[ok])
+    if not tp:
+        return dict(p.ttft_fixed_ms), 1e9
+    paths, ttft_loss, n = dict(p.ttft_fixed_ms), 0.0, 0
+    for engine, (pred, meas) in by.items():
+        paths[engine], value = best_constant(np.array(pred), np.array(meas))
+        ttft_loss += value * len(pred)
+        n += len(pred)
+    return paths, float(np.mean(tp) + TTFT_WEIGHT * (ttft_loss / n if n else 0.0))
+
+
+ZERO_PATH = {e: 0.0 for e in ENGINES}
+
+
+def best_constant(pred: np.ndarray, meas: np.ndarray) -> tuple[float, float]:
+    """The constant c in BOUNDS minimising mean |log((pred + c) / meas)|, and that mean:
+    a grid, then a finer one around its best."""
+    lo, hi = BOUNDS["ttft_fixed_ms"]
+    grid = np.linspace(lo, hi, 251)
+    for _ in range(2):
+        cost = np.abs(np.log((pred[None, :] + grid[:, None]) / meas[None, :])).mean(axis=1)
+        i = int(np.argmin(cost))
+        step = grid[1] - grid[0]
+        grid = np.linspace(max(grid[i] - step, lo), min(grid[i] + step, hi), 41)
+    cost = np.abs(np.log((pred[None, :] + grid[:, None]) / meas[None, :])).mean(axis=1)
+    i = int(np.argmin(cost))
+    return float(grid[i]), float(cost[i])
 
 
 def loss(gs: list[Group], p: ServingParams) -> float:
-    e = errors(gs, p)
-    if not e:
-        return 1e9
-    t = np.array([abs(math.log1p(x[1])) for x in e])
-    f = np.array([abs(math.log1p(x[2])) for x in e if x[2] == x[2] and x[2] > -1])
-    return float(t.mean() + TTFT_WEIGHT * (f.mean() if f.size else 0.0))
+    """The fit's objective at GPU parameters ``p`` (the request paths at their best)."""
+    return request_paths(gs, p)[1]
 
 
 def nelder_mead(f, x0: np.ndarray, step: float = 0.3, iters: int = 240) -> np.ndarray:
@@ -148,25 +245,23 @@ def nelder_mead(f, x0: np.ndarray, step: float = 0.3, iters: int = 240) -> np.nd
     return pts[int(np.argmin(vals))]
 
 
-def fit(rows: list[fixture.Row], engine: str = "vllm", base: ServingParams = FITTED,
-        free: tuple[str, ...] = FREE, iters: int = 240,
-        starts: tuple[float, ...] = ()) -> ServingParams:  # fmt: skip
-    """Nelder-Mead from fixed starting values (the fit does not depend on FITTED); with
-    ``starts``, from each of those prompts-per-slot values, keeping the lowest loss."""
-    gs = groups([r for r in rows if r.engine == engine])
-    f = lambda x: loss(gs, _params(x, base, engine, free))  # noqa: E731
-    best, best_loss = None, math.inf
-    for start in [_start(engine, k) for k in starts] or [ServingParams()]:
-        x = nelder_mead(f, np.log([max(_value(start, n, engine), 1e-3) for n in free]), iters=iters)
-        x = nelder_mead(f, x, step=0.1, iters=iters)  # restart: leaves a collapsed simplex
-        if (value := f(x)) < best_loss:
-            best, best_loss = x, value
-    return _params(best, base, engine, free)
-
-
-def _start(engine: str, prompts_per_client: float) -> ServingParams:
-    d = ServingParams()
-    return d.with_values(prompts_per_client={**d.prompts_per_client, engine: prompts_per_client})
+def fit(rows: list[fixture.Row], base: ServingParams = FITTED, free: tuple[str, ...] = FREE,
+        iters: int = 240) -> ServingParams:  # fmt: skip
+    """Nelder-Mead on the GPU parameters over every engine's rows, from fixed starting
+    values (the fit does not depend on FITTED), with each engine's request path at its best
+    for them; returns both."""
+    gs = groups(rows)
+    means(gs, base)  # simulate every schedule once, outside the search
+    tied = thin_engines(rows)
+    free = tuple(n for n in free if n.partition(":")[2] not in tied)
+    f = lambda x: loss(gs, _params(x, base, free, tied))  # noqa: E731
+    start = ServingParams()
+    x = nelder_mead(f, np.log([max(_get(start, n), 1e-3) for n in free]), iters=iters)
+    x = nelder_mead(f, x, step=0.1, iters=iters)  # restart: leaves a collapsed simplex
+    p = _params(x, base, free, tied)
+    paths, _ = request_paths(gs, p)
+    paths = {e: paths.get(e, FITTED.ttft_fixed_ms[e]) for e in ENGINES}
+    return _tie(p.with_values(ttft_fixed_ms=paths), tied)
 
 
 def _value(p: ServingParams, name: str, engine: str) -> float:
@@ -175,13 +270,8 @@ def _value(p: ServingParams, name: str, engine: str) -> float:
 
 
 def fit_all(rows: list[fixture.Row], iters: int = 240) -> ServingParams:
-    """The shared parameters on the vLLM rows, then each other engine's own on its rows."""
-    p = fit(rows, iters=iters)
-    for engine in ("sglang", "trtllm"):
-        if any(r.engine == engine for r in rows):
-            p = fit(rows, engine, base=p, free=ENGINE_FREE, iters=max(iters // 4, 40),
-                    starts=ENGINE_STARTS)  # fmt: skip
-    return p
+    """The GPU parameters and each engine's request path (:func:`fit`)."""
+    return fit(rows, iters=iters)
 
 
 def leave_out(rows: list[fixture.Row], key: Callable[[fixture.Row], str],
@@ -223,7 +313,8 @@ def main(argv: list[str] | None = None) -> int:
             write_section("calibration", spreads)
         return 0
     p = fit_all(rows)
-    fitted = {n: (getattr(p, n) if n in PER_ENGINE else _value(p, n, "vllm")) for n in FREE}
+    fitted = {n: (getattr(p, n) if n in PER_ENGINE else _value(p, n, "vllm"))
+              for n in dict.fromkeys(f.partition(":")[0] for f in (*FREE, *PER_ENGINE))}  # fmt: skip
     out = {"dropped": dropped, "fitted": fitted,
            "in_sample": holdout.summary(errors(groups(rows), p))}  # fmt: skip
     if args.bands:

@@ -25,6 +25,10 @@ from store.queries import serving as qs
 BENCH = next(a for a in ui.AREAS if a.verb == "vllm-bench")
 PROFILE = next(a for a in ui.AREAS if a.verb == "vllm-profile")
 STATS = ("median", "mean", "p90", "p99")
+# The planner's prediction of each statistic (the benchmark's percentiles of the simulated
+# requests; the band is drawn around the mean).
+PREDICTED = {"median": "predicted_tpot_p50_ms", "mean": "predicted_tpot_ms",
+             "p90": "predicted_tpot_p90_ms", "p99": "predicted_tpot_p99_ms"}  # fmt: skip
 NO_HW = "(no prediction)"
 MEASURED = "measured gpu run of the benchmark's host"
 PALETTE = ("#4C78A8", "#E45756", "#54A24B", "#F58518", "#B279A2", "#72B7B2", "#9D755D")
@@ -166,8 +170,8 @@ def bench_section(loc, host: str | None) -> None:
     data["engine"] = engine_column(bench)
     if not pred.empty:
         data = data.merge(pred, on=["layout_label", "host", "engine", "concurrency"], how="left")
-        data["tpot_error_pct"] = 100.0 * (data[col] - data["predicted_tpot_ms"]) / data[
-            "predicted_tpot_ms"]  # fmt: skip
+        data["tpot_error_pct"] = 100.0 * (data[col] - data[PREDICTED[stat]]) / data[
+            PREDICTED[stat]]  # fmt: skip
     with answer:
         st.subheader("Measured vs predicted TPOT")
         lines = _sentences(data, col, stat)
@@ -177,8 +181,8 @@ def bench_section(loc, host: str | None) -> None:
             st.markdown(f"{len(lines)} engine x layout x run sweeps of {md_text(model)}: the "
                         "first five below, every one in the table under the charts.")  # fmt: skip
             st.markdown("\n".join(f"- {s}" for s in lines[:ui.FEW]))
-        tpot = versus(data, col, "predicted_tpot_ms", f"{stat} TPOT vs concurrency ({model})",
-                      "TPOT (ms)")  # fmt: skip
+        tpot = versus(data, col, PREDICTED[stat] if not pred.empty else "predicted_tpot_ms",
+                      f"{stat} TPOT vs concurrency ({model})", "TPOT (ms)")  # fmt: skip
         ui.chart(tpot, data, "serving-tpot")
     if not pred.empty:
         used = pred.drop_duplicates(["hardware", "comm_source"])
@@ -271,8 +275,9 @@ def _sentences(data: pd.DataFrame, col: str, stat: str) -> list[str]:
         if not thr.empty:
             best = thr.loc[thr["output_throughput"].idxmax()]
             text += f"; peak {best['output_throughput']:,.0f} tok/s {_at(best)}"
-        if "predicted_tpot_ms" in part and pd.notna(low.get("predicted_tpot_ms")):
-            text += (f"; planner predicts {low['predicted_tpot_ms']:.1f} ms {_at(low)} "
+        pred = PREDICTED[stat]
+        if pred in part and pd.notna(low.get(pred)):
+            text += (f"; planner predicts {low[pred]:.1f} ms ({stat}) {_at(low)} "
                      f"(error {low['tpot_error_pct']:+.0f}%)")  # fmt: skip
         lines.append(text + ".")
     return lines

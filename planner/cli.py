@@ -20,6 +20,7 @@ from typing import Any
 from planner import hosts, measurements
 from planner.errors import PlannerInputError
 from planner.policy.check import PolicyError, load_policy
+from planner.sched.bench import BENCHES
 from planner.specs import hardware, models
 from planner.specs.engines import ENGINES
 from planner.tradeoff import reference
@@ -96,9 +97,19 @@ def add_workload_arguments(p: argparse.ArgumentParser, required: bool = False) -
                                                        "; default %(default)s"))  # fmt: skip
     p.add_argument("--engine", default="vllm", choices=tuple(ENGINES),
                    help="serving engine (SGLang-only layouts are predicted on SGLang)")  # fmt: skip
+    p.add_argument("--bench", default="inferencex", choices=tuple(BENCHES),
+                   help="the benchmark client predicted: inferencex (the fit's runs: "
+                   "10 x C prompts, lengths uniform in [0.8 L, L]), vllm (vllm bench serve: "
+                   "fixed lengths, 1000 prompts) or sglang (bench_serving: lengths uniform in "
+                   "[1, L], 1000 prompts); default %(default)s")  # fmt: skip
+    p.add_argument("--range-ratio", type=float, default=-1.0, metavar="R",
+                   help="the client's --random-range-ratio (default: the tool's)")
     p.add_argument("--num-prompts", type=int, default=0, metavar="N",
-                   help="requests the benchmark sends (vllm bench serve --num-prompts); "
-                   "default: the fitted benchmark's prompts per concurrency slot")  # fmt: skip
+                   help="requests the benchmark sends (--num-prompts); default: the tool's")
+    p.add_argument("--max-running-requests", type=int, default=0, metavar="N",
+                   help="requests the engine runs at once, as launched: vLLM --max-num-seqs "
+                   "(per DP engine), SGLang --max-running-requests (split over --dp ranks), "
+                   "TRT-LLM --max_batch_size; default: the engine's default")  # fmt: skip
     p.add_argument("--token-budget", type=int, default=0, metavar="N",
                    help="tokens one engine step carries, as the server was launched: vLLM "
                    "--max-num-batched-tokens (per DP engine), SGLang --chunked-prefill-size "
@@ -222,7 +233,8 @@ def run_plan(args: argparse.Namespace) -> PlanResult:
     return plan(model, hw, layouts, parse_ints(args.concurrency, "--concurrency"),
                 policy=policy, isl=args.isl, osl=args.osl, engine=args.engine,
                 num_prompts=args.num_prompts, token_budget=args.token_budget,
-                **kwargs)  # fmt: skip
+                bench=args.bench, range_ratio=args.range_ratio,
+                max_running=args.max_running_requests, **kwargs)  # fmt: skip
 
 
 def target_args(args: argparse.Namespace) -> str:

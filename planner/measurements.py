@@ -163,8 +163,10 @@ def points_from_bench(rows: list[dict[str, Any]], launched: dict[str, str],
         osl = max(int(round(_num(r.get("output_len")) or 2)), 2)
         sched = row_settings(engine, launched.get(r.get("run_id")), r.get("extra"))
         prompts = int(_num(r.get("num_prompts")) or 0)
+        # the collectors' sweeps send fixed lengths (vllm bench serve's default, sglang's at
+        # --random-range-ratio 1): the vllm client's draw
         w = Workload(isl, osl, engine, num_prompts=prompts, token_budget=sched.token_budget,
-                     recv_interval=sched.recv_interval)  # fmt: skip
+                     recv_interval=sched.recv_interval, bench="vllm")  # fmt: skip
         point = Measured(serve_layout(int(tp), dp, ep), isl, osl, int(conc), tpot, engine,
                          _num(r.get("mean_ttft_ms")), w,
                          f"bench run {r.get('run_id')} ({r.get('layout') or '?'}, c={int(conc)})")  # fmt: skip

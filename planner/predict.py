@@ -42,6 +42,7 @@ from planner.cost.serving import ServeLayout, Workload
 from planner.cost.step_comm import A2A_BACKENDS
 from planner.errors import PlannerInputError
 from planner.policy.check import PolicyError, check_precision, load_policy
+from planner.sched.bench import client_text
 from planner.specs import hardware, models
 from planner.specs.engines import budget_text
 from planner.tradeoff import reference
@@ -177,7 +178,8 @@ def run(args: argparse.Namespace, params: ServingParams = FITTED) -> dict[str, A
     w = Workload(args.isl, args.osl, args.engine, kv, not args.no_cuda_graphs, a2a, act,
                  args.num_prompts, args.token_budget, args.adp_balance_iters,
                  args.scheduler_recv_interval, args.batch_wait_iters,
-                 args.batch_wait_ratio, expert_load=load)  # fmt: skip
+                 args.batch_wait_ratio, expert_load=load, bench=args.bench,
+                 range_ratio=args.range_ratio, max_running=args.max_running_requests)  # fmt: skip
     comm = CommSet(curves + (published_for(hw.gpu_model, hw.gpu_count) if fill else []), hw,
                    params.link_eff)  # fmt: skip
     if (lay.allreduce == "all_reduce_fast" and not offers_fast_allreduce(hw)
@@ -207,7 +209,13 @@ def run(args: argparse.Namespace, params: ServingParams = FITTED) -> dict[str, A
                "ttft_ms_low": round(float(fb.low(pr.ttft_ms[i])), 2),
                "ttft_ms_high": round(float(fb.high(pr.ttft_ms[i])), 2),
                "output_tok_s": round(float(pr.output_tok_s[i]), 1),
-               "running_per_rank": int(pr.running[i]),
+               "running_per_rank": int(round(float(pr.running[i]))),
+               "percentiles": {k: {q: round(float(v[i]), 3) for q, v in d.items()}
+                               for k, d in pr.percentiles.items()},
+               "itl_ms": round(float(pr.itl_ms[i]), 3), "e2el_ms": round(float(pr.e2el_ms[i]), 1),
+               "running_mean": round(float(pr.running[i]), 2),
+               "queued_mean": round(float(pr.queued[i]), 2),
+               "simulation": simulation_note(pr, int(c)),
                "breakdown_ms": {k: round(float(np.broadcast_to(v, pr.tpot_ms.shape)[i]), 3)
                                 for k, v in pr.breakdown_ms.items()}}
               for i, c in enumerate(conc)]  # fmt: skip
@@ -245,6 +253,19 @@ def run(args: argparse.Namespace, params: ServingParams = FITTED) -> dict[str, A
     }  # fmt: skip
 
 
+def simulation_note(pr, conc: int) -> dict[str, Any]:
+    """How the point was simulated: the benchmark's prompts, how many requests ran step by
+    step, where the steady state converged (the rest stood for by its window), or the
+    simulated concurrencies it lies between."""
+    for x, note in zip(pr.simulated, pr.simulation, strict=True):
+        if int(x) == conc:
+            return {**note, "interpolated": False}
+    sims = [int(x) for x in pr.simulated]
+    lower = max((x for x in sims if x < conc), default=sims[0])
+    upper = min((x for x in sims if x > conc), default=sims[-1])
+    return {"interpolated": True, "between": [lower, upper]}
+
+
 def balance_text(timeout_iters: int) -> str:
     if not timeout_iters:
         return ""
@@ -270,7 +291,6 @@ def batch_wait_text(iters: int, ratio: float) -> str:
 
 
 def assumptions(model, hw, w: Workload, p: ServingParams) -> list[dict[str, str]]:
-    prompts = p.prompts_text(w.engine, w.num_prompts)
     budget = budget_text(w.engine, hw, w.isl, w.token_budget)
     out = [
         {"what": "model", "value": f"{model.name}: {model.num_layers} layers, "
@@ -280,10 +300,9 @@ def assumptions(model, hw, w: Workload, p: ServingParams) -> list[dict[str, str]
         {"what": "host", "value": f"{hw.gpu_count}x {hw.gpu_model}, {hw.memory_bytes / hardware.GIB:.0f} "
          f"GiB, {hw.mem_bandwidth_gbps:.0f} GB/s, {hw.interconnect} {hw.link_gbps:.0f} GB/s",
          "source": hw.source},
-        {"what": "workload", "value": f"random prompts {w.isl} in / {w.osl} out, {prompts}; "
-         "all C requests at once, then each finished one replaced; mean context during "
-         "decode I + O/2; prefill interference C x I / O tokens per step",
-         "source": "vllm bench serve --dataset-name random"},
+        {"what": "workload", "value": client_text(w.bench, w.isl, w.osl, w.range_ratio,
+                                                   w.num_prompts),
+         "source": "planner/sched (--bench, --range-ratio, --num-prompts)"},
         {"what": "engine scheduler", "value": f"{w.engine}: {budget};"
          " chunking and overlap from its source defaults" + balance_text(w.adp_balance_iters)
          + recv_text(w.recv_interval)

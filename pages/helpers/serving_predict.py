@@ -149,6 +149,10 @@ def serving_predictions(loc, bench: pd.DataFrame, model_id: str, hw_choice: str,
                         "predicted_ttft_ms": float(pr.ttft_ms[0]),
                         "predicted_ttft_low_ms": float(fb.low(pr.ttft_ms[0])),
                         "predicted_ttft_high_ms": float(fb.high(pr.ttft_ms[0])),
+                        **{f"predicted_{k}_{q}_ms": float(v[0])
+                           for k, d in (("tpot", pr.percentiles["tpot_ms"]),
+                                        ("ttft", pr.percentiles["ttft_ms"]))
+                           for q, v in d.items()},
                         "band": tb.describe(),
                         "predicted_tokens_per_s": float(pr.output_tok_s[0]),
                         "hardware": hw.name, "hardware_source": hw.source,

@@ -55,6 +55,9 @@ def points_frame(res: PlanResult, calibrated: bool) -> pd.DataFrame:
             cur.tpot_ms, cur.low_ms, cur.high_ms)  # fmt: skip
         frame["ttft_ms"], frame["ttft_ms_low"], frame["ttft_ms_high"] = (
             cur.ttft_ms, cur.ttft_low_ms, cur.ttft_high_ms)  # fmt: skip
+        nan = np.full(len(cur.concurrency), np.nan)
+        for k in ("tpot_ms", "ttft_ms"):  # the benchmark's p90 beside the mean
+            frame[f"{k}_p90"] = cur.percentiles.get(k, {}).get("p90", nan)
         frame["tokens_per_s"] = cur.tokens_per_s
         frame["tokens_per_s_per_gpu"] = cur.tokens_per_s / res.hardware.gpu_count
         frame["fits"] = cur.fits
@@ -85,8 +88,15 @@ def band_chart(data: pd.DataFrame, y: str, title: str, y_title: str,
         # numpy, not pandas: plotly validates a Series through narwhals, ~10 ms a trace (99
         # traces a render at fleet scale: most of the page's warm time)
         xs = part["concurrency"].to_numpy()
+        p90 = part[f"{y}_p90"] if f"{y}_p90" in part else part[y] * np.nan
         fig.add_scatter(x=xs, y=part[y].where(part["fits"]).to_numpy(), name=label,
-                        legendgroup=name, line={"dash": dash(comp, hyp), "color": color})  # fmt: skip
+                        legendgroup=name, line={"dash": dash(comp, hyp), "color": color},
+                        customdata=p90.to_numpy(), hovertemplate="%{x}: mean %{y:.2f} ms, p90 "
+                        "%{customdata:.2f} ms<extra>" + label + "</extra>")  # fmt: skip
+        if with_band and p90.notna().any():
+            fig.add_scatter(x=xs, y=p90.where(part["fits"]).to_numpy(), legendgroup=name,
+                            name=label + " p90", showlegend=False, opacity=0.6,
+                            line={"dash": "dot", "color": color, "width": 1})  # fmt: skip
         fig.add_scatter(x=xs, y=part[y].where(~part["fits"]).to_numpy(), legendgroup=name,
                         name=label + " (queues for KV room)", showlegend=False, opacity=0.35,
                         line={"dash": "dot", "color": color})  # fmt: skip
@@ -174,16 +184,18 @@ def per_concurrency(res: PlanResult, data: pd.DataFrame, calibrated: bool, tag: 
 
 
 def curves(res: PlanResult, data: pd.DataFrame, calibrated: bool, tag: str) -> None:
-    st.subheader(f"Serving prediction: {res.isl} in / {res.osl} out (vllm bench serve, "
+    st.subheader(f"Serving prediction: {res.isl} in / {res.osl} out ({res.bench} benchmark, "
                  f"{res.engine})")  # fmt: skip
     bands = (res.calibration.band.describe() if calibrated and res.calibration.band is not None
              else band(res.engine, res.model, "tpot", res.hardware).describe())  # fmt: skip
-    ui.chart(band_chart(data, "tpot_ms", f"Predicted mean TPOT ({res.isl} in / {res.osl} out; "
-                        "shaded: measured-error band; dotted: hypothesis; dashed: blocked)",
+    ui.chart(band_chart(data, "tpot_ms", f"Predicted mean TPOT, thin dotted: p90 ({res.isl} in "
+                        f"/ {res.osl} out; shaded: measured-error band; dotted: hypothesis; "
+                        "dashed: blocked)",
                         "TPOT (ms)"), data, f"tradeoff-tpot{tag}")  # fmt: skip
     st.caption(f"Band: {plain(bands)}. Other GPU generations carry over through spec-sheet "
                "numbers.")  # fmt: skip
-    ui.chart(band_chart(data, "ttft_ms", "Predicted mean TTFT (shaded: measured-error band)",
+    ui.chart(band_chart(data, "ttft_ms", "Predicted mean TTFT, thin dotted: p90 (shaded: "
+                        "measured-error band)",
                         "TTFT (ms)"), data, f"tradeoff-ttft{tag}")  # fmt: skip
     ui.chart(band_chart(data, "tokens_per_s", "Output throughput vs concurrency",
                         "tokens/s (all GPUs)", with_band=False),

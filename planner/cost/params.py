@@ -1,10 +1,12 @@
 """Named parameters of the serving cost model (planner.cost.serving): fitted ones and fixed ones.
 
 Fitted in fitting/ (outside the product: nothing here reads the fit's data), one set for
-every GPU: five shared numbers on the vLLM rows (bw_eff
-ends at its 0.92 bound), then per engine its request-path TTFT and the fixture benchmark's
-prompts per concurrency slot, on that engine's rows. Engine scheduling (token budgets,
-chunking, overlap, KV memory rules) is not fitted: planner/specs/engines.py reads it from source.
+every GPU, on every engine's rows: what belongs to the GPU (achieved bandwidth, per-kernel
+floor and each engine's kernels' floor relative to it, grouped-GEMM overhead per expert,
+prefill tensor efficiencies, each engine's per-sequence cost per step) and what lies outside
+it (each engine's request path in TTFT). Scheduling (token
+budgets, chunking, admission, KV memory rules, the benchmark's waves) is not fitted:
+planner.sched simulates it, from the engines' source (planner/specs/engines.py for defaults).
 
     python -m fitting --bands --write   # refits FITTED and BANDS into planner/cost/fitted.json
 
@@ -62,6 +64,9 @@ class ServingParams:
     moe_eff: float = 1.0  # grouped expert GEMM bandwidth relative to dense (expert_us carries it)
     kernel_us: float = 4.0  # per-kernel floor with CUDA graphs (us)
     expert_us: float = 0.5  # grouped GEMM overhead per expert the busiest rank runs (us)
+    # per decoding sequence per layer per step, per engine: each row's attention blocks (us)
+    seq_us: dict[str, float] = field(
+        default_factory=lambda: {"vllm": 0.3, "sglang": 0.3, "trtllm": 0.3})
     mfu: float = 0.45  # achieved fraction of dense tensor peak (prefill, compute-bound GEMMs)
     moe_mfu: float = 0.3  # the same for prefill's grouped expert GEMMs (routing, permute, tiles)
     memory_utilization: float = 0.9  # vLLM --gpu-memory-utilization default
@@ -70,9 +75,10 @@ class ServingParams:
     # Request path outside the GPU per engine: HTTP, tokenise, detokenise the first token.
     ttft_fixed_ms: dict[str, float] = field(
         default_factory=lambda: {"vllm": 30.0, "sglang": 30.0, "trtllm": 30.0})
-    # The benchmark's --num-prompts / --max-concurrency (the fixture's protocol, per engine).
-    prompts_per_client: dict[str, float] = field(
-        default_factory=lambda: {"vllm": 5.0, "sglang": 5.0, "trtllm": 5.0})
+    # Each engine's per-kernel floor relative to kernel_us (vLLM's): its kernels' fusion and
+    # launch granularity on this GPU.
+    engine_kernel: dict[str, float] = field(
+        default_factory=lambda: {"vllm": 1.0, "sglang": 1.0, "trtllm": 1.0})
     # Calibrated mode (planner.cost.calibrate): measured / modelled on this host.
     compute_scale: float = 1.0
     allreduce_scale: float = 1.0
@@ -81,14 +87,6 @@ class ServingParams:
 
     def with_values(self, **kw) -> ServingParams:
         return replace(self, **kw)
-
-    def prompts_per_slot(self, engine: str) -> float:
-        return self.prompts_per_client.get(engine, self.prompts_per_client["vllm"])
-
-    def prompts_text(self, engine: str, num_prompts: int) -> str:
-        """How an assumptions list names the client's prompt count."""
-        return (f"{num_prompts} prompts" if num_prompts else
-                f"{self.prompts_per_slot(engine):.1f} prompts per concurrency slot")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -115,11 +113,12 @@ DESCRIBE: dict[str, tuple[str, str]] = {
                "fitted"),
     "kernel_us": ("per-kernel floor under CUDA graphs, us", "fitted"),
     "expert_us": ("grouped-GEMM overhead per active expert per MoE layer, us", "fitted"),
+    "seq_us": ("per decoding sequence per layer per step (its attention blocks), us",
+               "fitted per engine"),
     "mfu": ("fraction of dense tensor peak reached by prefill GEMMs", "fitted"),
     "ttft_fixed_ms": ("request path outside the GPU (HTTP, tokenize, stream), ms",
                       "fitted per engine"),
-    "prompts_per_client": ("the benchmark's prompts per concurrency slot (first-wave weight)",
-                           "fitted (the fixture's protocol); --num-prompts sets it"),
+    "engine_kernel": ("the engine's per-kernel floor relative to vLLM's", "fitted per engine"),
     "memory_utilization": ("GPU memory the engine may use", "vLLM default 0.9"),
     "reserve_gb": ("activation / CUDA-graph / NCCL reserve per GPU, GB", "assumed"),
     "link_eff": ("achieved fraction of spec NVLink / PCIe bandwidth", "assumed"),

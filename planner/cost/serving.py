@@ -4,14 +4,15 @@ Every number the planner gives comes from :func:`predict`: ``python -m planner p
 the Tradeoff calculator's layouts (planner.tradeoff.instances), recommendations, crossovers,
 policy costs, calibrated mode and the published-figures comparison.
 
-A decode step on the busiest GPU = its compute ops (planner.cost.step) + its collectives
-(planner.cost.step_comm, on this host's measured, published, derived or spec-sheet curves)
-+ prefill interference: in steady state about B x I / O prompt tokens join each decode step,
-compute-bound at the format's tensor peak (their routed experts spread over the MoE group, so
-under attention DP every busy rank's prompts load every GPU; SGLang adds the weights of the
-separate prompt passes its decode batch waits for). TTFT follows the client's waves, the engine's
-token budget and KV admission (planner.cost.ttft); there a prompt token costs its compute and
-its activations' collectives (planner.cost.step_comm.prefill_comm).
+Two layers. The benchmark on the engine, step by step (planner.sched: the client's closed
+loop and each engine's scheduler as its source has it) says what every step holds and when
+each request is sent, gets its first token and ends. The one model of bytes and FLOPs
+prices each step (planner.cost.step.step_terms: its decode ops, its prompt tokens' compute, its
+collectives on this host's measured, published, derived or spec-sheet curves). The
+benchmark's definitions (planner.sched.metrics) then give TTFT, TPOT, ITL and E2EL, their
+means and percentiles; the request path outside the GPU (HTTP, tokenizer) is added to TTFT.
+What is fitted (planner.cost.params) belongs to the GPU and that request path, never to a
+scheduler's behaviour.
 """
 
 from __future__ import annotations
@@ -22,23 +23,13 @@ import numpy as np
 
 from planner.cost.comm import CommSet
 from planner.cost.params import FITTED, ServingParams
-from planner.cost.step import (
-    decode_terms,
-    kv_store_per_seq,
-    prefill_cost,
-    weights_per_gpu,
-)
-from planner.cost.step_comm import A2A_BACKENDS, prefill_comm, step_comm
-from planner.cost.ttft import (
-    adp_balance_wait_steps,
-    batch_wait,
-    prefill_share,
-    recv_pooled_prompts,
-    recv_wait_steps,
-    ttft_ms,
-)
+from planner.cost.step import kv_store_per_seq, step_ms, step_terms, weights_per_gpu
+from planner.cost.step_comm import A2A_BACKENDS, step_comm
 from planner.cost.types import ServeLayout, Workload
 from planner.errors import PlannerInputError
+from planner.sched import Caps, Schedule, simulate
+from planner.sched.bench import bench, check_ratio, mean_lengths
+from planner.sched.metrics import Shapes, measure, segment_weights
 from planner.specs.engines import ENGINES
 from planner.specs.hardware import GIB, HardwareSpec
 from planner.specs.models import ModelSpec, dtype_bytes
@@ -57,14 +48,21 @@ class Prediction:
     tpot_ms: np.ndarray
     ttft_ms: np.ndarray
     output_tok_s: np.ndarray
-    running: np.ndarray  # sequences the engine runs at once (per attention rank)
+    running: np.ndarray  # requests the engine runs at once, time-weighted (per attention rank)
     kv_capacity_seqs: float
     weights_per_gpu_gb: float
     breakdown_ms: dict[str, np.ndarray]
     dummy_ranks: np.ndarray  # idle attention-DP ranks running a 1-token dummy pass
-    admitted: np.ndarray  # True where every client's request runs at once (no KV wait)
+    admitted: np.ndarray  # True where no request waited for KV room or the running cap
     allreduce_calls: int = 0
     collectives: list[tuple[str, int]] = field(default_factory=list)  # (op, world size)
+    itl_ms: np.ndarray | None = None  # mean gap between two tokens (pooled over requests)
+    e2el_ms: np.ndarray | None = None  # mean request latency
+    # p50 / p90 / p99 of the requests' ttft_ms, tpot_ms, e2el_ms, as the benchmark reports them
+    percentiles: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
+    queued: np.ndarray | None = None  # requests sent and not started, per attention rank
+    simulation: list[dict] = field(default_factory=list)  # per simulated concurrency
+    simulated: np.ndarray | None = None  # the concurrencies simulated (others interpolated)
 
 
 def check(m: ModelSpec, hw: HardwareSpec, lay: ServeLayout, w: Workload) -> None:
@@ -89,6 +87,7 @@ def check(m: ModelSpec, hw: HardwareSpec, lay: ServeLayout, w: Workload) -> None
     if w.engine not in ENGINES:
         raise PlannerInputError(f"--engine {w.engine!r}: one of {', '.join(ENGINES)}")
     check_budget(w.engine, w.isl, w.token_budget)
+    check_client(w.bench, w.range_ratio, w.num_prompts, w.max_running)
     if w.adp_balance_iters < 0 or (w.adp_balance_iters and (w.engine != "trtllm" or lay.dp < 2)):
         raise PlannerInputError("--adp-balance-iters: TensorRT-LLM's attention-DP balance, "
                                 "a timeout >= 0 with --engine trtllm and --dp >= 2")  # fmt: skip
@@ -120,6 +119,16 @@ def check_batch_wait(w: Workload, dp: int) -> None:
     if (iters or ratio) and (w.engine != "trtllm" or dp > 1):
         raise PlannerInputError("--batch-wait-iters / --batch-wait-ratio: TensorRT-LLM's "
                                 "batch waiting, with --engine trtllm and --dp 1")  # fmt: skip
+
+
+def check_client(bench_name: str, range_ratio: float, num_prompts: int,
+                 max_running: int) -> None:  # fmt: skip
+    """One clear line for a benchmark client or a running cap the tools would refuse."""
+    b = bench(bench_name)
+    if range_ratio >= 0:
+        check_ratio(b, range_ratio)
+    if num_prompts < 0 or max_running < 0:
+        raise PlannerInputError("--num-prompts and --max-running-requests must be >= 0")
 
 
 def check_budget(engine: str, isl: int, token_budget: int) -> None:
@@ -161,9 +170,9 @@ def predict(
     m: ModelSpec, hw: HardwareSpec, lay: ServeLayout, w: Workload, conc: np.ndarray,
     p: ServingParams = FITTED, comm: CommSet | None = None,
 ) -> Prediction:  # fmt: skip
-    """Mean TPOT / TTFT / output tokens/s at each client concurrency (vectorised); where
-    ``p`` holds in a window of concurrencies, its ``outside`` values predict the rest and the
-    two are mixed by the window's weight in between (planner.cost.params.Window)."""
+    """TPOT / TTFT / output tokens/s at each client concurrency; where ``p`` holds in a window
+    of concurrencies, its ``outside`` values predict the rest and the two are mixed by the
+    window's weight in between (planner.cost.params.Window)."""
     if p.window is None:
         return _predict(m, hw, lay, w, conc, p, comm)
     c = np.asarray(conc, dtype=float)
@@ -176,96 +185,133 @@ def predict(
     def mix(a, b):  # exactly one side where the weight is 1 or 0 (the other may be NaN)
         return np.select([carried >= 1, carried <= 0], [a, b], carried * a + (1 - carried) * b)
 
-    def pick(a, b):  # what the factors do not change (memory, admission), from either side
-        return np.where(carried > 0, a, b)
-
-    return replace(moved, tpot_ms=mix(moved.tpot_ms, kept.tpot_ms),
-                   ttft_ms=mix(moved.ttft_ms, kept.ttft_ms),
-                   output_tok_s=mix(moved.output_tok_s, kept.output_tok_s),
-                   running=pick(moved.running, kept.running),
-                   dummy_ranks=pick(moved.dummy_ranks, kept.dummy_ranks),
-                   admitted=pick(moved.admitted, kept.admitted),
+    return replace(moved, **{f: mix(getattr(moved, f), getattr(kept, f)) for f in MIXED},
                    breakdown_ms={t: mix(v, kept.breakdown_ms[t])
-                                 for t, v in moved.breakdown_ms.items()})  # fmt: skip
+                                 for t, v in moved.breakdown_ms.items()},
+                   percentiles={k: {q: mix(v, kept.percentiles[k][q]) for q, v in d.items()}
+                                for k, d in moved.percentiles.items()})  # fmt: skip
+
+
+# What a calibration's factors change (mixed across its window); the rest (memory,
+# admission, the schedule) is the same on either side.
+MIXED = ("tpot_ms", "ttft_ms", "output_tok_s", "itl_ms", "e2el_ms")
+# Concurrencies simulated as asked up to EXACT_UP_TO a rank; above it, powers of two, the others
+# interpolated between the two around them (log-log). Fixed nodes, so a concurrency's answer
+# does not depend on which others were asked with it (a plan over 1..512 and a predict at
+# one of its points agree).
+EXACT_UP_TO = 8
+
+
+def engine_caps(m: ModelSpec, hw: HardwareSpec, lay: ServeLayout, w: Workload, cap: float,
+                clients: int) -> Caps:  # fmt: skip
+    """The engine's limits per attention rank; limits ``clients`` can never reach are left
+    out, so workloads that differ only there share one schedule."""
+    eng = ENGINES[w.engine]
+    held = w.isl + (w.osl if eng.reserve_whole else w.osl / 2.0)
+    kv_tokens = int(cap * held)
+    context = m.max_context or (w.isl + w.osl)
+    running = eng.max_running(hw, kv_tokens, context, lay.dp, w.max_running)
+    per_rank = -(-clients // lay.dp)
+    if kv_tokens >= per_rank * (w.isl + w.osl + 1):
+        kv_tokens = UNBOUNDED
+    if running >= per_rank:
+        running = UNBOUNDED
+    return Caps(token_budget=eng.token_budget(hw, w.isl, lay.dp, w.token_budget),
+                max_running=running, kv_tokens=kv_tokens, recv_interval=w.recv_interval,
+                batch_wait_iters=w.batch_wait_iters, batch_wait_ratio=w.batch_wait_ratio,
+                adp_balance_iters=w.adp_balance_iters)  # fmt: skip
+
+
+UNBOUNDED = 1 << 40
+
+
+def schedule(m: ModelSpec, hw: HardwareSpec, lay: ServeLayout, w: Workload, cap: float,
+             clients: int) -> Schedule:  # fmt: skip
+    """The benchmark on the engine at ``clients`` concurrency (planner.sched, cached)."""
+    b = bench(w.bench)
+    ratio = b.range_ratio if w.range_ratio < 0 else w.range_ratio
+    return simulate(w.engine, w.bench, w.isl, w.osl, ratio, w.num_prompts, int(clients),
+                    lay.dp, engine_caps(m, hw, lay, w, cap, clients))  # fmt: skip
+
+
+def grid(c: np.ndarray, dp: int = 1) -> np.ndarray:
+    """The concurrencies simulated for ``c``: each one up to EXACT_UP_TO per attention rank
+    or a power of two, else the powers of two either side of it."""
+    u = np.unique(c)
+    k = np.log2(u)
+    exact = (u <= EXACT_UP_TO * dp) | (k == np.round(k))
+    return np.unique(np.concatenate([u[exact], 2.0 ** np.floor(k[~exact]),
+                                     2.0 ** np.ceil(k[~exact])]))  # fmt: skip
 
 
 def _predict(m: ModelSpec, hw: HardwareSpec, lay: ServeLayout, w: Workload, conc: np.ndarray,
              p: ServingParams, comm: CommSet | None) -> Prediction:  # fmt: skip
     check(m, hw, lay, w)
     comm = comm if comm is not None else CommSet([], hw, p.link_eff)
-    eng = ENGINES[w.engine]
     c = np.asarray(conc, dtype=float)
     held, cap = kv_capacity(m, hw, lay, w, p)
-    want = np.ceil(c / lay.dp)  # clients per attention rank
-    B = np.minimum(want, max(np.floor(cap), 1.0))  # running sequences per attention rank
-
-    # Under attention DP the step waits for the busiest rank (ceil(C / DP) sequences), while
-    # the MoE runs the C tokens there are (an idle rank sends a dummy one), not DP x that.
-    moe_tokens = np.minimum(np.maximum(c, lay.dp), B * lay.dp)
-    terms = decode_terms(m, hw, lay, w, B, p, moe_tokens)
-    cost = prefill_cost(m, hw, lay, w, p)
-    ranks = np.minimum(c, lay.dp)  # attention ranks with requests
-    budget = eng.token_budget(hw, w.isl, lay.dp, w.token_budget)
-    ones = np.ones(1)
-    fixed_terms = decode_terms(m, hw, lay, w, ones, p)
-    fixed_comm = step_comm(m, lay, w, ones, comm, p.allreduce_scale, p.a2a_scale)
-    step_fixed = float(sum(v[0] for v in fixed_terms.values()) + fixed_comm.allreduce_ms[0]
-                       + fixed_comm.all_to_all_ms[0])  # fmt: skip
-    own_comm, rank_comm = prefill_comm(m, lay, w, min(budget, w.isl), comm, fixed_comm,
-                                       p.allreduce_scale, p.a2a_scale)  # fmt: skip
-    # TTFT's prompt token: compute and its collectives (TPOT costs the steady-state prompt
-    # tokens' collectives in step_comm below, so its interference takes compute only).
-    ttft_cost = cost.plus(own_comm, rank_comm)
-    t_tok = ttft_cost.per_token(ranks)  # a prompt token while every busy rank prefills too
-
-    prefill_tok = B * (w.isl / w.osl) if w.isl > 1 else np.zeros_like(c)
-    terms["prefill"] = prefill_tok * cost.per_token(ranks)
-    if not eng.mixed and w.isl > 1:
-        # SGLang runs prompts as a forward pass of their own, first whenever one can start
-        # (scheduler.py ``get_next_batch_to_run``: "Run prefill first if possible"), one
-        # pass between two decode steps: the decode batch also waits for that pass's weights.
-        passes = np.minimum(B * np.ceil(w.isl / budget) / w.osl, 1.0)
-        terms["prefill"] = terms["prefill"] + passes * step_fixed
-    sc = step_comm(m, lay, w, B + prefill_tok, comm, p.allreduce_scale, p.a2a_scale)
-    terms["allreduce"], terms["all_to_all"] = sc.allreduce_ms, sc.all_to_all_ms
-    tpot = np.sum([terms[t] for t in TERMS], axis=0)
-
-    ratio = p.prompts_per_slot(w.engine)
-    k = w.num_prompts / c if w.num_prompts else np.full_like(c, ratio)
+    sims = grid(c, lay.dp)
+    scheds = [schedule(m, hw, lay, w, cap, int(x)) for x in sims]
+    _, mean_out = mean_lengths(bench(w.bench), w.isl, w.osl, _ratio(w))
+    terms = step_terms(m, hw, lay, lengths_priced(w), p, comm,
+                       Shapes(*(np.concatenate([getattr(s, f) for s in scheds])
+                                for f in SHAPE_FIELDS)))  # fmt: skip
+    per_step = step_ms(terms)
     fixed_ms = p.ttft_fixed_ms.get(w.engine, p.ttft_fixed_ms["vllm"])
+    cols: dict[str, list[float]] = {k: [] for k in (*MIXED, "running", "queued")}
+    pct: dict[str, dict[str, list[float]]] = {}
+    parts: dict[str, list[float]] = {t: [] for t in TERMS}
+    lo = 0
+    for x, s in zip(sims, scheds, strict=True):
+        hi = lo + s.steps.size
+        got = measure(s, per_step[lo:hi], fixed_ms)
+        tw = segment_weights(s)["tpot"]
+        for t in TERMS:
+            parts[t].append(float(tw @ terms[t][lo:hi]))
+        for k, v in (("tpot_ms", got.tpot_ms), ("ttft_ms", got.ttft_ms),
+                     ("itl_ms", got.itl_ms), ("e2el_ms", got.e2el_ms),
+                     ("output_tok_s", x * mean_out / got.e2el_ms * 1e3),
+                     ("running", got.running_mean), ("queued", got.queued_mean)):  # fmt: skip
+            cols[k].append(v)
+        for k, d in got.percentiles.items():
+            for q, v in d.items():
+                pct.setdefault(k, {}).setdefault(q, []).append(v)
+        lo = hi
 
-    def rank_ttft(b: np.ndarray, clients: np.ndarray) -> np.ndarray:
-        """Mean TTFT on an attention rank running ``b`` of its ``clients`` requests."""
-        # A later prompt meets the other ranks mostly decoding: each is prefilling a share
-        # rho of the time (its prompts' prefill over their lifetimes), the mean overlap its
-        # own prompt's experts share the GPUs with.
-        rho = prefill_share(b, w.isl * ttft_cost.per_token(1), w.osl, tpot)
-        t_own = ttft_cost.per_token(1 + (ranks - 1) * rho)
-        batch_held, batch_pooled = batch_wait(b, w.isl, w.osl, budget, w.batch_wait_iters,
-                                              w.batch_wait_ratio)  # fmt: skip
-        wait = (adp_balance_wait_steps(b, lay.dp, w.osl, w.adp_balance_iters)
-                + recv_wait_steps(w.recv_interval) + batch_held)  # fmt: skip
-        pooled = recv_pooled_prompts(b, w.osl, w.recv_interval) + batch_pooled
-        return ttft_ms(eng, b, clients, w.isl, w.osl, budget, tpot, step_fixed, t_tok, t_own,
-                       fixed_ms, k, wait, pooled)  # fmt: skip
+    def at(v: list[float]) -> np.ndarray:  # the simulated values at the asked concurrencies
+        return np.interp(np.log(c), np.log(sims), np.asarray(v, dtype=float))
 
-    ttft = rank_ttft(B, want)
-    # C clients over DP ranks: C mod DP ranks hold ceil(C / DP), the others floor(C / DP); the
-    # mean over clients weighs each kind of rank by its clients (the step is the busiest's).
-    lo = np.floor(c / lay.dp)
-    mixed = (lo >= 1) & (want > lo)
-    if mixed.any():
-        lo_b = np.minimum(np.maximum(lo, 1.0), max(np.floor(cap), 1.0))
-        busiest_share = (c - lay.dp * lo) * want / c
-        ttft = np.where(mixed, busiest_share * ttft
-                        + (1 - busiest_share) * rank_ttft(lo_b, np.maximum(lo, 1.0)), ttft)  # fmt: skip
-    # Little's law over the closed loop: every client gets osl tokens per request lifetime,
-    # queueing for a KV slot included (the admission wait is in ttft), so past the KV
-    # capacity the rate stays at the running sequences' (B x DP / TPOT), it does not fall.
-    out_tok_s = c * w.osl / (ttft + (w.osl - 1) * tpot) * 1e3
+    admitted = np.interp(np.log(c), np.log(sims), [float(s.blocked == 0) for s in scheds])
     dummy = np.maximum(lay.dp - c, 0.0) if lay.dp > 1 else np.zeros_like(c)
-    return Prediction(c, tpot, ttft, out_tok_s, B, float(cap), held / 1e9, terms, dummy,
-                      want <= B, sc.allreduce_calls, sc.ops)  # fmt: skip
+    sc_ops = step_comm(m, lay, w, np.ones(1), comm)
+    return Prediction(
+        c, at(cols["tpot_ms"]), at(cols["ttft_ms"]), at(cols["output_tok_s"]), at(cols["running"]),
+        float(cap), held / 1e9, {t: at(v) for t, v in parts.items()}, dummy, admitted >= 1.0,
+        sc_ops.allreduce_calls, sc_ops.ops, itl_ms=at(cols["itl_ms"]), e2el_ms=at(cols["e2el_ms"]),
+        percentiles={k: {q: at(v) for q, v in d.items()} for k, d in pct.items()},
+        queued=at(cols["queued"]),
+        simulation=[_sim_note(s) for s in scheds], simulated=sims,
+    )  # fmt: skip
+
+
+SHAPE_FIELDS = ("batch", "context", "moe_tokens", "prefill_max", "prefill_sum")
+
+
+def lengths_priced(w: Workload) -> Workload:
+    """``w`` as a step prices it: a prompt token's attention at the mean drawn prompt."""
+    mean_in, _ = mean_lengths(bench(w.bench), w.isl, w.osl, _ratio(w))
+    return replace(w, isl=max(int(round(mean_in)), 1))
+
+
+def _ratio(w: Workload) -> float:
+    return bench(w.bench).range_ratio if w.range_ratio < 0 else w.range_ratio
+
+
+def _sim_note(s: Schedule) -> dict:
+    """What the simulation ran, for the output: requests simulated of the benchmark's, and
+    where the steady state converged (the windows after it stood in for the rest)."""
+    return {"clients": s.clients, "prompts": s.prompts, "requests_simulated": s.simulated,
+            "converged_after_requests": s.converged_after}  # fmt: skip
 
 
 # A run that was measured did load: where the weights leave no KV room at the engine's

@@ -103,23 +103,3 @@ def step_comm(m: ModelSpec, lay: ServeLayout, w: Workload, tokens: np.ndarray,
     zero = np.zeros_like(tokens, dtype=float)
     ar, a2a = us.get(True, zero) / 1e3, us.get(False, zero) / 1e3
     return StepComm(ar * allreduce_scale, a2a * a2a_scale, allreduce_calls(m, lay), ops)
-
-
-def prefill_comm(m: ModelSpec, lay: ServeLayout, w: Workload, chunk: float, comm: CommSet,
-                 one: StepComm, allreduce_scale: float = 1.0,
-                 a2a_scale: float = 1.0) -> tuple[float, float]:  # fmt: skip
-    """Collective milliseconds one prompt token adds to a step of ``chunk`` prompt tokens,
-    beyond ``one``, the 1-token step's (whose latency the step's fixed part holds).
-
-    Returns (on the token's own rank: its TP group's AllReduces, or its dispatch and combine;
-    per busy attention rank: the AllGather + ReduceScatter that carries every rank's tokens).
-    Prompt activations cross the same collectives as decode tokens, a chunk's worth at a time:
-    Kimi-K2.5 at TP8 over PCIe: 2 x 61 + 1 AllReduces of 8,192 x 7,168 x 2 bytes, about 0.65 s
-    per 8,192-token prompt.
-    """
-    big = step_comm(m, lay, w, np.array([1.0 + chunk]), comm, allreduce_scale, a2a_scale)
-    ar = float(big.allreduce_ms[0] - one.allreduce_ms[0]) / chunk
-    ex = float(big.all_to_all_ms[0] - one.all_to_all_ms[0]) / chunk
-    if exchange(m, lay) == "allgather_reducescatter":
-        return ar, ex / lay.dp  # step_comm counted every rank's chunk; per rank's share
-    return ar + ex, 0.0

@@ -50,7 +50,7 @@ class Workload:
     cuda_graphs: bool = True
     a2a_dtype: str = ""  # "" = native dispatch / combine payloads; fp8_e4m3 = a downcast
     activations: str = ""  # "" = native; fp8_e4m3 = W4A8 Marlin inputs (a downcast)
-    num_prompts: int = 0  # 0 = the fixture benchmark's prompts per concurrency slot
+    num_prompts: int = 0  # 0 = the benchmark's default (planner.sched.bench)
     token_budget: int = 0  # tokens per engine step as launched; 0 = the engine's default
     # TensorRT-LLM attention DP: attention_dp_config enable_balance with this timeout_iters;
     # 0 = balance off (its default)
@@ -63,3 +63,11 @@ class Workload:
     batch_wait_ratio: float = 0.0
     # A measured routing distribution for the routed experts (None: uniform top-k)
     expert_load: ExpertLoad | None = None
+    # The benchmark client (planner.sched.bench): inferencex (the fit's: 10 x C prompts,
+    # lengths uniform in [0.8 L, L]), vllm or sglang; its --random-range-ratio (-1: the
+    # tool's default)
+    bench: str = "inferencex"
+    range_ratio: float = -1.0
+    # requests the engine runs at once per instance (vLLM --max-num-seqs, SGLang
+    # --max-running-requests, TRT-LLM --max_batch_size); 0 = the engine's default
+    max_running: int = 0

@@ -71,6 +71,29 @@ class Engine:
             return max((launched or self.sglang_chunk(hw)) // max(attention_dp, 1), 1)
         return launched or max(8192, isl)  # TRT-LLM: one context chunk per prompt, not split
 
+    def max_running(self, hw: HardwareSpec, kv_tokens: int, context_len: int,
+                    attention_dp: int = 1, launched: int = 0) -> int:  # fmt: skip
+        """Requests one attention rank runs at once. ``launched``: vLLM ``--max-num-seqs``
+        (per DP engine), SGLang ``--max-running-requests`` (global, split over DP ranks),
+        TRT-LLM ``--max_batch_size``; 0 = its default:
+
+        - vLLM: 1024 on GPUs of 70 GiB and more but A100, else 256
+          (vllm/engine/arg_utils.py ``EngineArgs.get_batch_defaults``, OpenAI server);
+        - SGLang: min(clamp(KV tokens / context length x 512, 2048, 4096), KV tokens / 2)
+          per DP worker; a launched value is split over the workers and capped the same
+          (python/sglang/srt/mem_cache/kv_cache_configurator.py ``resolve_max_num_reqs``);
+        - TensorRT-LLM: ``max_batch_size`` 2048 (tensorrt_llm/llmapi/llm_args.py).
+        """
+        if self.name == "vllm":
+            big = hw.memory_bytes >= 70 * GIB and "a100" not in hw.gpu_model.lower()
+            return launched or (1024 if big else 256)
+        if self.name == "sglang":
+            if launched:
+                return max(min(launched // max(attention_dp, 1), kv_tokens // 2), 1)
+            est = max(min(int(kv_tokens / max(context_len, 1) * 512), 4096), 2048)
+            return max(min(est, kv_tokens // 2), 1)
+        return launched or 2048
+
     @staticmethod
     def sglang_chunk(hw: HardwareSpec) -> int:
         """SGLang's default ``chunked_prefill_size`` for this GPU, before any DP division."""

@@ -51,6 +51,12 @@ class Instance:
             args += ["--num-prompts", str(w.num_prompts)]
         if w.token_budget:
             args += ["--token-budget", str(w.token_budget)]
+        if w.max_running:
+            args += ["--max-running-requests", str(w.max_running)]
+        if w.bench != "inferencex":
+            args += ["--bench", w.bench]
+        if w.range_ratio >= 0:
+            args += ["--range-ratio", f"{w.range_ratio:g}"]
         if w.adp_balance_iters:
             args += ["--adp-balance-iters", str(w.adp_balance_iters)]
         if w.recv_interval > 1:
@@ -67,14 +73,16 @@ class Instance:
 
 def instance(lay: Layout, n: int, isl: int, osl: int, engine: str = "vllm",
              num_prompts: int = 0, token_budget: int = 0,
-             expert_load: ExpertLoad | None = None) -> Instance:  # fmt: skip
+             expert_load: ExpertLoad | None = None, bench: str = "inferencex",
+             range_ratio: float = -1.0, max_running: int = 0) -> Instance:  # fmt: skip
     """The serving instance a Tradeoff layout launches on an n-GPU host."""
     kind = lay.model_kind
     eng = lay.engine or engine
     w = Workload(isl, osl, eng, kv_dtype=lay.kv_dtype,
                  a2a_dtype=lay.dispatch_dtype or lay.combine_dtype,
                  activations=lay.activations, num_prompts=num_prompts,
-                 token_budget=token_budget, expert_load=expert_load)  # fmt: skip
+                 token_budget=token_budget, expert_load=expert_load, bench=bench,
+                 range_ratio=range_ratio, max_running=max_running)  # fmt: skip
     ar = lay.allreduce_op
     if kind == "tp_ep_dp1":
         return Instance(ServeLayout(lay.tp, moe_tp=1, moe_ep=lay.tp, allreduce=ar), 1, w)

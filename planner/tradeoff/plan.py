@@ -16,10 +16,11 @@ from planner.cost.calibrate_fit import layout_key
 from planner.cost.comm import FITTED_OPS, CommCurve, CommSet, published_for
 from planner.cost.expert_load import ExpertLoad
 from planner.cost.params import DESCRIBE, FITTED, ServingParams
-from planner.cost.serving import ENGINES, check_budget
+from planner.cost.serving import ENGINES, check_budget, check_client
 from planner.cost.step import weights_per_gpu
 from planner.errors import PlannerInputError
 from planner.policy.check import Policy, check_precision, load_policy
+from planner.sched.bench import client_text
 from planner.specs.engines import budget_text
 from planner.specs.hardware import GIB, HardwareSpec
 from planner.specs.models import ModelSpec
@@ -81,13 +82,14 @@ def layout_curve(model: ModelSpec, hw: HardwareSpec, lay: Layout, inst: Instance
         pr.admitted.copy(), tb.low(pr.tpot_ms), tb.high(pr.tpot_ms), fb.low(pr.ttft_ms),
         fb.high(pr.ttft_ms), pr.weights_per_gpu_gb * 1e9, pr.kv_capacity_seqs, pr.dummy_ranks,
         pr.allreduce_calls, eng, inst.predict_args(), percentiles=percentiles(pr, c.shape),
+        running_mean=pr.running, queued_mean=pr.queued,
     )  # fmt: skip
 
 
 def percentiles(pr: object, shape: tuple[int, ...]) -> dict[str, dict[str, np.ndarray]]:
     """The prediction's per-request percentiles over the grid, ``{"tpot_ms": {"p90": ...},
-    "ttft_ms": {...}}``, once the serving model carries them (a simulated benchmark gives
-    each request its own TPOT and TTFT); empty while it answers means only."""
+    "ttft_ms": {...}, "e2el_ms": {...}}``: the simulated benchmark gives each request its own
+    TPOT and TTFT (planner.sched); empty for a prediction that carries none."""
     given = getattr(pr, "percentiles", None) or {}
     return {metric: {stat: np.broadcast_to(np.asarray(v, dtype=float), shape).copy()
                      for stat, v in stats.items()} for metric, stats in given.items()}  # fmt: skip
@@ -136,6 +138,9 @@ def plan(
     params: ServingParams = FITTED,
     fill_published: bool = True,
     expert_load: ExpertLoad | None = None,
+    bench: str = "inferencex",
+    range_ratio: float = -1.0,
+    max_running: int = 0,
 ) -> PlanResult:
     """Predict every layout over the concurrency grid, check it against the policy, rank;
     with the host's ``measured`` points or ``traces``, also the calibrated view.
@@ -147,6 +152,7 @@ def plan(
     if engine not in ENGINES:
         raise PlannerInputError(f"--engine {engine!r}: one of {', '.join(ENGINES)}")
     check_budget(engine, isl, token_budget)
+    check_client(bench, range_ratio, num_prompts, max_running)
     if expert_load is not None:
         expert_load.check(model.num_layers, model.num_experts, model.name)
     pol = policy or load_policy()
@@ -159,6 +165,11 @@ def plan(
     if fill_published:
         curves_in += published_for(hardware.gpu_model, hardware.gpu_count)
     comm = CommSet(curves_in, hardware, params.link_eff)
+    res = PlanResult(model=model, hardware=hardware, policy=pol, concurrency=conc, layouts=[],
+                     recommended=[], crossovers=[], policy_costs=[], assumptions=[], isl=isl,
+                     osl=osl, engine=engine, num_prompts=num_prompts, token_budget=token_budget,
+                     expert_load=expert_load, bench=bench, range_ratio=range_ratio,
+                     max_running=max_running)  # fmt: skip
     results: list[LayoutResult] = []
     for lay in lays:
         if lay.tp * lay.dp > hardware.gpu_count:
@@ -168,8 +179,7 @@ def plan(
             violations = check_precision(model.native, lay.precision(model), pol)
         except UnknownDtype as exc:
             raise PlannerInputError(f"layout {lay.name!r}: {exc}") from None
-        inst = instance(lay, hardware.gpu_count, isl, osl, engine, num_prompts, token_budget,
-                        expert_load)  # fmt: skip
+        inst = _instance(res, lay)
         curve = layout_curve(model, hardware, lay, inst, conc, params, comm)
         used = _collectives(model, hardware, inst, comm)
         weak = [c for c in used if c.op not in FITTED_OPS and c.kind != "measured"]
@@ -177,14 +187,10 @@ def plan(
                                     [measure_command(c, model) for c in weak]))  # fmt: skip
     curves = [r.curve for r in results]
     ok = [r.recommendable for r in results]
-    res = PlanResult(
-        model=model, hardware=hardware, policy=pol, concurrency=conc, layouts=results,
-        recommended=ranges(curves, ok), crossovers=crossovers(curves, ok),
-        policy_costs=policy_costs(curves, [r.compliant for r in results],
-                                  [not r.hypothesis for r in results]),
-        assumptions=[], isl=isl, osl=osl, engine=engine, num_prompts=num_prompts,
-        token_budget=token_budget, expert_load=expert_load,
-    )  # fmt: skip
+    res.layouts = results
+    res.recommended, res.crossovers = ranges(curves, ok), crossovers(curves, ok)
+    res.policy_costs = policy_costs(curves, [r.compliant for r in results],
+                                    [not r.hypothesis for r in results])  # fmt: skip
     if expert_load is not None:
         _placement_effects(res, params, comm)
     if measured or traces:
@@ -195,16 +201,21 @@ def plan(
     return res
 
 
+def _instance(res: PlanResult, lay: Layout) -> Instance:
+    """The serving instance ``lay`` launches for this plan's workload and benchmark."""
+    return instance(lay, res.hardware.gpu_count, res.isl, res.osl, res.engine, res.num_prompts,
+                    res.token_budget, res.expert_load, res.bench, res.range_ratio,
+                    res.max_running)  # fmt: skip
+
+
 def _calibrate(res: PlanResult, measured: list[Measured], traces: list[TraceStep],
                p: ServingParams, comm: CommSet) -> None:  # fmt: skip
     """The calibrated view: every layout on the host's calibration (planner.cost.calibrate),
     whether applied or not (then the view says why and shows the fitted model)."""
     cal = calibrate(res.model, res.hardware, measured, traces, comm, p)
-    n = res.hardware.gpu_count
     measured_names: set[str] = set()
     for r in res.layouts:
-        inst = instance(r.layout, n, res.isl, res.osl, res.engine, res.num_prompts,
-                        res.token_budget, res.expert_load)  # fmt: skip
+        inst = _instance(res, r.layout)
         if cal.fit is not None and layout_key(inst.serve) in cal.fit.offsets:
             measured_names.add(r.layout.name)
         r.calibrated = layout_curve(res.model, res.hardware, r.layout, inst, res.concurrency,
@@ -222,8 +233,7 @@ def _placement_effects(res: PlanResult, p: ServingParams, comm: CommSet) -> None
     and one finding per layout at the first and last of them (planner.tradeoff.placement)."""
     cs = res.report_concurrencies()
     for r in res.layouts:
-        inst = instance(r.layout, res.hardware.gpu_count, res.isl, res.osl, res.engine,
-                        res.num_prompts, res.token_budget, res.expert_load)  # fmt: skip
+        inst = _instance(res, r.layout)
         if inst.serve.moe_ep < 2 or r.curve.why_not:
             continue
         found = effects(res.model, res.hardware, inst, r.layout.name, cs, res.expert_load, p, comm)
@@ -236,17 +246,18 @@ def _placement_effects(res: PlanResult, p: ServingParams, comm: CommSet) -> None
 
 def _assumptions(res: PlanResult, p: ServingParams, comm: CommSet) -> list[Assumption]:
     m, hw = res.model, res.hardware
-    prompts = p.prompts_text(res.engine, res.num_prompts)
     out = [
         Assumption("model", f"{m.name}: {m.num_layers} layers ({m.num_moe_layers} MoE), hidden "
                    f"{m.hidden}, {m.num_experts} experts top-{m.top_k}, {m.attention.upper()}, "
                    f"native {m.native.weights} weights", m.source),
         Assumption("host", f"{hw.gpu_count}x {hw.gpu_model}, {hw.memory_bytes / GIB:.0f} GiB, "
                    f"{hw.mem_bandwidth_gbps:.0f} GB/s, {hw.interconnect}", hw.source),
-        Assumption("workload", f"vllm bench serve --dataset-name random, {res.isl} in / "
-                   f"{res.osl} out, {prompts}; engine {res.engine} (SGLang-only layouts on "
-                   f"SGLang), {budget_text(res.engine, hw, res.isl, res.token_budget)}",
-                   "--isl / --osl / --engine / --num-prompts / --token-budget"),
+        Assumption("workload", client_text(res.bench, res.isl, res.osl, res.range_ratio,
+                                           res.num_prompts)
+                   + f"; engine {res.engine} (SGLang-only layouts on SGLang), "
+                   f"{budget_text(res.engine, hw, res.isl, res.token_budget)}",
+                   "--isl / --osl / --bench / --range-ratio / --num-prompts / --engine / "
+                   "--token-budget / --max-running-requests"),
         routing_assumption(res.expert_load),
         Assumption("error band", band(res.engine, m, "tpot", hw).describe(),
                    "planner/cost/fitted.json bands (python -m fitting --bands --write)"),

@@ -27,6 +27,10 @@ def point(res: PlanResult, r: LayoutResult, c: int, calibrated: bool = False) ->
         "breakdown_ms": {t: _r(cur.terms[t][j]) for t in TERMS},
         "fits": bool(cur.fits[j]),
         "dummy_ranks": int(cur.dummy_ranks[j]) if len(cur.dummy_ranks) else 0,
+        "percentiles": {k: {q: _r(v[j], 3) for q, v in d.items()}
+                        for k, d in cur.percentiles.items()},
+        **({"running_mean": _r(cur.running_mean[j], 2), "queued_mean": _r(cur.queued_mean[j], 2)}
+           if len(cur.running_mean) else {}),
     }  # fmt: skip
 
 

@@ -7,8 +7,8 @@ serves the most per GPU, with the runner-up; the two are too close to call where
 tokens/s-per-GPU bands overlap.
 
 Targets hold on the mean, or on a per-request percentile (``p90`` / ``p99``) where the
-predictions carry them (``LayoutCurve.percentiles``); until then the mean stands in and the
-answer says so. The tokens/s band follows from the TPOT and TTFT bands through the closed
+predictions carry them (``LayoutCurve.percentiles``: the simulated benchmark's, issue 55);
+where a curve carries none the mean stands in and the answer says so. The tokens/s band follows from the TPOT and TTFT bands through the closed
 loop the benchmark runs: each of C clients gets O tokens per request lifetime
 TTFT + (O - 1) x TPOT, so the rate scales with the inverse of the lifetime.
 """
@@ -99,8 +99,8 @@ class SloAnswer:
     def stat_note(self) -> str:
         if self.stat == self.targets.stat:
             return ""
-        return (f"{self.targets.stat} asked: the predictions carry no per-request percentiles "
-                "yet, so the mean stands in")  # fmt: skip
+        return (f"{self.targets.stat} asked: the predictions carry no per-request percentiles, "
+                "so the mean stands in")  # fmt: skip
 
     def sentence(self) -> str:
         """The answer in one sentence (plain text)."""

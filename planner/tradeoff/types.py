@@ -65,6 +65,8 @@ class LayoutCurve:
     # Per-request percentiles where the serving model gives them, over the grid:
     # {"tpot_ms": {"p50": ..., "p90": ..., "p99": ...}, "ttft_ms": {...}}; empty: means only.
     percentiles: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
+    running_mean: np.ndarray = field(default_factory=lambda: np.zeros(0))  # busiest rank
+    queued_mean: np.ndarray = field(default_factory=lambda: np.zeros(0))  # per rank
 
     def at(self, c: int) -> int:
         return int(np.searchsorted(self.concurrency, c))
@@ -172,8 +174,11 @@ class PlanResult:
     isl: int = 1024
     osl: int = 1024
     engine: str = "vllm"
-    num_prompts: int = 0  # the benchmark's --num-prompts; 0 = the fitted share per slot
+    num_prompts: int = 0  # the benchmark's --num-prompts; 0 = its default (planner.sched.bench)
     token_budget: int = 0  # the server's launched token budget (--token-budget); 0 = default
+    bench: str = "inferencex"  # the benchmark client (planner.sched.bench)
+    range_ratio: float = -1.0  # its --random-range-ratio; -1 = its default
+    max_running: int = 0  # the server's --max-num-seqs / --max-running-requests; 0 = default
     findings: list[str] = field(default_factory=list)
     calibration: HostCalibration | None = None
     calibration_factors: dict[str, float] = field(default_factory=dict)

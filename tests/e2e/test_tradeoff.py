@@ -89,7 +89,7 @@ def test_reference_case_leads_with_the_answer_and_keeps_the_write_up(dash: Dashb
     # One serving model: TPOT and TTFT with their bands, throughput.
     text = open_tab(page, "TPOT and TTFT by concurrency")
     expect(page.get_by_role("tabpanel").locator("[data-testid='stPlotlyChart']")).to_have_count(3)
-    assert "Serving prediction: 1024 in / 1024 out (vllm bench serve, vllm)" in text
+    assert "Serving prediction: 1024 in / 1024 out (inferencex benchmark, vllm)" in text
     assert "Band: vllm/int4: measured within" in text and "held-out runs" in text
     assert "TP=8 band" in _band_traces(page)  # the shaded measured-error band on the TPOT chart
     expect(open_tab_locator(page, "Every point (table)", "[data-testid='stDataFrame']"))\

@@ -47,7 +47,8 @@ def store_with_sweeps(tmp: Path, sweeps: dict[str, bool]) -> tuple[Path, str]:
     res = run_cli(path, "gpu", "--host", HOST, "--json", **fake_env(PCIE))
     assert res.code == 0, res.stderr
     gpu_run = res.json["run_id"]
-    plain = calculator(path, "--json")
+    # the model's own TPOT for the runs as they were sent: vllm bench serve, 64 prompts
+    plain = calculator(path, "--json", "--bench", "vllm", "--num-prompts", "64")
     assert plain.returncode == 0, plain.stderr
     layouts = {x["kind"]: x for x in json.loads(plain.stdout)["layouts"]}
     for kind, ep in sweeps.items():

@@ -179,7 +179,8 @@ def test_predict_with_a_bandwidth_run_stays_with_the_prediction_without_it(store
     assert not_used[small]["why"] == f"the all_reduce here spans {tp} GPUs, not 16"
     if tp == 8:  # the 8-GPU curve is this layout's: it says which sizes it measured
         assert ar["kind"] == "measured" and runs["bandwidth"] in ar["source"]
-        assert ar["sizes"].startswith("all_reduce measured 128 MiB-4 GiB; 16 KiB-16.8 MB from")
+        # below it: decode's 16 KiB up to a prefill step of the token budget's 8,192 tokens
+        assert ar["sizes"].startswith("all_reduce measured 128 MiB-4 GiB; 16 KiB up to 128 MiB")
         assert "from the spec latency of h100-sxm-8x plus the measured bandwidth" in ar["sizes"]
     else:  # measured over 8 GPUs: listed as not used for TP=4, with its sizes
         assert ar["kind"] == "spec" and plain["points"] == used["points"]

@@ -22,7 +22,7 @@ from tests.helpers import FIXTURES, ROOT
 
 CONFIGS = FIXTURES / "serving" / "configs"
 UNIT = FITTED.with_values(bw_eff=1.0, mfu=1.0, kernel_us=0.0, expert_us=0.0, moe_eff=1.0,
-                          compute_scale=1.0)  # fmt: skip
+                          compute_scale=1.0, seq_us={})  # fmt: skip
 
 
 @pytest.mark.parametrize("config", ["Qwen--Qwen3-8B", "Qwen--Qwen3-235B-A22B-FP8"])

@@ -75,7 +75,7 @@ def test_vllm_facts(kimi_h200) -> None:
     # Idle DP ranks run dummy passes: up to 8 requests cost the same decode step; only the
     # experts of the busy ranks' prompt tokens grow with them.
     decode = dp.curve.tpot_ms - dp.curve.terms["prefill"]
-    assert np.allclose(decode[:8], decode[0], rtol=1e-3)
+    assert np.allclose(decode[:8], decode[0], rtol=5e-3)  # (each point's own context)
     assert np.all(np.diff(dp.curve.terms["prefill"][:8]) > 0)
     assert list(dp.curve.dummy_ranks[:3]) == [7, 6, 5] and dp.curve.dummy_ranks[8] == 0
 

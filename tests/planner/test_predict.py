@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-from planner.cost import serving
+from planner.cost import serving, serving_means
 from planner.cost.params import FITTED
 from planner.cost.step import prefill_cost
 from planner.cost.types import ServeLayout, Workload
@@ -68,19 +68,20 @@ def test_more_concurrency_costs_tpot_and_buys_throughput() -> None:
 
 def test_clients_past_the_kv_capacity_queue_without_lowering_throughput() -> None:
     # Kimi-K2.5 at TP=8 on H200 holds about 92 sequences of 8,192 + 1,024 tokens: the
-    # clients past that wait for a slot (TTFT), while the engine still streams the running
-    # sequences' tokens (Little's law over the closed loop), so tokens/s holds its level.
+    # clients past that wait for room in the queue (TTFT), while the engine still streams
+    # the running sequences' tokens, so tokens/s holds its level.
     d = answer("--model", "kimi-k2.5", "--host", "h200-sxm-8x", "--tp", "8", "--isl", "8192",
-               "--osl", "1024", "--concurrency", "64,128,256", "--json")  # fmt: skip
+               "--osl", "1024", "--concurrency", "64,128,256", "--bench", "vllm",
+               "--num-prompts", "512", "--json")  # fmt: skip
     cap = d["kv_capacity_seqs_per_rank"]
     at64, at128, at256 = d["points"]
-    assert at64["running_per_rank"] == 64 < cap < 128
-    assert at128["running_per_rank"] == at256["running_per_rank"] == int(cap)
-    assert at256["ttft_ms"] > 2 * at128["ttft_ms"] > 4 * at64["ttft_ms"]
-    running_rate = int(cap) / at256["tpot_ms"] * 1e3
+    assert at64["running_mean"] > 0.9 * 64 and at64["queued_mean"] < 8 and 64 < cap < 128
     for pt in (at128, at256):
-        assert pt["output_tok_s"] == pytest.approx(running_rate, rel=0.05)
-    assert at256["output_tok_s"] >= at128["output_tok_s"] > at64["output_tok_s"]
+        assert pt["running_mean"] < 1.05 * cap and pt["queued_mean"] > 20
+    assert at256["queued_mean"] > at128["queued_mean"] + 80
+    assert at256["ttft_ms"] > 2 * at128["ttft_ms"] > 4 * at64["ttft_ms"]
+    assert at256["output_tok_s"] == pytest.approx(at128["output_tok_s"], rel=0.15)
+    assert at128["output_tok_s"] > at64["output_tok_s"]
 
 
 def test_attention_dp_moe_runs_the_clients_tokens_not_dp_times_the_busiest_ranks() -> None:
@@ -90,7 +91,7 @@ def test_attention_dp_moe_runs_the_clients_tokens_not_dp_times_the_busiest_ranks
     d = answer("--model", "kimi-k2.5", "--host", "h200-sxm-8x", "--tp", "1", "--dp", "8",
                "--ep", "--isl", "1024", "--osl", "1024", "--concurrency", "8,9,12,16,17")  # fmt: skip
     pts = d["points"]
-    assert [p["running_per_rank"] for p in pts] == [1, 2, 2, 2, 3]
+    assert [p["running_per_rank"] for p in pts] == [1, 2, 2, 2, 3]  # the busiest rank
     tpot = [p["tpot_ms"] for p in pts]
     assert tpot == sorted(tpot) and len(set(tpot)) == len(tpot)
     ttft = [p["ttft_ms"] for p in pts]
@@ -104,7 +105,7 @@ def test_decode_only_has_no_prefill_interference() -> None:
               "--concurrency", "64")  # fmt: skip
     dec = answer(*common, "--isl", "1")["points"][0]
     agg = answer(*common, "--isl", "8192")["points"][0]
-    assert dec["breakdown_ms"]["prefill"] == 0
+    assert dec["breakdown_ms"]["prefill"] < 0.01 * agg["breakdown_ms"]["prefill"]
     assert agg["breakdown_ms"]["prefill"] > 0 and agg["tpot_ms"] > dec["tpot_ms"]
     assert agg["ttft_ms"] > dec["ttft_ms"]
 
@@ -139,29 +140,27 @@ def test_attention_dp_below_dp_clients_prefills_only_the_busy_ranks() -> None:
                "--ep", "--isl", "1024", "--osl", "1024", "--concurrency", "1,8")  # fmt: skip
     one, eight = d["points"]
     assert one["running_per_rank"] == eight["running_per_rank"] == 1
-    # One client's prompt tokens load the experts on every GPU an eighth as much as eight
-    # clients' do; the busy rank's attention share is the same.
-    cost = prefill_cost(models.preset("kimi-k2.5"), hardware.preset("h20-141g-8x"),
-                        ServeLayout(tp=1, dp=8, moe_ep=8), Workload(1024, 1024), FITTED)  # fmt: skip
-    assert one["breakdown_ms"]["prefill"] == pytest.approx(cost.per_token(1), abs=1e-3)
-    assert eight["breakdown_ms"]["prefill"] == pytest.approx(cost.per_token(8), abs=1e-3)
+    # Eight ranks' prompts load the experts on every GPU eight times as much as one's; the
+    # busy rank's attention share is the same.
+    # one client: no other prompt ever shares its decode steps
+    assert eight["breakdown_ms"]["prefill"] > 0 == one["breakdown_ms"]["prefill"]
     assert one["ttft_ms"] < eight["ttft_ms"] and one["tpot_ms"] < eight["tpot_ms"]
 
 
 def test_sglang_decode_waits_for_whole_prefill_passes() -> None:
-    def prefill_and_step(engine: str, conc: str) -> tuple[float, float]:
-        pt = answer("--model", "deepseek-v3", "--host", "b200-sxm-8x", "--tp", "8", "--isl",
-                    "1024", "--osl", "1024", "--engine", engine, "--concurrency", conc)["points"][0]  # fmt: skip
-        b = pt["breakdown_ms"]
-        return b["prefill"], sum(b.values()) - b["prefill"]
+    def point(engine: str, conc: str) -> dict:
+        return answer("--model", "deepseek-v3", "--host", "b200-sxm-8x", "--tp", "8", "--isl",
+                      "1024", "--osl", "1024", "--engine", engine,
+                      "--concurrency", conc)["points"][0]  # fmt: skip
 
-    vllm, _ = prefill_and_step("vllm", "64")
-    sglang, _ = prefill_and_step("sglang", "64")
-    _, step = prefill_and_step("vllm", "1")
+    vllm, sglang, step = point("vllm", "64"), point("sglang", "64"), point("vllm", "1")
     # vLLM's prompt chunks ride on decode steps: their tokens' compute only. SGLang runs a
-    # 1,024-token prompt as a pass of its own that streams the weights too: 64 clients
-    # start one every 1024 / 64 = 16 steps on average.
-    assert sglang - vllm == pytest.approx(64 / 1024 * step, rel=0.05)
+    # prompt as a pass of its own that streams the weights too, and its decode batch waits:
+    # 64 clients start one every 1024 / 64 = 16 steps on average, so about a sixteenth of a
+    # weight-streaming step more per output token.
+    extra = sglang["breakdown_ms"]["prefill"] - vllm["breakdown_ms"]["prefill"]
+    assert extra == pytest.approx(64 / 1024 * step["tpot_ms"], rel=0.3)
+    assert sglang["tpot_ms"] > vllm["tpot_ms"]
 
 
 def test_every_host_preset_answers() -> None:
@@ -255,13 +254,17 @@ def test_longer_than_the_model_context_is_refused() -> None:
                "--isl", "160000", "--osl", "4096", "--concurrency", "1")  # fmt: skip
 
 
-def test_concurrency_beyond_kv_capacity_waits_in_ttft_not_in_tpot() -> None:
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
+def test_concurrency_beyond_kv_capacity_waits_in_ttft_not_in_tpot(engine: str) -> None:
     d = answer("--model", "minimax-m2.5", "--host", "h100-sxm-8x", "--tp", "4", "--isl", "8192",
-               "--osl", "1024", "--concurrency", "16,4096")  # fmt: skip
+               "--osl", "1024", "--concurrency", "16,1024", "--engine", engine,
+               "--bench", "vllm", "--num-prompts", "2048")  # fmt: skip
     small, big = d["points"]
     cap = d["kv_capacity_seqs_per_rank"]
-    assert big["running_per_rank"] == int(cap) < 4096
-    assert big["ttft_ms"] > 20 * small["ttft_ms"]  # queued for a KV slot
+    assert big["running_mean"] < 1.1 * cap < 1024 and big["queued_mean"] > 500
+    assert big["ttft_ms"] > 20 * small["ttft_ms"]  # queued for room in the KV cache
+    # the running requests decode at the batch the cache holds: the wait is not in TPOT
+    assert big["tpot_ms"] < 1024 / cap * small["tpot_ms"] / 4
 
 
 def test_downcast_flags_answer_and_break_the_policy() -> None:
@@ -293,6 +296,11 @@ def test_more_prompts_per_client_means_less_first_wave_in_ttft() -> None:
 
     # 64 prompts: all arrive at once and queue behind each other; 6400: later, drifted waves
     assert ttft("64") > 3 * ttft("6400")
+    # percentiles as the benchmark reports them: the first wave's long wait is the tail
+    pct = answer("--model", "minimax-m2.5", "--host", "h200-sxm-8x", "--tp", "4", "--isl",
+                 "8192", "--osl", "1024", "--concurrency", "64")["points"][0]["percentiles"]
+    assert pct["ttft_ms"]["p50"] < pct["ttft_ms"]["p90"] < pct["ttft_ms"]["p99"]
+    assert pct["tpot_ms"]["p50"] <= pct["tpot_ms"]["p90"] <= pct["tpot_ms"]["p99"]
 
 
 def test_sglang_dp_attention_splits_its_chunk_over_the_ranks() -> None:
@@ -369,8 +377,8 @@ def test_a_prompt_crosses_the_tp_allreduces_in_ttft() -> None:
 
 def test_trtllm_adp_balance_holds_later_prompts_not_decode_steps() -> None:
     """py_executor.py ``_balance_adp_requests``: with enable_balance a later prompt waits for
-    every rank to hold one or for timeout_iters steps. Few arrivals per step (8 running of
-    1,024 steps each): about half the timeout. The first wave and TPOT do not change."""
+    every rank to hold one or for timeout_iters steps; with few arrivals per step most wait
+    for the timeout. TPOT barely changes (the decode steps are the same)."""
 
     def run_at(conc: str, *extra: str) -> dict:
         return answer("--model", "deepseek-v3", "--host", "b200-sxm-8x", "--tp", "1", "--dp",
@@ -378,77 +386,41 @@ def test_trtllm_adp_balance_holds_later_prompts_not_decode_steps() -> None:
                       "--concurrency", conc, *extra)  # fmt: skip
 
     off, on = run_at("64")["points"][0], run_at("64", "--adp-balance-iters", "60")["points"][0]
-    assert on["tpot_ms"] == off["tpot_ms"]
-    k = FITTED.prompts_per_slot("trtllm")
-    waited = (on["ttft_ms"] - off["ttft_ms"]) / ((k - 1) / k) / on["tpot_ms"]
-    assert 28 < waited < 30.5  # steps: the timeout's residual, less the half step always paid
-    # One request per rank: its replacement finds the rank idle and starts at once.
-    assert run_at("8", "--adp-balance-iters", "60")["points"][0]["ttft_ms"] == \
-        run_at("8")["points"][0]["ttft_ms"]  # fmt: skip
+    assert on["tpot_ms"] == pytest.approx(off["tpot_ms"], rel=0.05)
+    waited = (on["ttft_ms"] - off["ttft_ms"]) / on["tpot_ms"]
+    assert 15 < waited < 60  # steps: the first wave meets idle ranks, later prompts wait
     said = {a["what"]: a["value"] for a in run_at("64", "--adp-balance-iters", "60")["assumptions"]}
     assert "attention-DP balance on (timeout_iters 60)" in said["engine scheduler"]
-
-
-def test_adp_balance_wait_shortens_when_every_rank_fills_before_the_timeout() -> None:
-    from planner.cost.ttft import adp_balance_wait_steps
-
-    b = np.array([1.0, 2.0, 8.0, 64.0, 512.0])
-    wait = adp_balance_wait_steps(b, 8, 1024, 60)
-    assert wait[0] == 0.0 and wait[1] == pytest.approx(30.0, abs=0.5)
-    assert list(wait[1:]) == sorted(wait[1:], reverse=True)  # more arrivals, fuller sooner
-    assert wait[-1] < 10
-    assert not adp_balance_wait_steps(b, 1, 1024, 60).any()
-    assert not adp_balance_wait_steps(b, 8, 1024, 0).any()
 
 
 def test_sglang_recv_interval_holds_later_prompts_for_the_next_poll() -> None:
     """scheduler_recv_skipper.py: a decode step adds 1 to the counter, a prefill 1,000, and new
     requests are read when it reaches --scheduler-recv-interval. While the engine decodes a
-    later prompt waits R / 2 steps and is prefilled with the others that came meanwhile; the
-    first wave (an idle engine) and TPOT do not change."""
+    later prompt waits for the next poll (about R / 2 steps) and is prefilled with the others
+    that came meanwhile; the first wave (an idle engine) does not wait."""
 
-    def run_at(conc: str, *extra: str) -> dict:
+    def run_at(*extra: str) -> dict:
         return answer("--model", "deepseek-v3", "--host", "b200-sxm-8x", "--tp", "8",
                       "--engine", "sglang", "--isl", "1024", "--osl", "1024",
-                      "--concurrency", conc, *extra)  # fmt: skip
+                      "--concurrency", "64", *extra)  # fmt: skip
 
-    off, on = run_at("64")["points"][0], run_at("64", "--scheduler-recv-interval", "30")["points"][0]
-    assert on["tpot_ms"] == off["tpot_ms"]
-    k = FITTED.prompts_per_slot("sglang")
-    waited = (on["ttft_ms"] - off["ttft_ms"]) / ((k - 1) / k) / on["tpot_ms"]
-    # 15 steps for the poll less the half step always paid, plus the pooled prompts' prefill
-    assert 14.5 < waited < 20
+    off, on = run_at()["points"][0], run_at("--scheduler-recv-interval", "30")["points"][0]
+    waited = (on["ttft_ms"] - off["ttft_ms"]) / on["tpot_ms"]
+    assert 8 < waited < 25
+    # fewer prefill passes interrupt the decode steps: TPOT does not rise
+    assert on["tpot_ms"] <= off["tpot_ms"] * 1.01
     first = ("--num-prompts", "64")  # one wave: every prompt meets an idle engine
-    assert run_at("64", *first, "--scheduler-recv-interval", "30")["points"][0]["ttft_ms"] == \
-        run_at("64", *first)["points"][0]["ttft_ms"]  # fmt: skip
-    said = {a["what"]: a["value"] for a in run_at("64", "--scheduler-recv-interval", "30")["assumptions"]}
+    assert run_at(*first, "--scheduler-recv-interval", "30")["points"][0]["ttft_ms"] == \
+        run_at(*first)["points"][0]["ttft_ms"]  # fmt: skip
+    said = {a["what"]: a["value"] for a in run_at("--scheduler-recv-interval", "30")["assumptions"]}
     assert "polls for new requests every 30 decode steps" in said["engine scheduler"]
-
-
-def test_pooled_prompts_finish_with_their_batch() -> None:
-    """One poll's prompts are one prefill batch: each gets its first token when the batch (or
-    its chunk) is done; n = 1 is a prompt alone, fractions interpolate."""
-    from planner.cost.ttft import pooled_prefill_ms, recv_pooled_prompts
-
-    t = np.full(3, 0.01)  # ms per prompt token
-    alone, three, half = pooled_prefill_ms(np.array([1.0, 3.0, 1.5]), 1024, 16384, True, 5.0, t)
-    assert alone == pytest.approx(5.0 + 1024 * 0.01)
-    assert three == pytest.approx(5.0 + 3 * 1024 * 0.01)  # one pass, all finish together
-    assert half == pytest.approx((alone + 5.0 + 2 * 1024 * 0.01) / 2)
-    # Over the budget the batch is chunked: later prompts of it finish a pass later.
-    big = pooled_prefill_ms(np.array([32.0]), 1024, 16384, True, 5.0, np.full(1, 0.01))[0]
-    assert big == pytest.approx((16 * 1 + 16 * 2) / 32 * 5.0 + (16 * 16384 + 16 * 32768) / 32 * 0.01)
-    b = np.array([8.0, 64.0])
-    assert list(recv_pooled_prompts(b, 1024, 30)) == pytest.approx([8 * 30 / 1024, 64 * 30 / 1024])
-    assert not recv_pooled_prompts(b, 1024, 1).any()
 
 
 def test_trtllm_batch_waiting_holds_later_prompts_until_the_timeout() -> None:
     """py_executor.py ``_waiting_requests``: while requests decode, prompts are held until
     their tokens reach batch_wait_max_tokens_ratio x max_num_tokens or for
     batch_wait_timeout_iters steps. At concurrency 4 four 1k prompts never fill 0.9 x 16384,
-    so a later prompt waits nearly the whole 20 steps; an idle engine (one wave) and TPOT do
-    not change."""
+    so a later prompt waits the 20 steps; an idle engine (one wave) does not wait."""
 
     def run_at(*extra: str) -> dict:
         return answer("--model", "deepseek-v3", "--host", "b200-sxm-8x", "--tp", "8",
@@ -457,10 +429,9 @@ def test_trtllm_batch_waiting_holds_later_prompts_until_the_timeout() -> None:
 
     held = ("--batch-wait-iters", "20", "--batch-wait-ratio", "0.9")
     off, on = run_at()["points"][0], run_at(*held)["points"][0]
-    assert on["tpot_ms"] == off["tpot_ms"]
-    k = FITTED.prompts_per_slot("trtllm")
-    waited = (on["ttft_ms"] - off["ttft_ms"]) / ((k - 1) / k) / on["tpot_ms"]
-    assert 18.5 < waited < 20  # 19.6 steps held (a rare second prompt ends it early)
+    assert on["tpot_ms"] == pytest.approx(off["tpot_ms"], rel=0.01)
+    waited = (on["ttft_ms"] - off["ttft_ms"]) / on["tpot_ms"]
+    assert 12 < waited < 20  # later requests (most of the 40) wait 20 steps
     first = ("--num-prompts", "4")
     assert run_at(*first, *held)["points"][0]["ttft_ms"] == run_at(*first)["points"][0]["ttft_ms"]
     said = {a["what"]: a["value"] for a in run_at(*held)["assumptions"]}
@@ -470,22 +441,27 @@ def test_trtllm_batch_waiting_holds_later_prompts_until_the_timeout() -> None:
                                              batch_wait_ratio=0.9)).predict_args())  # fmt: skip
 
 
-def test_batch_wait_ends_at_the_timeout_or_when_the_share_fills() -> None:
-    """Timeout only (the share cannot fill): a hold lasts T steps, later arrivals (Poisson,
-    mu = B T / O of them) wait the rest: mean (T + mu T / 2) / (1 + mu), and a prompt shares
-    its release with mu (2 + mu) / (1 + mu) others. Many arrivals: the k-th later one fills
-    the share first, and the k + 1 prompts wait k / (2 lambda) steps on average."""
-    from planner.cost.ttft import batch_wait
+def test_the_output_says_how_each_point_was_simulated() -> None:
+    d = answer("--model", "deepseek-v3", "--host", "b200-sxm-8x", "--tp", "8", "--isl", "256",
+               "--osl", "64", "--concurrency", "4,16", "--bench", "vllm", "--num-prompts",
+               "3000", "--json")  # fmt: skip
+    sim = d["points"][0]["simulation"]
+    assert sim["prompts"] == 3000 and sim["requests_simulated"] < 3000
+    assert sim["converged_after_requests"] and not sim["interpolated"]
+    for pt in d["points"]:
+        assert pt["queued_mean"] >= 0 and 0 < pt["running_mean"] <= pt["concurrency"]
+        assert pt["e2el_ms"] > pt["ttft_ms"] and pt["itl_ms"] > 0
 
-    waits, pooled = batch_wait(np.array([4.0]), 1024, 1024, 16384, 20, 1.0)
-    mu = 4 * 20 / 1024
-    assert waits[0] == pytest.approx((20 + mu * 10) / (1 + mu), rel=1e-3)
-    assert pooled[0] == pytest.approx(mu * (2 + mu) / (1 + mu), rel=1e-3)
-    # 512 decoding, 1k prompts, 0.8 x 8192: 6 prompts fill it (k = 5), lambda = 0.5 per step.
-    waits, pooled = batch_wait(np.array([512.0]), 1024, 1024, 8192, 40, 0.8)
-    assert waits[0] == pytest.approx(5 / (2 * 0.5), rel=0.1)
-    assert pooled[0] == pytest.approx(5.0, rel=0.05)
-    # Off with either setting at 0, or when one prompt with the decode tokens fills the share.
-    for args in ((20, 0.0), (0, 0.9)):
-        assert not batch_wait(np.array([4.0]), 1024, 1024, 16384, *args)[0].any()
-    assert not batch_wait(np.array([64.0]), 8192, 1024, 8320, 20, 0.9)[0].any()
+
+def test_the_fit_prices_the_same_schedules_and_steps_as_predict() -> None:
+    """The fit evaluates each fixture row from its schedule's aggregated step shapes
+    (serving.mean_latencies); those means are predict's, for every engine and with DP."""
+    m, hw = models.preset("deepseek-v3"), hardware.preset("b200-sxm-8x")
+    c = np.array([1.0, 16.0, 128.0])
+    for engine in ENGINES:
+        for lay in (ServeLayout(tp=8), ServeLayout(tp=1, dp=8, moe_tp=1, moe_ep=8)):
+            w = Workload(1024, 256, engine)
+            pr = serving.predict(m, hw, lay, w, c)
+            tpot, ttft = serving_means.mean_latencies(m, hw, lay, w, c)
+            assert tpot == pytest.approx(pr.tpot_ms, rel=2e-3), (engine, lay)
+            assert ttft == pytest.approx(pr.ttft_ms, rel=2e-3), (engine, lay)
