@@ -81,7 +81,7 @@ def _recorded(args: argparse.Namespace, ctx: Context) -> int:
     facts = server.facts(base)
     if not facts.model and not args.model:
         raise InputError(f"{base} names no model; pass --model")
-    model = models_.resolve(args.model or facts.model, facts.model)
+    model = models_.resolve(args.model or facts.model, user_named=bool(args.model))
     out = record.record(args, base, facts, ctx.log)
     placement = _placement(args, out.recording)
     check(out.recording, model, ctx)
