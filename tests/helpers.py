@@ -71,3 +71,28 @@ def query(store: Path | str, sql: str, params: list | None = None) -> list[tuple
         return con.execute(sql, params or []).fetchall()
     finally:
         con.close()
+
+
+def run_in_process(store: Path | str, *args: str, **extra_env: str) -> CliResult:
+    """``collectors.cli.main(ARGS)`` in this process, as ``run_cli`` runs it in a child (text
+    logs, its exit code, what it wrote): for tests that call an import verb many times
+    (fuzzing), where a fresh interpreter per call would cost most of the time."""
+    import io
+    from contextlib import redirect_stderr, redirect_stdout
+
+    from collectors.cli import main
+
+    argv = list(args)
+    if argv and not argv[0].startswith("-") and "--log-format" not in argv:
+        argv += ["--log-format", "text"]
+    out, err = io.StringIO(), io.StringIO()
+    saved, env = dict(os.environ), cli_env(store, **extra_env)
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        with redirect_stdout(out), redirect_stderr(err):
+            code = main(argv)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return CliResult(code, out.getvalue(), err.getvalue())
