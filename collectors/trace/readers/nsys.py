@@ -25,12 +25,14 @@ are the same code:
 from __future__ import annotations
 
 import re
+import sqlite3
 from array import array
 from itertools import chain
 from pathlib import Path
 
 import numpy as np
 
+from collectors.core.errors import InputError
 from collectors.trace.columns import RawTrace, intern
 from collectors.trace.readers import nsys_schema as schema
 from collectors.trace.readers.source import file_digest
@@ -55,6 +57,10 @@ def read_nsys(path: Path) -> list[RawTrace]:
             return []
         runtime, rt_names = _runtime(ex)
         nvtx = _nvtx(ex)
+    except (sqlite3.DatabaseError, ValueError, TypeError, OverflowError) as exc:
+        # a damaged page, or text or a huge number where nsys writes an integer
+        raise InputError(f"{path}: an unreadable Nsight Systems export ({type(exc).__name__}: "
+                         f"{str(exc)[:120]})") from None  # fmt: skip
     finally:
         ex.con.close()
     size, digest = path.stat().st_size, file_digest(path)
