@@ -101,3 +101,26 @@ def check(value: object, bound: Bound, field: str, where: str) -> str | None:
     """One line, ``{where}: {field} {problem}``, when ``value`` is implausible; else None."""
     why = bound.problem(value)
     return None if why is None else f"{where}: {field} {why}"
+
+
+# ---- stored columns: what `import` checks an exported run's rows against ---------------
+def _serving_columns() -> dict[str, Bound]:
+    stats = {"ttft": LATENCY_MS, "tpot": TOKEN_MS, "itl": GAP_MS, "e2el": LATENCY_MS}
+    out = {f"{s}_{m}_ms": (GAP_MS if s == "std" and m == "tpot" else b)
+           for m, b in stats.items() for s in ("mean", "median", "std", "p90", "p99")}
+    out.update(duration_s=DURATION_S, num_prompts=REQUESTS, completed=REQUESTS,
+               failed=REQUESTS, max_concurrency=CONCURRENCY, total_input_tokens=TOKENS,
+               total_output_tokens=TOKENS, request_throughput=REQUEST_RATE,
+               output_throughput=TOKEN_RATE, total_token_throughput=TOKEN_RATE,
+               tp=PARALLEL, pp=PARALLEL, dp=PARALLEL)
+    return out
+
+
+COLUMNS: dict[str, dict[str, Bound]] = {
+    "serving_bench": _serving_columns(),
+    "comm_results": {"p50_us": COMM_US, "mean_us": COMM_US, "p10_us": COMM_US,
+                     "p90_us": COMM_US, "min_us": COMM_US, "algbw_gbps": BANDWIDTH_GBPS,
+                     "busbw_gbps": BANDWIDTH_GBPS, "bytes": BYTES},
+    "trace_kernels": {"dur_us": KERNEL_US},
+    "trace_steps": {"wall_us": KERNEL_US, "busy_us": KERNEL_US},
+}  # fmt: skip
