@@ -156,9 +156,11 @@ def _verb_named(argv: list[str]) -> str | None:
     return word if word in {v.name for v in VERBS} else None
 
 
-def main(argv: list[str] | None = None, lock: bool = True) -> int:
+def main(argv: list[str] | None = None, lock: bool = True, standalone: bool = False) -> int:
     """Run one verb; ``lock=False`` runs a measuring verb without the measurement lock (a
-    torchrun rank whose local rank 0 holds it for this host: collectors/comm/__main__.py)."""
+    torchrun rank whose local rank 0 holds it for this host: collectors/comm/__main__.py);
+    ``standalone``: this process is the verb's own (its stderr is the log's, collectors/core/
+    log.py)."""
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser(only=_verb_named(argv))
     args = parser.parse_args(argv)
@@ -166,7 +168,7 @@ def main(argv: list[str] | None = None, lock: bool = True) -> int:
     if verb is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
-    log = setup_logging(args.log_format, verb.name, args.verbose)
+    log = setup_logging(args.log_format, verb.name, args.verbose, standalone)
     if not verb.measures:
         single_threaded_blas()
     from collectors.core.context import Context  # after logging is set up
