@@ -7,6 +7,7 @@ import streamlit as st
 
 from pages.helpers import comm_charts as charts
 from pages.helpers import ui
+from pages.helpers.text import md, name
 from store.errors import StoreError
 from store.queries import comm as queries_comm
 
@@ -23,7 +24,7 @@ except StoreError as exc:
     st.stop()
 
 if runs.empty:
-    ui.empty_state(AREAS["comm"], "No collective runs" + (f" for host {host}" if host else "")
+    ui.empty_state(AREAS["comm"], "No collective runs" + (f" for host {name(host)}" if host else "")
                    + " yet. Measure this host's curves (gloo on CPU, NCCL on GPUs):")  # fmt: skip
     st.caption("Or import nccl-tests output you already have (text logs of any era, or -J JSON):")
     st.code(AREAS["nccl-tests"].command, language="bash")
@@ -44,7 +45,8 @@ if st.query_params.get_all("runs") != selected:
     st.query_params["runs"] = selected
 missing = [r for r in selected if r not in set(runs["run_id"])]
 if missing:
-    st.warning(f"Not in this store{' for host ' + host if host else ''}: {', '.join(missing)}")
+    st.warning(f"Not in this store{' for host ' + name(host) if host else ''}: "
+               f"{', '.join(map(name, missing))}")  # fmt: skip
 
 info = runs[runs["run_id"].isin(selected)]
 st.dataframe(
@@ -62,8 +64,8 @@ c1, c2, c3, c4 = st.columns([3, 2, 2, 3])
 ops = c1.multiselect("Ops", all_ops, default=all_ops, key="ops", bind="query-params")
 axis = c2.radio("Latency x-axis", ["tokens", "bytes"], key="x", bind="query-params",
                 horizontal=True, help="tokens per GPU (serving terms) or nccl-tests bytes")  # fmt: skip
-hidden = c3.number_input("Hidden size (maps byte sizes to tokens)", min_value=1, value=7168,
-                         step=1, key="hidden", bind="query-params")  # fmt: skip
+hidden = ui.url_number("Hidden size (maps byte sizes to tokens)", "hidden", 1, 1_000_000, 7168,
+                       container=c3, step=1)  # fmt: skip
 
 figure = c4.radio("Figure", list(charts.FIGURES), key="figure", bind="query-params",
                   horizontal=True, help="comm's own per-call percentiles, or the figure "
@@ -90,7 +92,7 @@ for column, klass in zip(columns, classes, strict=True):
         st.plotly_chart(fig, key=f"latency-{klass}")
         ui.html_download(fig, f"collectives-latency-{klass}")
 
-st.markdown("\n".join(f"- {charts.summary_line(c, axis)}" for c in cs))
+st.markdown("\n".join(f"- {md(charts.summary_line(c, axis))}" for c in cs))
 points = shown[["run_id", "host", "source", "interconnect", "op", "dtype", "in_place",
                 "tokens_per_rank", "x", "bytes", "count", "p50_us", "p10_us", "p90_us",
                 "min_us", "mean_us", "algbw_gbps", "busbw_gbps", "nccl_tests_us", "wrong"]]  # fmt: skip
@@ -116,4 +118,4 @@ for row in nccl_runs.itertuples():
         else (f"{row.footer_avg_busbw_gbps:.2f} GB/s")
     )  # NaN != NaN: no footer in the file
     st.caption(f"nccl-tests {row.run_id}: mean busbw over both halves "
-               f"{row.avg_busbw_gbps:.2f} GB/s (file's footer: {footer}); {row.file}")  # fmt: skip
+               f"{row.avg_busbw_gbps:.2f} GB/s (file's footer: {footer}); {name(row.file)}")  # fmt: skip

@@ -8,6 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from pages.helpers import ui
+from pages.helpers.text import name
 from store.errors import StoreError
 from store.queries import overview as queries
 from store.spool.status import human_age, spool_status
@@ -43,9 +44,9 @@ shown_hosts = hosts if host is None else hosts[hosts["host"] == host]
 
 st.subheader("Hosts")
 if shown_hosts.empty:
-    st.warning(f"No runs from host {host!r} in this store.")
+    st.warning(f"No runs from host '{name(host)}' in this store.")
 else:
-    st.caption(f"{len(shown_hosts)} host(s): " + ", ".join(shown_hosts["host"]))
+    st.caption(f"{len(shown_hosts)} host(s): " + ", ".join(map(name, shown_hosts["host"])))
     table = shown_hosts.assign(
         last_seen=[ui.age(t, now) + " ago" for t in shown_hosts["last_seen_at"]]
     )
@@ -58,10 +59,8 @@ else:
     st.dataframe(table[columns], hide_index=True, width="stretch")
 
 st.subheader("Freshness")
-stale_hours = st.number_input(
-    "Stale after (hours)", min_value=1, max_value=24 * 90, value=24, step=1, key="stale_h",
-    bind="query-params", help="A collector whose last successful run is older is flagged.",
-)  # fmt: skip
+stale_hours = ui.url_number("Stale after (hours)", "stale_h", 1, 24 * 90, 24, step=1,
+                            help="A collector whose last successful run is older is flagged.")
 if not fresh.empty:
     limit = pd.Timedelta(hours=int(stale_hours))
     fresh = fresh.assign(
@@ -105,6 +104,6 @@ missing = (
     [a for a in ui.AREAS if a.verb not in set(fresh["verb"])] if not fresh.empty else list(ui.AREAS)
 )
 if missing:
-    st.subheader("Not collected yet" + (f" on {host}" if host else ""))
+    st.subheader("Not collected yet" + (f" on {name(host)}" if host else ""))
     for area in missing:
         ui.empty_state(area)

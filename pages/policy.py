@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
+from pages.helpers import text as txt
 from pages.helpers import ui
 from planner.api import NATIVE_HINTS as HINTS
 from planner.api import (
@@ -54,11 +55,12 @@ def show_findings(findings: list, kind: str) -> None:
         if kind == "lint":
             where = f" {md(f.where)}" if f.where else ""
             st.markdown(f"- **{f.level}** {md(f.rule_id) if f.rule_id else ''} line {f.line}:"
-                        f"{where} {f.sentence} ({f.detail})")  # fmt: skip
+                        f"{where} {txt.md(f.sentence)} ({txt.md(f.detail)})")  # fmt: skip
         else:
             rank = "" if f.rank is None else f" rank {f.rank}"
             st.markdown(f"- **{f.level}** {md(f.rule_id)} run {md(f.run_id)}{rank}: "
-                        f"{md(f.kernel)} x{f.calls} - {f.sentence} ({f.detail})")  # fmt: skip
+                        f"{md(txt.short(f.kernel, 160))} x{f.calls} - {txt.md(f.sentence)} "
+                        f"({txt.md(f.detail)})")  # fmt: skip
 
 
 def url_select(label: str, options: list[str], param: str, fmt) -> str:
@@ -67,7 +69,7 @@ def url_select(label: str, options: list[str], param: str, fmt) -> str:
     key = f"pick_{param}"
     wanted = st.query_params.get(param)
     if wanted and wanted not in options:
-        st.warning(f"{label}: {wanted!r} from the link is not available here.")
+        st.warning(f"{label}: '{txt.name(wanted)}' from the link is not available here.")
     if st.session_state.get(key) not in options:
         st.session_state[key] = wanted if wanted in options else options[0]
     choice = st.selectbox(label, options, key=key, format_func=fmt)
@@ -140,10 +142,10 @@ except StoreError as exc:
     ui.store_problem(exc)
     st.stop()
 except Exception as exc:  # noqa: BLE001 - a store from before the trace tables: say so
-    st.error(f"Cannot read the trace tables of this store: {exc}".splitlines()[0])
+    st.error(txt.md(f"Cannot read the trace tables of this store: {exc}".splitlines()[0]))
     st.stop()
 if runs.empty:
-    ui.empty_state(TRACE_AREA, "No trace runs" + (f" from {host}" if host else "") +
+    ui.empty_state(TRACE_AREA, "No trace runs" + (f" from {txt.name(host)}" if host else "") +
                    " yet. Import PyTorch-profiler traces to check them:")  # fmt: skip
     st.stop()
 
@@ -175,7 +177,10 @@ runs["verdict"] = [
     run_verdict(by_run[rid], rid, rid == exact, rid in with_events, rid in candidates)
     for rid in runs["run_id"]
 ]
-st.table(runs[["run_id", "host", "name", "verdict", "violations", "reviews"]].set_index("run_id"))
+# st.table renders Markdown in its cells: the names are escaped (and shortened) for it
+shown_runs = runs.assign(host=runs["host"].map(txt.name), name=runs["name"].map(txt.name))
+st.table(shown_runs[["run_id", "host", "name", "verdict", "violations", "reviews"]]
+         .set_index("run_id"))  # fmt: skip
 st.caption("Rule 3 (a quantize kernel launched right before a collective) is checked from the "
            "per-event rows only for the selected run"
            + (f" ({exact})" if exact else "") + "; for the other runs it is the call-count "
@@ -183,7 +188,8 @@ st.caption("Rule 3 (a quantize kernel launched right before a collective) is che
            f"which can miss or over-flag: {len(candidates - {exact})} other run(s) have a "
            "quantize kernel on a rank with collectives; open a run for its exact check.")  # fmt: skip
 labels = {
-    r["run_id"]: f"{r['run_id']} · {r['host']} · {r['name']}" for r in runs.to_dict("records")
+    r["run_id"]: f"{r['run_id']} · {txt.short(r['host'])} · {txt.short(r['name'])}"
+    for r in runs.to_dict("records")
 }
 run = url_select("Run", [ALL_RUNS, *labels], "run", lambda r: labels.get(r, r))
 shown_findings = [f for f in findings if run == ALL_RUNS or f.run_id == run]

@@ -19,6 +19,7 @@ import streamlit as st
 
 from pages.helpers import ui
 from pages.helpers.host_choice import host_select
+from pages.helpers.text import md, name
 from pages.helpers.tradeoff_view import render
 from planner.api import (
     ExpertLoad,
@@ -50,7 +51,7 @@ def url_select(title: str, param: str, options: list[str], labels: dict[str, str
     key = f"pick_{param}"
     wanted = st.query_params.get(param)
     if wanted and wanted not in options:
-        st.warning(f"{title} {wanted!r} from the link is not available here; showing another.")
+        st.warning(f"{title} '{name(wanted)}' from the link is not available here; showing another.")
         wanted = None
     if st.session_state.get(key) not in options:
         st.session_state[key] = wanted or options[0]
@@ -203,15 +204,14 @@ try:
         picked = st.multiselect("Layouts", names, default=names, key="layouts",
                                 bind="query-params")  # fmt: skip
     with c2:
-        cmin = st.number_input("Concurrency from", 1, 4096, 1, key="cmin", bind="query-params")
+        cmin = ui.url_number("Concurrency from", "cmin", 1, 4096, 1, step=1)
     with c3:
-        cmax = st.number_input("to", 1, 4096, 512, key="cmax", bind="query-params")
+        cmax = ui.url_number("to", "cmax", 1, 4096, 512, step=1)
     with c4:
-        isl = st.number_input("Input tokens", 1, 1_000_000, 1024, step=512, key="isl",
-                              bind="query-params", help="1 = decode only")  # fmt: skip
+        isl = ui.url_number("Input tokens", "isl", 1, 1_000_000, 1024, step=512,
+                            help="1 = decode only")  # fmt: skip
     with c5:
-        osl = st.number_input("Output tokens", 2, 1_000_000, 1024, step=512, key="osl",
-                              bind="query-params")  # fmt: skip
+        osl = ui.url_number("Output tokens", "osl", 2, 1_000_000, 1024, step=512)
     chosen = [x for x in all_layouts if x.name in picked]
     if not chosen:
         st.info("Pick at least one layout.")
@@ -222,7 +222,7 @@ try:
     res: PlanResult = plan(layouts=chosen, concurrencies=range(int(cmin), int(cmax) + 1),
                            isl=int(isl), osl=int(osl), **kwargs)  # fmt: skip
 except PlannerInputError as exc:
-    st.error(str(exc))
+    st.error(md(exc))
     st.stop()
 
 render(res, notes)
