@@ -1,0 +1,59 @@
+"""Fuzzing trace's import (issue 60, tests/fuzz.py): the fixtures' real vLLM MI300X Kineto
+trace (its header, first 400 events and trailer, as plain JSON and as gzip) and a real Nsight
+Systems export, mutated; every file commits whole or is refused in one line, the store
+untouched."""
+
+from __future__ import annotations
+
+import gzip
+import itertools
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.fuzz import FuzzStore, fuzz_settings, mutated
+from tests.helpers import FIXTURES, run_in_process
+
+KINETO = FIXTURES / "traces" / "tracelens" / "vllm_mi300x_decode_fullgraph_bs32.json.gz"
+NSYS = FIXTURES / "nsys" / "pipit_saxpy_mpi_nsys2022.2.sqlite"
+pytestmark = pytest.mark.skipif(not (KINETO.is_file() and NSYS.is_file()),
+                                reason="tests/fixtures not present")  # fmt: skip
+_names = itertools.count()
+
+
+def _bases() -> dict[str, bytes]:
+    doc = json.loads(gzip.decompress(KINETO.read_bytes()))
+    doc["traceEvents"] = doc["traceEvents"][:400]
+    text = json.dumps(doc, indent=1).encode()  # Kineto writes one key per line, indented
+    return {"rank0.json": text, "rank0.json.gz": gzip.compress(text, 1),
+            "report.sqlite": NSYS.read_bytes()}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def bases() -> dict[str, bytes]:
+    return _bases()
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory, bases: dict[str, bytes]) -> FuzzStore:
+    where = tmp_path_factory.mktemp("fuzz-trace")
+    fs = FuzzStore(where / "stepscope.duckdb")
+    path = where / "rank0.json"
+    path.write_bytes(bases["rank0.json"])
+    warm = run_in_process(fs.path, "trace", str(path))
+    assert warm.code == 0, warm.stderr
+    return fs
+
+
+@fuzz_settings()
+@given(data=st.data())
+def test_trace_import_fuzzed(store: FuzzStore, bases: dict[str, bytes],
+                             data: st.DataObject) -> None:  # fmt: skip
+    name = data.draw(st.sampled_from(sorted(bases)))
+    path = store.path.parent / f"{next(_names)}-{name}"
+    path.write_bytes(data.draw(mutated(bases[name])))
+    store.counts()
+    res = run_in_process(store.path, "trace", str(path), "--json")
+    store.check(path, res, "trace_ranks")
