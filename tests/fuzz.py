@@ -16,6 +16,7 @@ time):
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from pathlib import Path
@@ -23,7 +24,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from tests.helpers import CliResult, query
+from tests.helpers import CliResult, query, run_in_process
 
 LONG_RUN = "STEPSCOPE_FUZZ_EXAMPLES" in os.environ
 EXAMPLES = int(os.environ.get("STEPSCOPE_FUZZ_EXAMPLES", "8"))
@@ -121,3 +122,26 @@ def check_contract(store: Path, path: Path, res: CliResult, before: dict[str, in
     assert path.name in lines[0], lines[0][:500]
     assert "internal error" not in lines[0] and "Traceback" not in res.stderr, lines[0][:500]
     assert table_counts(store) == before, "a refused input changed the store"
+
+
+_files = itertools.count()
+
+
+def warm_store(where: Path, name: str, data: bytes, *verb: str) -> FuzzStore:
+    """The fuzz test's store, made by importing ``data`` unmutated (it must commit: the
+    input is valid); ``verb``: the command line, ``{file}`` where the file goes."""
+    fs = FuzzStore(where / "stepscope.duckdb")
+    path = where / name
+    path.write_bytes(data)
+    warm = run_in_process(fs.path, *(str(path) if a == "{file}" else a for a in verb))
+    assert warm.code == 0, warm.stderr
+    return fs
+
+
+def import_mutated(store: FuzzStore, name: str, content: bytes, table: str, *verb: str) -> None:
+    """Import ``content`` as a file called ``name`` and hold the verb to the contract."""
+    path = store.path.parent / f"{next(_files)}-{name}"
+    path.write_bytes(content)
+    store.counts()
+    res = run_in_process(store.path, *(str(path) if a == "{file}" else a for a in verb), "--json")
+    store.check(path, res, table)

@@ -4,50 +4,33 @@ the row and field), exit 1, nothing stored; never a hang, never an internal erro
 from __future__ import annotations
 
 import json
-import os
-import threading
 from pathlib import Path
 
 import pytest
 
 from tests.comm import nccl_samples as samples
-from tests.helpers import query, run_in_process
-
-
-def _one_line(stderr: str) -> str:
-    lines = [line for line in stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, stderr
-    return lines[0]
+from tests.helpers import one_line, query, run_in_process, run_on_fifo
 
 
 def _refused(store: Path, path: Path, *words: str) -> None:
     res = run_in_process(store, "nccl-tests", str(path))
-    line = _one_line(res.stderr)
+    line = one_line(res.stderr)
     assert res.code == 1 and str(path) in line and all(w in line for w in words), line
     assert "internal error" not in line and not store.exists()
 
 
 def test_a_fifo_is_named_never_waited_on(tmp_path: Path, store_path: Path) -> None:
     fifo = tmp_path / "all_reduce.log"
-    os.mkfifo(fifo)
-    result: dict = {}
-    worker = threading.Thread(target=lambda: result.update(
-        r=run_in_process(store_path, "nccl-tests", str(fifo))), daemon=True)
-    worker.start()
-    worker.join(30)
-    if worker.is_alive():
-        with open(fifo, "wb"):
-            pass
-        pytest.fail("nccl-tests waited on a FIFO")
-    line = _one_line(result["r"].stderr)
-    assert result["r"].code == 1 and "FIFO" in line and str(fifo) in line
+    res = run_on_fifo(fifo, store_path, "nccl-tests", str(fifo))
+    line = one_line(res.stderr)
+    assert res.code == 1 and "FIFO" in line and str(fifo) in line
 
 
 def test_a_folder_where_the_log_belongs_is_named(tmp_path: Path, store_path: Path) -> None:
     _refused(store_path, tmp_path, "a folder")
 
 
-def test_json_nested_100000_levels_is_one_line(tmp_path: Path, store_path: Path) -> None:
+def test_json_nested_100000_levels_isone_line(tmp_path: Path, store_path: Path) -> None:
     path = tmp_path / "deep.json"
     path.write_text('{"results": ' + "[" * 100_000 + "]" * 100_000 + "}")
     _refused(store_path, path, "nested deeper")

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from tests.expert_load import recordings as rec
-from tests.helpers import query, run_in_process
+from tests.helpers import one_line, query, run_in_process
 
 SHAPE = rec.deepseek_v3()
 pytestmark = pytest.mark.skipif(not rec.CONFIG.is_file(), reason="tests/fixtures not present")
@@ -24,10 +24,9 @@ def counts() -> np.ndarray:
 
 def _refused(store: Path, path: Path, *words: str) -> None:
     res = run_in_process(store, "expert-load", str(path), "--model", "deepseek-v3")
-    lines = [line for line in res.stderr.splitlines() if line.strip()]
-    assert res.code == 1 and len(lines) == 1, res.stderr
-    assert str(path) in lines[0] and all(w in lines[0] for w in words), lines[0]
-    assert "internal error" not in lines[0] and not store.exists()
+    line = one_line(res.stderr)
+    assert res.code == 1 and str(path) in line and all(w in line for w in words), line
+    assert "internal error" not in line and not store.exists()
 
 
 def test_a_zero_byte_pt_is_named_empty(tmp_path: Path, store_path: Path) -> None:

@@ -4,7 +4,6 @@ the store untouched."""
 
 from __future__ import annotations
 
-import itertools
 import json
 import zipfile
 
@@ -12,11 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.fuzz import FuzzStore, fuzz_settings, mutated
+from tests.fuzz import FuzzStore, fuzz_settings, import_mutated, mutated, warm_store
 from tests.helpers import run_in_process
 from tests.vllm import bench_fixtures
-
-_names = itertools.count()
 
 
 @pytest.fixture(scope="module")
@@ -42,21 +39,13 @@ def export(tmp_path_factory) -> dict[str, bytes]:
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory, export: dict[str, bytes]) -> FuzzStore:
-    where = tmp_path_factory.mktemp("fuzz-import")
-    fs = FuzzStore(where / "stepscope.duckdb")
-    path = where / "run.zip"
-    path.write_bytes(export["run.zip"])
-    warm = run_in_process(fs.path, "import", str(path))
-    assert warm.code == 0, warm.stderr
-    return fs
+    return warm_store(tmp_path_factory.mktemp("fuzz-import"), "run.zip", export["run.zip"],
+                      "import", "{file}")  # fmt: skip
 
 
 @fuzz_settings()
 @given(data=st.data())
 def test_import_fuzzed(store: FuzzStore, export: dict[str, bytes], data: st.DataObject) -> None:
     name = data.draw(st.sampled_from(sorted(export)))
-    path = store.path.parent / f"{next(_names)}-{name}"
-    path.write_bytes(data.draw(mutated(export[name])))
-    store.counts()
-    res = run_in_process(store.path, "import", str(path), "--json")
-    store.check(path, res, "serving_bench")
+    import_mutated(store, name, data.draw(mutated(export[name])), "serving_bench", "import",
+                   "{file}")  # fmt: skip

@@ -111,23 +111,30 @@ def _manifest_edit(**edits):  # noqa: ANN003, ANN202
     return change
 
 
-def _swap_rows(files: dict) -> dict:
-    """A real Parquet file whose gpu_index values are text: parses, but cannot commit."""
+def _with_column(files: dict, table_name: str, column: str, values: list) -> dict:
+    """The export's files with one column of a table replaced (a real Parquet file that
+    parses) and the manifest's checksum of it made to match."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    table = pq.read_table(io.BytesIO(files["host_gpus.parquet"]))
-    table = table.set_column(
-        table.column_names.index("gpu_index"), "gpu_index",
-        pa.array(["x"] * table.num_rows),
-    )  # fmt: skip
+    file = f"{table_name}.parquet"
+    table = pq.read_table(io.BytesIO(files[file]))
+    table = table.set_column(table.column_names.index(column), column, pa.array(values))
     buf = io.BytesIO()
     pq.write_table(table, buf)
-    files["host_gpus.parquet"] = buf.getvalue()
+    files[file] = buf.getvalue()
     manifest = json.loads(files["manifest.json"])
-    manifest["tables"]["host_gpus"]["sha256"] = hashlib.sha256(buf.getvalue()).hexdigest()
+    manifest["tables"][table_name]["sha256"] = hashlib.sha256(buf.getvalue()).hexdigest()
     files["manifest.json"] = json.dumps(manifest).encode()
     return files
+
+
+def _swap_rows(files: dict) -> dict:
+    """gpu_index values that are text: the file parses, but cannot commit."""
+    import pyarrow.parquet as pq
+
+    rows = pq.read_metadata(io.BytesIO(files["host_gpus.parquet"])).num_rows
+    return _with_column(files, "host_gpus", "gpu_index", ["x"] * rows)
 
 
 HOSTILE = {
@@ -189,9 +196,6 @@ def test_an_export_holding_an_impossible_value_is_refused(tmp_path: Path,
                                                           capsys: pytest.CaptureFixture) -> None:  # fmt: skip
     """The bounds the importers hold at the door (store/bounds.py) hold for an export too: a
     hand-edited Parquet row with a TPOT of 1e9 ms never commits (issue 60)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     from tests.vllm import bench_fixtures
 
     store = tmp_path / "a" / "stepscope.duckdb"
@@ -203,16 +207,7 @@ def test_an_export_holding_an_impossible_value_is_refused(tmp_path: Path,
     assert main(["export", run_id, "--out", str(good), "--store", str(store)]) == 0
 
     def tpot(files: dict) -> dict:
-        table = pq.read_table(io.BytesIO(files["serving_bench.parquet"]))
-        i = table.column_names.index("mean_tpot_ms")
-        table = table.set_column(i, "mean_tpot_ms", pa.array([1e9] * table.num_rows))
-        buf = io.BytesIO()
-        pq.write_table(table, buf)
-        files["serving_bench.parquet"] = buf.getvalue()
-        manifest = json.loads(files["manifest.json"])
-        manifest["tables"]["serving_bench"]["sha256"] = hashlib.sha256(buf.getvalue()).hexdigest()
-        files["manifest.json"] = json.dumps(manifest).encode()
-        return files
+        return _with_column(files, "serving_bench", "mean_tpot_ms", [1e9])
 
     bad = _rewrite(good, tmp_path / "bad.zip", tpot)
     capsys.readouterr()

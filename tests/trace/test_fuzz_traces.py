@@ -6,21 +6,19 @@ untouched."""
 from __future__ import annotations
 
 import gzip
-import itertools
 import json
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.fuzz import FuzzStore, fuzz_settings, mutated
-from tests.helpers import FIXTURES, run_in_process
+from tests.fuzz import FuzzStore, fuzz_settings, import_mutated, mutated, warm_store
+from tests.helpers import FIXTURES
 
 KINETO = FIXTURES / "traces" / "tracelens" / "vllm_mi300x_decode_fullgraph_bs32.json.gz"
 NSYS = FIXTURES / "nsys" / "pipit_saxpy_mpi_nsys2022.2.sqlite"
 pytestmark = pytest.mark.skipif(not (KINETO.is_file() and NSYS.is_file()),
                                 reason="tests/fixtures not present")  # fmt: skip
-_names = itertools.count()
 
 
 def _bases() -> dict[str, bytes]:
@@ -36,15 +34,13 @@ def bases() -> dict[str, bytes]:
     return _bases()
 
 
+VERB = ("trace", "{file}")
+
+
 @pytest.fixture(scope="module")
 def store(tmp_path_factory, bases: dict[str, bytes]) -> FuzzStore:
-    where = tmp_path_factory.mktemp("fuzz-trace")
-    fs = FuzzStore(where / "stepscope.duckdb")
-    path = where / "rank0.json"
-    path.write_bytes(bases["rank0.json"])
-    warm = run_in_process(fs.path, "trace", str(path))
-    assert warm.code == 0, warm.stderr
-    return fs
+    return warm_store(tmp_path_factory.mktemp("fuzz-trace"), "rank0.json", bases["rank0.json"],
+                      *VERB)  # fmt: skip
 
 
 @fuzz_settings()
@@ -52,8 +48,4 @@ def store(tmp_path_factory, bases: dict[str, bytes]) -> FuzzStore:
 def test_trace_import_fuzzed(store: FuzzStore, bases: dict[str, bytes],
                              data: st.DataObject) -> None:  # fmt: skip
     name = data.draw(st.sampled_from(sorted(bases)))
-    path = store.path.parent / f"{next(_names)}-{name}"
-    path.write_bytes(data.draw(mutated(bases[name])))
-    store.counts()
-    res = run_in_process(store.path, "trace", str(path), "--json")
-    store.check(path, res, "trace_ranks")
+    import_mutated(store, name, data.draw(mutated(bases[name])), "trace_ranks", *VERB)

@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
-import threading
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import FIXTURES, query, run_in_process
+from tests.helpers import FIXTURES, one_line, query, run_in_process, run_on_fifo
 
 REAL = FIXTURES / "traces" / "tracelens" / "vllm_mi300x_decode_fullgraph_bs32.json.gz"
 pytestmark = pytest.mark.skipif(not REAL.is_file(), reason="tests/fixtures not present")
@@ -35,11 +33,10 @@ def _write(tmp_path: Path, d: dict, name: str = "rank0.json") -> Path:
 
 def _refused(store: Path, path: Path, *words: str) -> str:
     res = run_in_process(store, "trace", str(path))
-    lines = [line for line in res.stderr.splitlines() if line.strip()]
-    assert res.code == 1 and len(lines) == 1, res.stderr
-    assert str(path) in lines[0] and all(w in lines[0] for w in words), lines[0]
-    assert "internal error" not in lines[0] and not store.exists()
-    return lines[0]
+    line = one_line(res.stderr)
+    assert res.code == 1 and str(path) in line and all(w in line for w in words), line
+    assert "internal error" not in line and not store.exists()
+    return line
 
 
 @pytest.mark.parametrize(("value", "words"), [
@@ -91,17 +88,8 @@ def test_json_nested_100000_levels_is_one_line(doc: dict, tmp_path: Path, store_
 
 def test_a_fifo_is_named_never_waited_on(tmp_path: Path, store_path: Path) -> None:
     fifo = tmp_path / "rank0.json"
-    os.mkfifo(fifo)
-    result: dict = {}
-    worker = threading.Thread(target=lambda: result.update(
-        r=run_in_process(store_path, "trace", str(fifo))), daemon=True)
-    worker.start()
-    worker.join(30)
-    if worker.is_alive():
-        with open(fifo, "wb"):
-            pass
-        pytest.fail("trace waited on a FIFO")
-    assert result["r"].code == 1 and "FIFO" in result["r"].stderr
+    res = run_on_fifo(fifo, store_path, "trace", str(fifo))
+    assert res.code == 1 and "FIFO" in one_line(res.stderr)
 
 
 def test_the_real_trace_still_imports_whole(doc: dict, tmp_path: Path, store_path: Path) -> None:

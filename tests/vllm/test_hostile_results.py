@@ -9,13 +9,11 @@ The results are `vllm bench serve --save-result` files in vLLM's shape
 from __future__ import annotations
 
 import json
-import os
-import threading
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import FIXTURES, query, run_in_process
+from tests.helpers import FIXTURES, one_line, query, run_in_process, run_on_fifo
 from tests.vllm import bench_fixtures
 
 KIMI = FIXTURES / "serving" / "configs" / "moonshotai--Kimi-K2.5_config.json"
@@ -28,12 +26,6 @@ def _result(tmp_path: Path, name: str = "c4.json", **changes) -> Path:
     path = tmp_path / name
     path.write_text(json.dumps(obj))
     return path
-
-
-def _one_line(stderr: str) -> str:
-    lines = [line for line in stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, stderr
-    return lines[0]
 
 
 def _store_text(store: Path) -> str:
@@ -109,7 +101,7 @@ def test_an_impossible_value_is_refused_naming_field_and_file(
         tmp_path: Path, store_path: Path, changes: dict, field: str, why: str) -> None:  # fmt: skip
     path = _result(tmp_path, **changes)
     res = run_in_process(store_path, "vllm-bench", "--results", str(path))
-    line = _one_line(res.stderr)
+    line = one_line(res.stderr)
     assert res.code == 1 and str(path) in line and field in line and why in line, line
     assert "internal error" not in line and not store_path.exists()
 
@@ -125,28 +117,19 @@ def test_a_statistic_written_as_nan_is_no_value_and_said(tmp_path: Path, store_p
         (None, True)]  # fmt: skip
 
 
-def test_json_nested_100000_levels_is_one_line(tmp_path: Path, store_path: Path) -> None:
+def test_json_nested_100000_levels_isone_line(tmp_path: Path, store_path: Path) -> None:
     path = tmp_path / "deep.json"
     path.write_text("[" * 100_000 + "]" * 100_000)
     res = run_in_process(store_path, "vllm-bench", "--results", str(path))
-    line = _one_line(res.stderr)
+    line = one_line(res.stderr)
     assert res.code == 1 and str(path) in line and "nested deeper" in line, line
 
 
 def test_a_fifo_is_named_never_waited_on(tmp_path: Path, store_path: Path) -> None:
     fifo = tmp_path / "results.json"
-    os.mkfifo(fifo)
-    result: dict = {}
-    worker = threading.Thread(target=lambda: result.update(
-        r=run_in_process(store_path, "vllm-bench", "--results", str(fifo))), daemon=True)
-    worker.start()
-    worker.join(30)
-    if worker.is_alive():  # unblock the reader before failing, or the suite hangs
-        with open(fifo, "wb"):
-            pass
-        pytest.fail("vllm-bench waited on a FIFO")
-    line = _one_line(result["r"].stderr)
-    assert result["r"].code == 1 and "FIFO" in line and str(fifo) in line
+    res = run_on_fifo(fifo, store_path, "vllm-bench", "--results", str(fifo))
+    line = one_line(res.stderr)
+    assert res.code == 1 and "FIFO" in line and str(fifo) in line
 
 
 def test_the_same_file_twice_is_one_run(tmp_path: Path, store_path: Path) -> None:
