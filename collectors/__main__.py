@@ -2,4 +2,4 @@ import sys
 
 from collectors.cli import main
 
-sys.exit(main())
+sys.exit(main(standalone=True))

@@ -11,6 +11,7 @@ import streamlit as st
 
 from pages.helpers import comm_charts as charts
 from pages.helpers import ui
+from pages.helpers.text import md, name
 from store.errors import StoreError
 from store.queries import comm as queries_comm
 
@@ -27,7 +28,7 @@ except StoreError as exc:
     st.stop()
 
 if runs.empty:
-    ui.empty_state(AREAS["comm"], "No collective runs" + (f" for host {host}" if host else "")
+    ui.empty_state(AREAS["comm"], "No collective runs" + (f" for host {name(host)}" if host else "")
                    + " yet. Measure this host's curves (gloo on CPU, NCCL on GPUs):")  # fmt: skip
     st.caption("Or import nccl-tests output you already have (text logs of any era, or -J JSON):")
     st.code(AREAS["nccl-tests"].command, language="bash")
@@ -50,7 +51,8 @@ if st.query_params.get_all("runs") != selected:
     st.query_params["runs"] = selected
 missing = [r for r in selected if r not in set(runs["run_id"])]
 if missing:
-    st.warning(f"Not in this store{' for host ' + host if host else ''}: {ui.few(missing)}")
+    st.warning(f"Not in this store{' for host ' + name(host) if host else ''}: "
+               f"{ui.few([name(r) for r in missing])}")  # fmt: skip
 
 info = runs[runs["run_id"].isin(selected)]
 if info.empty:
@@ -64,8 +66,8 @@ c1, c2, c3, c4 = st.columns([3, 2, 2, 3])
 ops = c1.multiselect("Ops", all_ops, default=all_ops, key="ops", bind="query-params")
 axis = c2.radio("Latency x-axis", ["tokens", "bytes"], key="x", bind="query-params",
                 horizontal=True, help="tokens per GPU (serving terms) or nccl-tests bytes")  # fmt: skip
-hidden = c3.number_input("Hidden size (maps byte sizes to tokens)", min_value=1, value=7168,
-                         step=1, key="hidden", bind="query-params")  # fmt: skip
+hidden = ui.url_number("Hidden size (maps byte sizes to tokens)", "hidden", 1, 1_000_000, 7168,
+                       container=c3, step=1)  # fmt: skip
 
 figure = c4.radio("Figure", list(charts.FIGURES), key="figure", bind="query-params",
                   horizontal=True, help="comm's own per-call percentiles, or the figure "
@@ -102,7 +104,7 @@ with answer:
 
 st.subheader("Curves")
 if len(cs) <= ui.FEW:
-    st.markdown("\n".join(f"- {charts.summary_line(c, axis)}" for c in cs))
+    st.markdown("\n".join(f"- {md(charts.summary_line(c, axis))}" for c in cs))
 else:
     st.caption(f"{len(cs)} curves, one row each:")
     st.dataframe(charts.summary_table(cs, axis), hide_index=True, width="stretch")
@@ -130,7 +132,7 @@ if len(footers) <= ui.FEW:
     for run_id, mean, footer, file in footers:
         told = "absent" if footer != footer else f"{footer:.2f} GB/s"  # NaN: no footer in the file
         st.caption(f"nccl-tests {run_id}: mean busbw over both halves {mean:.2f} GB/s (file's "
-                   f"footer: {told}); {file}")  # fmt: skip
+                   f"footer: {told}); {name(file)}")  # fmt: skip
 else:
     st.caption(f"{len(footers)} nccl-tests runs: mean busbw over both halves and the file's "
                "footer (blank: none in the file):")  # fmt: skip

@@ -16,6 +16,7 @@ import streamlit as st
 
 from pages.helpers import expert_charts as charts
 from pages.helpers import ui
+from pages.helpers.text import name, short
 from store.errors import StoreError
 from store.queries import experts as qe
 
@@ -33,7 +34,7 @@ def pick(title: str, param: str, options: list[str], labels: dict[str, str]) -> 
     wanted = st.query_params.get(param)
     if wanted and wanted not in options:
         options = [*options, wanted]  # a link to something this store lacks still shows it
-        labels = {**labels, wanted: f"{wanted} (not in this store)"}
+        labels = {**labels, wanted: f"{short(wanted)} (not in this store)"}
     key = f"pick_{param}"
     if st.session_state.get(key) not in options:
         st.session_state[key] = wanted or options[0]
@@ -53,18 +54,18 @@ except StoreError as exc:
     ui.store_problem(exc)
     st.stop()
 if runs.empty and not st.query_params.get("run"):
-    ui.empty_state(AREA, "No expert-load runs" + (f" for host {host}" if host else "") + " yet. "
+    ui.empty_state(AREA, "No expert-load runs" + (f" for host {name(host)}" if host else "") + " yet. "
                    "Import SGLang's expert distribution recorder dumps:")  # fmt: skip
     st.caption("Or record one from a running SGLang server under a short load:")
     st.code(RECORD, language="bash")
     st.stop()
 
-labels = {r.run_id: f"{r.run_id} ({r.model_id}, {r.recorder_mode}, {r.host})"
+labels = {r.run_id: f"{r.run_id} ({short(r.model_id)}, {r.recorder_mode}, {short(r.host)})"
           for r in runs.itertuples()}  # fmt: skip
 run_id = pick("expert-load run", "run", runs["run_id"].tolist(), labels)
 head = qe.run(loc, run_id)
 if head.empty:
-    st.warning(f"Run {run_id} is not an expert-load run in this store.")
+    st.warning(f"Run {name(run_id)} is not an expert-load run in this store.")
     st.stop()
 info = head.iloc[0]
 counts = qe.counts(loc, run_id)
@@ -80,11 +81,12 @@ st.subheader("Layers x experts")
 fig, data = charts.heatmap(counts, f"Tokens per expert over its layer's mean, run {run_id}")
 ui.chart(fig, data, f"expert-heatmap-{run_id}")
 # what was recorded, under the answer (first screen: the sentence and the heatmap)
-files = json.loads(info["files"] or "[]")
+files = [name(f) for f in json.loads(info["files"] or "[]")]
 files = ui.few(files, "more files") if files else "no files recorded"
-st.caption(f"{info['model_id']} ({info['num_layers']} layers, {info['num_experts']} routed "
-           f"experts top-{info['top_k']}, {info['dense_layers']} dense), {info['recorder_mode']}"
-           f" recording on {info['host']}, {ui.age(info['finished_at'])} ago; {files}")  # fmt: skip
+st.caption(f"{name(info['model_id'])} ({info['num_layers']} layers, {info['num_experts']} routed "
+           f"experts top-{info['top_k']}, {info['dense_layers']} dense), "
+           f"{name(info['recorder_mode'])} recording on {name(info['host'])}, "
+           f"{ui.age(info['finished_at'])} ago; {files}")  # fmt: skip
 if info["layer_total_spread"] and info["layer_total_spread"] > 0:
     st.caption(f"Per-layer totals differ by up to {info['layer_total_spread']:.3%} (accepted: "
                "each layer's figures use its own total).")  # fmt: skip
@@ -120,18 +122,19 @@ try:
 except StoreError:
     traces = pd.DataFrame()
 if traces.empty:
-    st.info(f"No profiled trace of {info['model_id']} in this store. A profile of the same "
+    st.info(f"No profiled trace of {name(info['model_id'])} in this store. A profile of the same "
             "model under load shows the MoE and all-to-all time this skew drives:")  # fmt: skip
     st.code("python -m collectors sglang-profile --url http://127.0.0.1:30000 --trace-dir "
             "TRACE_DIR", language="bash")  # fmt: skip
 else:
     options = traces["run_id"].tolist()
-    tlabels = {r.run_id: f"{r.run_id} ({r.verb}, {r.model_id}, {r.host})"
+    tlabels = {r.run_id: f"{r.run_id} ({r.verb}, {short(r.model_id)}, {short(r.host)})"
                for r in traces.itertuples()}  # fmt: skip
     trace_id = pick("Trace run", "trace", options, tlabels)
     row = traces[traces["run_id"] == trace_id]
     if row.empty:
-        st.warning(f"Trace run {trace_id} is not a profile of {info['model_id']} here.")
+        st.warning(f"Trace run {name(trace_id)} is not a profile of {name(info['model_id'])} "
+                   "here.")  # fmt: skip
     else:
         tr = row.iloc[0]
         fig, data = charts.trace_bars(tr)

@@ -5,10 +5,13 @@ GPU table and the P2P matrix below."""
 
 from __future__ import annotations
 
+import html as html_text
+
 import pandas as pd
 import streamlit as st
 
 from pages.helpers import ui
+from pages.helpers.text import md, name, short
 from store.errors import StoreError
 from store.queries import hw as queries_hw
 
@@ -53,11 +56,11 @@ def pick_run(runs: pd.DataFrame, host: str | None) -> str | None:
         return None
     if host_changed or st.session_state.get("run_pick") not in ids:
         st.session_state["run_pick"] = wanted or ids[0]
-    facts = {r.run_id: f"{r.host} · {r.interconnect_class} · {r.gpu_count} GPU" for r in
+    facts = {r.run_id: f"{short(r.host)} · {r.interconnect_class} · {r.gpu_count} GPU" for r in
              runs.itertuples()}  # fmt: skip
     choice = st.selectbox(
         "gpu run", ids, key="run_pick",
-        format_func=lambda rid: f"{rid} ({facts.get(rid, 'not in this view')})",
+        format_func=lambda rid: f"{short(rid)} ({facts.get(rid, 'not in this view')})",
     )  # fmt: skip
     if st.query_params.get("run") != choice:
         st.query_params["run"] = choice
@@ -138,9 +141,11 @@ def styled_table(grid: pd.DataFrame, colour, name: str, title: str) -> None:
     cells = [c for c in grid.columns if c.startswith("GPU")]
     styler = grid.style.map(colour, subset=cells)
     st.table(styler)
+    title = html_text.escape(title)
     html = f"<!doctype html><meta charset='utf-8'><title>{title}</title><h3>{title}</h3>"
     ui.csv_download(grid.reset_index(names="gpu"), name)
-    st.download_button("HTML", (html + styler.to_html()).encode(), file_name=f"{name}.html",
+    page = (html + grid.style.map(colour, subset=cells).format(escape="html").to_html()).encode()
+    st.download_button("HTML", page, file_name=f"{name}.html",
                        mime="text/html", key=f"html-{name}", icon=":material/download:")  # fmt: skip
 
 
@@ -159,7 +164,7 @@ except StoreError as exc:
     st.stop()
 
 if runs.empty and not st.query_params.get("run"):
-    ui.empty_state(AREA, f"No GPU inventory{' for host ' + host if host else ''} yet. "
+    ui.empty_state(AREA, f"No GPU inventory{' for host ' + name(host) if host else ''} yet. "
                    "This command reads NVML and fills this page:")  # fmt: skip
     st.stop()
 
@@ -168,15 +173,15 @@ if run_id is None:
     st.stop()
 head = queries_hw.gpu_host(loc, run_id)
 if head.empty:
-    st.warning(f"Run {run_id} is not a gpu run in this store"
-               + (f" for host {host}." if host else "."))  # fmt: skip
+    st.warning(f"Run {name(run_id)} is not a gpu run in this store"
+               + (f" for host {name(host)}." if host else "."))  # fmt: skip
     st.stop()
 info = head.iloc[0]
-st.caption(f"Run {run_id} on host {info['host']}, {ui.age(info['finished_at'])} ago"
-           + (f", label {info['label']}" if info["label"] else ""))  # fmt: skip
+st.caption(f"Run {name(run_id)} on host {name(info['host'])}, {ui.age(info['finished_at'])} ago"
+           + (f", label {name(info['label'])}" if info["label"] else ""))  # fmt: skip
 
 if not info["nvml_available"]:
-    st.info(f"Host {info['host']} has no NVIDIA GPU: {info['message']}. Interconnect class: "
+    st.info(f"Host {name(info['host'])} has no NVIDIA GPU: {md(info['message'])}. Interconnect class: "
             "none. Run the command on a GPU host to see its topology.")  # fmt: skip
     st.code(AREA.command, language="bash")
     st.stop()
@@ -187,7 +192,7 @@ counts = queries_hw.topology_counts(loc, run_id)
 p2p = queries_hw.p2p_counts(loc, run_id)
 n = int(info["gpu_count"])
 klass = str(info["interconnect_class"])
-st.markdown(f"**{n}x {info['gpu_model']}, {CLASS_WORDS.get(klass, klass)}**: "
+st.markdown(f"**{n}x {name(info['gpu_model'])}, {md(CLASS_WORDS.get(klass, klass))}**: "
             f"{pair_words(counts, n, klass)}; {p2p_words(p2p)}.")  # fmt: skip
 st.subheader("Topology matrix")
 st.caption("As `nvidia-smi topo -m` prints it: how each GPU pair is connected, nearest first.")
@@ -202,8 +207,9 @@ sys_pairs = counts[counts["topology"] == "SYS"]
 if len(sys_pairs):
     facts.append(f"{int(sys_pairs['pairs'].iloc[0])} GPU pair(s) cross CPU sockets (SYS): "
                  "their traffic also crosses the CPU-to-CPU interconnect.")  # fmt: skip
-facts.append(f"Driver {info['driver_version'] or '?'}, CUDA {info['cuda_driver_version'] or '?'}."
-             + (f" Note: {info['message']}." if info["message"] else ""))  # fmt: skip
+facts.append(f"Driver {name(info['driver_version'] or '?')}, CUDA "
+             f"{name(info['cuda_driver_version'] or '?')}."
+             + (f" Note: {md(info['message'])}." if info["message"] else ""))  # fmt: skip
 for line in facts:
     st.caption(line)
 
@@ -226,10 +232,10 @@ if not nvl.empty:
     if len(kinds) == 1:
         active, version, remote = next(iter(kinds))
         st.caption(f"NVLink: every GPU has {active} active NVLink {_num(version)} link(s), "
-                   f"to {REMOTE_WORDS.get(remote, remote or 'unknown devices')}.")  # fmt: skip
+                   f"to {md(REMOTE_WORDS.get(remote, remote or 'unknown devices'))}.")  # fmt: skip
     else:
         st.caption("NVLink: " + "; ".join(
-            f"GPU {r.gpu_index}: {r.active_links} active (to {r.remote_types or '?'})"
+            f"GPU {r.gpu_index}: {r.active_links} active (to {md(r.remote_types or '?')})"
             for r in nvl.itertuples()))  # fmt: skip
 
 st.subheader("P2P matrix")

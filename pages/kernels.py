@@ -21,6 +21,7 @@ from pages.helpers.kernel_text import (
     comm_sentences,
     provenance_notes,
 )
+from pages.helpers.text import label, md, name, short
 from store.errors import StoreError, StoreMissing
 from store.queries import trace as qt
 
@@ -49,10 +50,10 @@ def empty(what: str) -> None:
 
 def run_labels(runs: pd.DataFrame) -> dict[str, str]:
     """Each run's picker label, "host · label · when · N rank(s)" (a fleet lists 3,600 runs:
-    built column-wise, not row by row)."""
+    built column-wise, not row by row; stored names shortened for the screen)."""
     named = runs["label"].where(runs["label"].fillna("") != "", runs["verb"])
     when = pd.to_datetime(runs["finished_at"], utc=True).dt.strftime("%Y-%m-%d %H:%M:%S UTC")
-    text = (runs["host"].astype(str) + " · " + named.astype(str) + " · " + when + " · "
+    text = (runs["host"].map(short) + " · " + named.map(short) + " · " + when + " · "
             + runs["ranks"].astype(int).astype(str) + " rank(s)")  # fmt: skip
     return dict(zip(runs["run_id"], text, strict=True))
 
@@ -69,7 +70,7 @@ def pick_run(
     if wanted == exclude:
         wanted = None  # comparing a run with itself: nothing to compare
     if wanted and wanted not in ids:
-        st.warning(f"Run {wanted!r} from the link is not in this store; showing another run.")
+        st.warning(f"Run '{name(wanted)}' from the link is not in this store; showing another run.")
         wanted = None
     if st.session_state.get(key) not in options:
         st.session_state[key] = wanted or options[0]
@@ -114,7 +115,7 @@ for param in ("run", "vs"):  # a linked run from another host stays pickable
     if linked and linked not in set(runs["run_id"]) and linked in set(all_runs["run_id"]):
         runs = pd.concat([runs, all_runs[all_runs["run_id"] == linked]])
 if runs.empty:
-    empty(f"No kernel breakdowns from host {host!r} yet.")
+    empty(f"No kernel breakdowns from host '{name(host)}' yet.")
     share_link_and_stop()
 
 run_id = pick_run("Run", "run", runs, optional=False)
@@ -125,10 +126,10 @@ has_gpu = pd.notna(info["has_gpu"]) and bool(info["has_gpu"])
 device = info["device_name"] if pd.notna(info["device_name"]) else (
     "GPU" if has_gpu else "CPU only (no GPU events)")  # fmt: skip
 backend = info["backend"] if pd.notna(info["backend"]) else "unknown"
-st.caption(f"Run `{run_id}` ({info['verb']}) on {info['host']}: {int(info['ranks'])} rank(s), "
-           f"backend {backend}, device {device}.")  # fmt: skip
+st.caption(f"Run `{run_id}` ({name(info['verb'])}) on {name(info['host'])}: "
+           f"{int(info['ranks'])} rank(s), backend {name(backend)}, device {name(device)}.")  # fmt: skip
 if info["status"] == "partial" or (pd.notna(info["partial"]) and bool(info["partial"])):
-    st.warning(f"Partial run: {info['message'] or 'a trace was cut short'}")
+    st.warning(f"Partial run: {md(info['message'] or 'a trace was cut short')}")
 for note in provenance_notes(info):
     st.caption(note)
 
@@ -182,8 +183,8 @@ per_step = qt.step_categories(loc, run_id, rank)
 step_names = qt.steps(loc, run_id)
 step_names = step_names.drop_duplicates("step")[["step", "name", "source"]].fillna("")
 per_step = per_step.merge(step_names, on="step", how="left")
-per_step["step_label"] = [f"{s}: {n}" for s, n in zip(per_step["step"], per_step["name"],
-                                                       strict=True)]  # fmt: skip
+per_step["step_label"] = [label(f"{s}: {n}") for s, n in zip(per_step["step"], per_step["name"],
+                                                              strict=True)]  # fmt: skip
 who = "mean of ranks" if rank is None else f"rank {rank}"
 ui.chart(stacked(per_step, "step_label", "us", f"Time per step by category ({who})", "us"),
       per_step.drop(columns="step_label"), "per-step")  # fmt: skip
@@ -205,14 +206,14 @@ st.subheader("Top kernels")
 kernels = qt.top_kernels(loc, run_id, limit=25)
 if not kernels.empty:
     k0 = kernels.iloc[0]
-    st.caption(f"Top: {k0['name']} ({k0['category']}): {k0['total_us']:.0f} us over "
+    st.caption(f"Top: {name(k0['name'])} ({md(k0['category'])}): {k0['total_us']:.0f} us over "
                f"{int(k0['calls'])} call(s), summed over ranks.")  # fmt: skip
     shown = kernels.head(15).iloc[::-1]
     # an nsys export's short name where it has one and it names one bar (the demangled
     # name, always in the table, where several templates share a short name)
     labels = shown["short_name"].where(shown["short_name"].notna(), shown["name"])
     labels = labels.where(~labels.duplicated(keep=False), shown["name"])
-    fig = go.Figure(go.Bar(x=shown["total_us"], y=labels.str.slice(0, 80),
+    fig = go.Figure(go.Bar(x=shown["total_us"], y=labels.map(label),
                            orientation="h", marker_color=[COLORS.get(c) for c in shown["category"]],
                            customdata=shown["category"],
                            hovertemplate="%{y}<br>%{customdata}: %{x:.0f} us<extra></extra>"))  # fmt: skip
@@ -226,10 +227,10 @@ dtypes = qt.collective_dtypes(loc, run_id)
 if dtypes.empty:
     st.caption("No collective kernels in this run.")
 else:
-    st.markdown("\n".join(f"- {r['category']} in **{r['dtype']}**: {int(r['calls'])} call(s), "
+    st.markdown("\n".join(f"- {md(r['category'])} in **{md(r['dtype'])}**: {int(r['calls'])} call(s), "
                           f"{r['total_us']:.0f} us" for r in dtypes.to_dict("records")))  # fmt: skip
-    fig = go.Figure(go.Bar(x=[f"{c} / {d}" for c, d in zip(dtypes["category"], dtypes["dtype"],
-                                                         strict=True)],
+    fig = go.Figure(go.Bar(x=[label(f"{c} / {d}") for c, d in zip(dtypes["category"], dtypes["dtype"],
+                                                                strict=True)],
                            y=dtypes["total_us"], marker_color=[COLORS.get(c) for c in
                                                                 dtypes["category"]]))  # fmt: skip
     fig.update_layout(title="Collective time by dtype", yaxis_title="us (all ranks)", height=360)

@@ -15,6 +15,7 @@ import streamlit as st
 
 from pages.helpers import overview_answer as oa
 from pages.helpers import ui
+from pages.helpers.text import name
 from store import RELABEL_COMMAND, UNKNOWN_HOST
 from store.errors import StoreError
 from store.queries import overview as queries
@@ -54,10 +55,8 @@ shown_hosts = real_hosts if host is None else real_hosts[real_hosts["host"] == h
 answer = st.container()  # cards, sentence and tables: filled once the threshold below is read
 
 st.subheader("Freshness")
-stale_hours = int(st.number_input(
-    "Stale after (hours)", min_value=1, max_value=24 * 90, value=24, step=1, key="stale_h",
-    bind="query-params", help="A collector whose last successful run is older is flagged.",
-))  # fmt: skip
+stale_hours = int(ui.url_number("Stale after (hours)", "stale_h", 1, 24 * 90, 24, step=1,
+                                help="A collector whose last successful run is older is flagged."))
 fresh = oa.with_staleness(fresh, now, stale_hours)
 stale = fresh[fresh["stale"]]
 check = queries_series.latest_check(loc, host)
@@ -73,7 +72,7 @@ with answer:
     if shown_hosts.empty and host == UNKNOWN_HOST:
         st.caption("Runs whose files named no host are listed below, under Unknown host.")
     elif shown_hosts.empty:
-        st.warning(f"No runs from host {host!r} in this store.")
+        st.warning(f"No runs from host '{name(host)}' in this store.")
     c1, c2, c3, c4 = st.columns(4)
     c1.metric("Hosts", f"{len(shown_hosts):,}")
     c2.metric(f"Stale collectors ({stale_hours} h)", f"{len(stale):,}",
@@ -149,6 +148,6 @@ missing = (
     [a for a in ui.AREAS if a.verb not in set(fresh["verb"])] if not fresh.empty else list(ui.AREAS)
 )
 if missing:
-    st.subheader("Not collected yet" + (f" on {host}" if host else ""))
+    st.subheader("Not collected yet" + (f" on {name(host)}" if host else ""))
     for area in missing:
         ui.empty_state(area)

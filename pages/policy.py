@@ -20,6 +20,7 @@ import pandas as pd
 import streamlit as st
 
 from pages.helpers import policy_runs as pr
+from pages.helpers import text as txt
 from pages.helpers import ui
 from planner.api import NATIVE_HINTS as HINTS
 from planner.api import (
@@ -63,7 +64,7 @@ def show_findings(findings: list) -> None:
     for f in findings:
         where = f" {md(f.where)}" if f.where else ""
         st.markdown(f"- **{f.level}** {md(f.rule_id) if f.rule_id else ''} line {f.line}:"
-                    f"{where} {f.sentence} ({f.detail})")  # fmt: skip
+                    f"{where} {txt.md(f.sentence)} ({txt.md(f.detail)})")  # fmt: skip
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -105,7 +106,7 @@ def url_select(label: str, options: list[str], param: str, fmt) -> str:
     key = f"pick_{param}"
     wanted = st.query_params.get(param)
     if wanted and wanted not in options:
-        st.warning(f"{label}: {wanted!r} from the link is not available here.")
+        st.warning(f"{label}: '{txt.name(wanted)}' from the link is not available here.")
     if st.session_state.get(key) not in options:
         st.session_state[key] = wanted if wanted in options else options[0]
     choice = st.selectbox(label, options, key=key, format_func=fmt)
@@ -151,11 +152,11 @@ except StoreError as exc:
     share_link_and_stop()
 except Exception as exc:  # noqa: BLE001 - a store from before the trace tables: say so
     with answer:
-        st.error(f"Cannot read the trace tables of this store: {exc}".splitlines()[0])
+        st.error(txt.md(f"Cannot read the trace tables of this store: {exc}".splitlines()[0]))
     share_link_and_stop()
 if runs.empty:
     with answer:
-        ui.empty_state(TRACE_AREA, "No trace runs" + (f" from {host}" if host else "") +
+        ui.empty_state(TRACE_AREA, "No trace runs" + (f" from {txt.name(host)}" if host else "") +
                        " yet. Import PyTorch-profiler traces to check them:")  # fmt: skip
     share_link_and_stop()
 broken = pr.broken_rules(table, findings)
@@ -182,7 +183,8 @@ with answer:
     with t2:
         ui.csv_download(table, "policy-runs", label="CSV (every run)")
 
-labels = {r["run_id"]: f"{r['run_id']} · {r['host']} · {r['name']} · {r['verdict']}"
+labels = {r["run_id"]: f"{r['run_id']} · {txt.short(r['host'])} · {txt.short(r['name'])} · "
+                       f"{r['verdict']}"
           for r in table.to_dict("records")}  # fmt: skip
 with c1:
     run = url_select("Run", [NO_RUN, *labels], "run", lambda r: labels.get(r, r))

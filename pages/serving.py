@@ -19,6 +19,7 @@ from pages.helpers import ui
 from pages.helpers.serving_metrics import METRICS_AREA, metrics_section
 from pages.helpers.serving_metrics import ms as _ms
 from pages.helpers.serving_predict import add_band, engine_column
+from pages.helpers.text import label, md, name, short
 from store.errors import StoreError, StoreMissing
 from store.queries import serving as qs
 
@@ -41,13 +42,13 @@ def pick_runs(runs: pd.DataFrame) -> list[str]:
     wanted = [r for r in (st.query_params.get("runs") or "").split(",") if r]
     missing = [r for r in wanted if r not in ids]
     if missing:
-        st.warning(f"Run(s) from the link not in this view: {ui.few(missing)}")
+        st.warning(f"Run(s) from the link not in this view: {ui.few([name(r) for r in missing])}")
     current = st.session_state.get("bench_runs")
     if current is None:
         st.session_state["bench_runs"] = [r for r in wanted if r in ids] or ids[:ui.FEW]
     elif any(r not in ids for r in current):  # another model or host: keep what still fits
         st.session_state["bench_runs"] = [r for r in current if r in ids] or ids[:ui.FEW]
-    facts = {r.run_id: f"{r.engines} · {r.host} · {r.layouts} · "
+    facts = {r.run_id: f"{short(r.engines)} · {short(r.host)} · {short(r.layouts)} · "
                        f"c={_count(r.min_concurrency)}-{_count(r.max_concurrency)}"
              for r in runs.itertuples()}  # fmt: skip
     chosen = st.multiselect("Benchmark runs", ids, key="bench_runs",
@@ -94,7 +95,7 @@ def pick_hardware(loc, notes: list[str]):
     pick = host_select("Hardware for the planner's prediction", qp.gpu_hosts(loc), notes,
                        before={MEASURED: MEASURED}, after={NO_HW: NO_HW})  # fmt: skip
     if pick.error and pick.key not in (MEASURED, NO_HW):
-        st.error(pick.error)
+        st.error(md(pick.error))
     return pick
 
 
@@ -102,9 +103,9 @@ def model_for(model_id: str):
     from planner.api import models
 
     norm = "".join(ch for ch in model_id.lower().split("/")[-1] if ch.isalnum())
-    for name in models.MODEL_PRESETS:
-        if "".join(ch for ch in name if ch.isalnum()) in norm:
-            return models.preset(name), None
+    for preset in models.MODEL_PRESETS:
+        if "".join(ch for ch in preset if ch.isalnum()) in norm:
+            return models.preset(preset), None
     return None, (f"model {model_id!r} matches no planner preset ({', '.join(models.MODEL_PRESETS)}); "
                   "the Tradeoff page takes a config.json")  # fmt: skip
 
@@ -182,29 +183,29 @@ def bench_section(loc, host: str | None) -> None:
                         "first five below, every one in the table under the charts.")  # fmt: skip
             st.markdown("\n".join(f"- {s}" for s in lines[:ui.FEW]))
         tpot = versus(data, col, PREDICTED[stat] if not pred.empty else "predicted_tpot_ms",
-                      f"{stat} TPOT vs concurrency ({model})", "TPOT (ms)")  # fmt: skip
+                      f"{stat} TPOT vs concurrency ({label(model)})", "TPOT (ms)")  # fmt: skip
         ui.chart(tpot, data, "serving-tpot")
     if not pred.empty:
         used = pred.drop_duplicates(["hardware", "comm_source"])
         st.caption("Planner prediction (dashed) for the same model and layout on: " + "; ".join(
-            f"{r.hardware} ({r.hardware_source}); communication: {r.comm_source}"
+            md(f"{r.hardware} ({r.hardware_source}); communication: {r.comm_source}")
             for r in used.itertuples()))  # fmt: skip
         flags = pred.loc[pred["launch_flags"] != ""].drop_duplicates(
             ["layout_label", "host", "engine", "launch_flags"])  # fmt: skip
         if not flags.empty:
             st.caption("Engine scheduler as run (the run's --server-args, or what the server "
                        "reported in /get_server_info): " + "; ".join(
-                f"{r.engine} {r.layout_label} on {r.host}: {r.launch_flags}"
+                md(f"{r.engine} {r.layout_label} on {short(r.host)}: {r.launch_flags}")
                 for r in flags.itertuples()))  # fmt: skip
         st.caption("Shaded around each prediction: where the measured TPOT fell for 80% of "
                    "the fit's held-out runs - " + "; ".join(pred["band"].dropna().unique()))
     if reasons:
-        st.caption("No prediction for: " + "; ".join(reasons))
+        st.caption("No prediction for: " + "; ".join(map(md, reasons)))
     if len(lines) > ui.FEW:
         st.dataframe(pd.DataFrame({"sweep": lines}), hide_index=True, width="stretch")
     st.subheader("Output throughput versus concurrency")
     thr = versus(data, "output_throughput", "predicted_tokens_per_s",
-                 f"Output throughput vs concurrency ({model})", "tokens/s")  # fmt: skip
+                 f"Output throughput vs concurrency ({label(model)})", "tokens/s")  # fmt: skip
     ui.chart(thr, data, "serving-throughput")
     engines_side_by_side(data, col, stat)
 
@@ -232,7 +233,7 @@ def versus(data: pd.DataFrame, y: str, predicted: str, title: str, y_title: str)
     fig = go.Figure()
     groups = data.groupby(["engine_label", "layout_label", "run_id"], sort=False)
     for i, ((engine, layout, run_id), part) in enumerate(groups):
-        color = PALETTE[i % len(PALETTE)]
+        color, engine, layout = PALETTE[i % len(PALETTE)], label(engine), label(layout)
         fig.add_scatter(x=part["concurrency"], y=part[y], mode="lines+markers",
                         name=f"{engine} {layout} measured ({run_id[-8:]})",
                         line={"color": color})  # fmt: skip
@@ -270,7 +271,8 @@ def _sentences(data: pd.DataFrame, col: str, stat: str) -> list[str]:
     for (engine, layout, run_id), part in groups:
         known = part.dropna(subset=["concurrency"])
         low = known.loc[known["concurrency"].idxmin()] if not known.empty else part.iloc[0]
-        text = f"**{engine} · {layout}** (run `{run_id}`): {stat} TPOT {_ms(low[col])} {_at(low)}"
+        text = (f"**{name(engine)} · {name(layout)}** (run `{run_id}`): {stat} TPOT "
+                f"{_ms(low[col])} {_at(low)}")  # fmt: skip
         thr = part.dropna(subset=["output_throughput"])
         if not thr.empty:
             best = thr.loc[thr["output_throughput"].idxmax()]
@@ -292,8 +294,9 @@ def profile_section(loc, host: str | None) -> None:
         return
     top = runs.iloc[0]
     st.markdown(
-        f"Newest `{top['run_id']}`: {top['model_id']} on vLLM {top['vllm_version'] or '?'}, "
-        f"{top['layout'] or 'layout unknown'}, {int(top['trace_files'])} rank trace(s) (flushed "
+        f"Newest `{top['run_id']}`: {name(top['model_id'])} on vLLM "
+        f"{name(top['vllm_version'] or '?')}, {name(top['layout'] or 'layout unknown')}, "
+        f"{int(top['trace_files'])} rank trace(s) (flushed "
         f"in {top['flush_wait_s']:.0f} s); median TPOT {_ms(top['median_tpot_ms'])} with the "
         "profiler on (the Kernel breakdown page shows where its steps go)."
     )

@@ -27,6 +27,7 @@ import streamlit as st
 
 from pages.helpers import ui
 from pages.helpers.host_choice import host_select
+from pages.helpers.text import name
 from pages.helpers.tradeoff_answer import plain
 from pages.helpers.tradeoff_view import render
 from planner.api import (
@@ -66,8 +67,8 @@ def url_select(title: str, param: str, options: list[str], labels: dict[str, str
     key = f"pick_{param}"
     wanted = st.query_params.get(param)
     if wanted and wanted not in options:
-        problems.append(f"{title} {wanted!r} from the link is not available here; showing "
-                        "another.")  # fmt: skip
+        problems.append(f"{title} '{name(wanted)}' from the link is not available here; "
+                        "showing another.")  # fmt: skip
         wanted = None
     if st.session_state.get(key) not in options:
         st.session_state[key] = wanted or options[0]
@@ -198,16 +199,14 @@ def workload_row() -> tuple[dict, Targets]:
     engine = c[0].selectbox("Engine", list(ENGINES), key="engine", bind="query-params",
                             help="the engine every layout is predicted on (SGLang-only "
                             "layouts on SGLang)")  # fmt: skip
-    isl = c[1].number_input("Input tokens", 1, 1_000_000, 1024, step=512, key="isl",
-                            bind="query-params", help="1 = decode only")  # fmt: skip
-    osl = c[2].number_input("Output tokens", 2, 1_000_000, 1024, step=512, key="osl",
-                            bind="query-params")  # fmt: skip
-    tpot = c[3].number_input("TPOT target (ms)", 0.1, 100_000.0, 50.0, step=5.0, key="tpot",
-                             bind="query-params", help="time per output token, at most: "
-                             "1000 / TPOT tokens/s per user")  # fmt: skip
-    ttft = c[4].number_input("TTFT target (ms)", 1.0, 10_000_000.0, 2000.0, step=100.0,
-                             key="ttft", bind="query-params",
-                             help="time to first token, at most")  # fmt: skip
+    isl = ui.url_number("Input tokens", "isl", 1, 1_000_000, 1024, container=c[1], step=512,
+                        help="1 = decode only")  # fmt: skip
+    osl = ui.url_number("Output tokens", "osl", 2, 1_000_000, 1024, container=c[2], step=512)
+    tpot = ui.url_number("TPOT target (ms)", "tpot", 0.1, 100_000.0, 50.0, container=c[3],
+                         step=5.0, help="time per output token, at most: 1000 / TPOT tokens/s "
+                         "per user")  # fmt: skip
+    ttft = ui.url_number("TTFT target (ms)", "ttft", 1.0, 10_000_000.0, 2000.0, container=c[4],
+                         step=100.0, help="time to first token, at most")  # fmt: skip
     stat = c[5].selectbox("Targets hold on", list(SLO_STATS), key="stat", bind="query-params",
                           help="the mean, or the per-request p90 / p99 where the predictions "
                           "carry them (else the mean stands in, and the answer says so)")  # fmt: skip
@@ -221,8 +220,8 @@ def layout_inputs(model, hw) -> tuple[list, int, int]:
     names = [x.name for x in all_layouts]
     c1, c2, c3 = st.columns([4, 1, 1])
     picked = c1.multiselect("Layouts", names, default=names, key="layouts", bind="query-params")
-    cmin = c2.number_input("Concurrency from", 1, 4096, 1, key="cmin", bind="query-params")
-    cmax = c3.number_input("to", 1, 4096, 512, key="cmax", bind="query-params")
+    cmin = ui.url_number("Concurrency from", "cmin", 1, 4096, 1, container=c2, step=1)
+    cmax = ui.url_number("to", "cmax", 1, 4096, 512, container=c3, step=1)
     return [x for x in all_layouts if x.name in picked], int(cmin), int(cmax)
 
 

@@ -18,6 +18,7 @@ import streamlit as st
 
 from analysis import regress, trends
 from pages.helpers import trend_charts, ui
+from pages.helpers.text import md, name, short
 from store.errors import StoreError
 from store.queries import series as queries_series
 
@@ -40,7 +41,7 @@ except StoreError as exc:
     st.stop()
 
 if not fed:
-    st.info("No series yet" + (f" for host {host}" if host else "") + ". A series is one "
+    st.info("No series yet" + (f" for host {name(host)}" if host else "") + ". A series is one "
             "figure measured run after run at one point: serving TPOT/ITL/TTFT/throughput "
             "(vllm-bench, sglang-bench), collective latency and bus bandwidth (comm, "
             "nccl-tests), step and category times per step (trace, profile, vllm-profile). "
@@ -54,18 +55,17 @@ if "show" not in st.query_params and "show" not in st.session_state:
 c1, c2, c3 = st.columns([3, 2, 2])
 show = c1.radio("Show", [REGRESSIONS, CHOSEN], key="show", bind="query-params", horizontal=True)
 family = c2.selectbox("Family", FAMILIES, key="family", bind="query-params")
-min_pct = c3.number_input("Smallest change to mark (%)", min_value=0.5, max_value=500.0,
-                          value=regress.MIN_CHANGE * 100, step=0.5, key="min_change",
-                          bind="query-params")  # fmt: skip
+min_pct = ui.url_number("Smallest change to mark (%)", "min_change", 0.5, 500.0,
+                        regress.MIN_CHANGE * 100, container=c3, step=0.5)  # fmt: skip
 
 
 def draw(shown: list, found: dict, labels: dict[str, str], limit: int = MAX_CHARTS) -> None:
     for trend in shown[:limit]:
         f = found.get(trend.series_id)
         if f is not None:
-            (st.error if f.kind == "regression" else st.success)(f.line())
+            (st.error if f.kind == "regression" else st.success)(md(f.line()))
         else:
-            st.caption(f"{labels.get(trend.series_id, trend.series_id)}: no lasting move of "
+            st.caption(f"{md(labels.get(trend.series_id, trend.series_id))}: no lasting move of "
                        f"{min_pct:g}% or more.")  # fmt: skip
         ui.chart(trend_charts.figure(trend), trend_charts.table(trend), f"trends-{trend.series_id}")
     if len(shown) > limit:
@@ -76,7 +76,7 @@ if show == REGRESSIONS:
     ui.share_link()
     check = queries_series.latest_check(loc, host)
     if check.empty:
-        st.info(f"No `{CHECK}` has run on this store yet" + (f" for host {host}" if host else "")
+        st.info(f"No `{CHECK}` has run on this store yet" + (f" for host {name(host)}" if host else "")
                 + ": it compares the newest level of every series with the one before and "
                 "keeps what moved for this page and the Overview. Run it nightly (docs/cron.md):")  # fmt: skip
         st.code(CHECK, language="bash")
@@ -120,7 +120,8 @@ if show == REGRESSIONS:
 listing = queries_series.series_list(loc, host)
 if family != "all":
     listing = listing[listing["family"] == family]
-labels = {r.series_id: f"{r.host} · {r.series} ({r.runs} runs)" for r in listing.itertuples()}
+labels = {r.series_id: f"{short(r.host)} · {short(r.series)} ({r.runs} runs)"
+          for r in listing.itertuples()}  # fmt: skip
 # Series ids in the URL (?series=ID&series=ID), written explicitly: a bound widget's
 # default never reaches the URL, and a copied link must keep naming its series.
 options = list(labels) + [s for s in linked if s not in labels]
@@ -128,12 +129,13 @@ if "series_pick" not in st.session_state:
     st.session_state["series_pick"] = linked or options[:1]
 st.session_state["series_pick"] = [s for s in st.session_state["series_pick"] if s in options]
 chosen = st.multiselect("Series", options, key="series_pick",
-                        format_func=lambda s: labels.get(s, f"{s} (not in this view)"))  # fmt: skip
+                        format_func=lambda s: labels.get(s, f"{short(s)} (not in this view)"))  # fmt: skip
 if st.query_params.get_all("series") != chosen:
     st.query_params["series"] = chosen
 missing = [s for s in chosen if s not in labels]
 if missing:
-    st.warning(f"Not in this store{' for host ' + host if host else ''}: {ui.few(missing)}")
+    st.warning(f"Not in this store{' for host ' + name(host) if host else ''}: "
+               f"{ui.few([name(s) for s in missing])}")  # fmt: skip
 ids = [s for s in chosen if s in labels]
 ui.share_link()  # after the URL holds this run's choices (set just above)
 analysed = trends.analyse(queries_series.series_points(loc, host, ids), min_pct / 100)

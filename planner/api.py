@@ -14,8 +14,8 @@ What lies behind it (each package's ``__init__`` says what it owns):
   physical floors (planner.cost.floors), per category.
 
 Modules a page reads several names of (``hardware``, ``models``, ``host_file``, ``hosts``,
-``reference``, ``expert_load``, ``measurements``) are exported whole; everything else by
-name.
+``reference``, ``expert_load``, ``measurements``, ``config_fields``) are exported whole;
+everything else by name.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from planner.floor_report import from_rows as floors_from_rows
 from planner.policy.check import PolicyError, load_policy
 from planner.policy.lint import lint_text
 from planner.policy.trace_check import check_kernels, quantize_candidates, run_verdict
-from planner.specs import hardware, host_file, models
+from planner.specs import config_fields, hardware, host_file, models
 from planner.specs.engines import ENGINES
 from planner.specs.launch_flags import row_settings
 from planner.specs.native import HINTS as NATIVE_HINTS
@@ -55,7 +55,8 @@ __all__ = [
     # errors
     "PlannerInputError", "PolicyError",
     # specs: model, host, launch flags
-    "hardware", "host_file", "hosts", "models", "NATIVE_HINTS", "row_settings", "ENGINES",
+    "hardware", "host_file", "hosts", "models", "config_fields", "NATIVE_HINTS", "row_settings",
+    "ENGINES",
     # the serving cost model
     "FITTED", "ServeLayout", "Workload", "predict", "kv_capacity", "params_for_loaded_run",
     "band", "Measured", "TraceStep", "HostCalibration", "calibrate", "measurements",

@@ -30,6 +30,7 @@ from planner.specs.engines import ENGINES
 from planner.specs.hardware import HardwareSpec
 from planner.specs.launch_flags import row_settings
 from planner.specs.models import ModelSpec
+from store import bounds
 
 REQUIRED = ("tp", "dp", "ep", "isl", "osl", "concurrency", "tpot_ms")
 OPTIONAL = ("ttft_ms", "engine")
@@ -105,13 +106,20 @@ def _whole(text: str, column: str, where: str) -> int:
 
 
 def _positive(text: str, column: str, where: str) -> float:
+    """A measured time (ms) of the CSV: a number > 0 within what a machine can produce
+    (store/bounds.py: the importers' bounds)."""
     try:
         value = float(text)
     except ValueError:
         value = math.nan
     if not (math.isfinite(value) and value > 0):
         raise PlannerInputError(f"{where}: {column} {text!r} is not a number > 0")
+    if why := _BOUNDS[column].problem(value):
+        raise PlannerInputError(f"{where}: {column} {why}")
     return value
+
+
+_BOUNDS = {"tpot_ms": bounds.TOKEN_MS, "ttft_ms": bounds.LATENCY_MS}
 
 
 # ---- the store --------------------------------------------------------------------------
@@ -154,8 +162,8 @@ def points_from_bench(rows: list[dict[str, Any]], launched: dict[str, str],
     out = []
     for r in rows:
         tpot, conc, tp = _num(r.get("mean_tpot_ms")), _num(r.get("concurrency")), _num(r.get("tp"))
-        if tpot is None or conc is None or tp is None:
-            continue
+        if tpot is None or conc is None or tp is None or not bounds.TOKEN_MS.ok(tpot):
+            continue  # a row from before the importers checked bounds: not a point
         dp = int(_num(r.get("dp")) or 1)
         ep = int(tp) * dp if r.get("ep") is True or r.get("ep") == 1 else 1
         engine = _engine(r.get("engine"))

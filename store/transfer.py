@@ -12,7 +12,7 @@ from typing import Any
 
 import duckdb
 
-from store import migrate
+from store import bounds, migrate
 from store.connect import connection
 from store.location import StoreLocation
 from store.renamed_tables import current_name, insert_sql
@@ -75,8 +75,26 @@ def check_against_schema(tables: dict[str, Any]) -> str | None:
             con.register("incoming", table)
             try:
                 con.execute(insert_sql(name, "SELECT 'check'::VARCHAR AS run_id, * FROM incoming"))
+                if problem := _implausible(con, target, table.column_names):
+                    return f"table {name}: {problem}"
             except duckdb.Error as exc:
                 return f"table {name}: rows do not fit the schema ({str(exc).splitlines()[0]})"
             finally:
                 con.unregister("incoming")
+    return None
+
+
+def _implausible(con: duckdb.DuckDBPyConnection, table: str, columns: list[str]) -> str | None:
+    """The first value of ``incoming`` outside its physical bound (store/bounds.py), said
+    as ``column <why>``; None when every checked column is plausible."""
+    for column, bound in bounds.COLUMNS.get(table, {}).items():
+        if column not in columns:
+            continue
+        zero = "OR c = 0" if bound.zero_ok else ""
+        found = con.execute(
+            f'SELECT c FROM (SELECT "{column}" AS c FROM incoming) WHERE c IS NOT NULL AND NOT '
+            f"((c >= ? AND c <= ?) {zero}) LIMIT 1", [bound.low, bound.high],
+        ).fetchone()  # fmt: skip
+        if found is not None:
+            return f"{column} {bound.problem(found[0])}"
     return None

@@ -71,3 +71,53 @@ def query(store: Path | str, sql: str, params: list | None = None) -> list[tuple
         return con.execute(sql, params or []).fetchall()
     finally:
         con.close()
+
+
+def run_in_process(store: Path | str, *args: str, **extra_env: str) -> CliResult:
+    """``collectors.cli.main(ARGS)`` in this process, as ``run_cli`` runs it in a child (text
+    logs, its exit code, what it wrote): for tests that call an import verb many times
+    (fuzzing), where a fresh interpreter per call would cost most of the time."""
+    import io
+    from contextlib import redirect_stderr, redirect_stdout
+
+    from collectors.cli import main
+
+    argv = list(args)
+    if argv and not argv[0].startswith("-") and "--log-format" not in argv:
+        argv += ["--log-format", "text"]
+    out, err = io.StringIO(), io.StringIO()
+    saved, env = dict(os.environ), cli_env(store, **extra_env)
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        with redirect_stdout(out), redirect_stderr(err):
+            code = main(argv)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return CliResult(code, out.getvalue(), err.getvalue())
+
+
+def one_line(stderr: str) -> str:
+    """The only non-empty line of ``stderr`` (fails when there are more or none)."""
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, stderr
+    return lines[0]
+
+
+def run_on_fifo(fifo: Path, store: Path | str, *args: str) -> CliResult:
+    """``run_in_process(store, *args)`` where ``fifo``, one of ``args``, is made a FIFO:
+    fails the test (after unblocking the reader) when the verb waits on it."""
+    import threading
+
+    os.mkfifo(fifo)
+    result: dict = {}
+    worker = threading.Thread(target=lambda: result.update(r=run_in_process(store, *args)),
+                              daemon=True)  # fmt: skip
+    worker.start()
+    worker.join(30)
+    if worker.is_alive():  # open the other end, or the verb (and the suite) waits forever
+        with open(fifo, "wb"):
+            pass
+        raise AssertionError(f"{args[0]} waited on a FIFO")
+    return result["r"]

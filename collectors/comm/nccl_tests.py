@@ -13,13 +13,15 @@ from pathlib import Path
 from typing import Any
 
 from collectors.comm import nccl_tests_parse as fmt
+from collectors.core import inputs
 from collectors.core.context import Context
 from collectors.core.errors import EXIT_OK, InputError
-from store import UNKNOWN_HOST
+from store import UNKNOWN_HOST, bounds
 from store import __version__ as STEPSCOPE_VERSION
 from store.spool.bundle import Bundle, content_run_id
 
 INTERCONNECTS = ("pcie-only", "nvlink", "mixed", "none", "unknown")
+MAX_BYTES = 64 * inputs.MiB  # a whole sweep's log with NCCL INFO lines is a few MB
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -33,15 +35,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _load(path: Path, args: argparse.Namespace) -> tuple[bytes, fmt.Parsed]:
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    data = inputs.read_bytes(path, MAX_BYTES, "an nccl-tests log")
     text = data.decode("utf-8", errors="replace")
     try:
         parsed = fmt.parse(text, path.name)
     except fmt.NotNcclTests as exc:
         raise InputError(f"{path}: {exc}") from None
+    _check(path, parsed)
     if args.op:
         for row in parsed.rows:
             row.op = args.op
@@ -55,8 +55,37 @@ def _load(path: Path, args: argparse.Namespace) -> tuple[bytes, fmt.Parsed]:
     return data, parsed
 
 
+def _check(path: Path, parsed: fmt.Parsed) -> None:
+    """Every figure a machine could have measured (store/bounds.py), else one line naming the
+    row and the field."""
+    for i, row in enumerate(parsed.rows, 1):
+        where = f"{path} row {i} ({row.size} B)"
+        for field, value, bound in (("size", row.size, bounds.BYTES),
+                                    ("count", row.count, bounds.BYTES)):  # fmt: skip
+            if why := bounds.check(value, bound, field, where):
+                raise InputError(why)
+        for name, half in (("out-of-place", row.out_of_place), ("in-place", row.in_place)):
+            if half is None:
+                continue
+            for field, value, bound in (("time", half.time_us, bounds.COMM_US),
+                                        ("algbw", half.algbw_gbps, bounds.BANDWIDTH_GBPS),
+                                        ("busbw", half.busbw_gbps, bounds.BANDWIDTH_GBPS),
+                                        ("#wrong", half.wrong, bounds.BYTES)):  # fmt: skip
+                if value is not None and (why := bounds.check(value, bound, f"{name} {field}",
+                                                              where)):  # fmt: skip
+                    raise InputError(why)
+    for footer in parsed.footers:
+        if why := bounds.check(footer, bounds.BANDWIDTH_GBPS, "Avg bus bandwidth", str(path)):
+            raise InputError(why)
+    for field, value, bound in (("ranks", parsed.world_size, bounds.PARALLEL),
+                                ("iters", parsed.iters, bounds.REQUESTS)):  # fmt: skip
+        if value is not None and (why := bounds.check(value, bound, field, str(path))):
+            raise InputError(why)
+
+
 def run(args: argparse.Namespace, ctx: Context) -> int:
-    loaded = [(Path(f), *_load(Path(f), args)) for f in args.files]
+    files = inputs.unique(Path(f) for f in args.files)
+    loaded = [(f, *_load(f, args)) for f in files]
     code = EXIT_OK
     for path, data, parsed in loaded:
         if parsed.noise_rows:

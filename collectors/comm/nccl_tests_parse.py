@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import PurePath
@@ -265,10 +266,22 @@ def _comment(body: str, out: Parsed, hdr: _Header, ranks: dict[int, tuple[str, s
 def _parse_json(text: str, name: str) -> Parsed:
     try:
         doc = json.loads(text)
+    except RecursionError:
+        raise NotNcclTests(f"JSON nested deeper than the parser's limit (about "
+                           f"{sys.getrecursionlimit()} levels)") from None  # fmt: skip
     except ValueError as exc:
         raise NotNcclTests(f"not valid JSON ({exc}); a crashed run may have truncated it") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):
         raise NotNcclTests("JSON without a nccl-tests 'results' list")
+    try:
+        return _json_doc(doc, name)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError) as exc:
+        # a value of the wrong kind where -J writes a number, an object or a list
+        why = f"{type(exc).__name__}: {str(exc)[:80]}"
+        raise NotNcclTests(f"nccl-tests JSON with a malformed entry ({why})") from None
+
+
+def _json_doc(doc: dict[str, Any], name: str) -> Parsed:
     out = Parsed("json")
     args = doc.get("args") or []
     op = op_from_program(args[0] if args else None) or _op_from_filename(name)

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from collectors.core import inputs
 from collectors.core.context import Context
 from collectors.core.errors import InputError
 from collectors.expert_load import model as models_
@@ -81,7 +82,7 @@ def _recorded(args: argparse.Namespace, ctx: Context) -> int:
     facts = server.facts(base)
     if not facts.model and not args.model:
         raise InputError(f"{base} names no model; pass --model")
-    model = models_.resolve(args.model or facts.model, facts.model)
+    model = models_.resolve(args.model or facts.model, user_named=bool(args.model))
     out = record.record(args, base, facts, ctx.log)
     placement = _placement(args, out.recording)
     check(out.recording, model, ctx)
@@ -124,19 +125,18 @@ def _placement(args: argparse.Namespace,
 
 def _read_map(path: Path) -> np.ndarray:
     if path.suffix == ".pt":
-        data: Any = sglang_files._torch_load(path)
+        data: Any = sglang_files.torch_load(path)
     else:
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise InputError(f"--placement {path}: cannot read JSON ({exc})") from None
+        text = inputs.read_bytes(path, sglang_files.MAX_JSON_BYTES, "a placement map")
+        data = inputs.parse_json(text, path)
     if not isinstance(data, dict) or "physical_to_logical_map" not in data:
         raise InputError(f"--placement {path}: no physical_to_logical_map in it")
     arr = sglang_files._array(path, data["physical_to_logical_map"], "physical_to_logical_map",
                               integer=True)  # fmt: skip
-    if arr.ndim != 2 or arr.min() < 0:
+    if arr.ndim != 2 or 0 in arr.shape:
         raise InputError(f"--placement {path}: physical_to_logical_map must be layers x slots "
                          "of expert ids")  # fmt: skip
+    sglang_files.check_map(path, arr, "physical_to_logical_map")
     return arr
 
 

@@ -1,9 +1,11 @@
 """Which model a recording belongs to: its shape (layers, routed experts, top-k, dense layers).
 
 ``--model`` is a planner preset (``deepseek-v3``), a config.json (or its folder), or a
-served model id (``deepseek-ai/DeepSeek-V3``) whose config.json is on this host (its folder,
-or the Hugging Face cache: collectors/serving/model_config.py) or whose name matches a
-preset. With ``--url`` and no ``--model``, the server's model path is used the same way.
+served model id (``deepseek-ai/DeepSeek-V3``) whose config.json is in the Hugging Face cache
+(collectors/serving/model_config.py) or whose name matches a preset. With ``--url`` and no
+``--model``, the server's model is taken by name the same way: a path the server reports is
+never opened (only a folder the user names is). The config kept with the run is the
+planner's fields of it, never the file.
 """
 
 from __future__ import annotations
@@ -12,9 +14,10 @@ import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from collectors.core import inputs
 from collectors.core.errors import InputError
 from collectors.serving import model_config
-from planner.api import PlannerInputError, models
+from planner.api import PlannerInputError, config_fields, models
 
 
 @dataclass(frozen=True)
@@ -28,17 +31,20 @@ class Model:
         return range(self.spec.num_dense_layers, self.spec.num_layers)
 
 
-def resolve(name: str, model_root: str | None = None) -> Model:
-    """The model ``name`` (or a server's ``model_root``) names; InputError (one line) if none."""
+def resolve(name: str, user_named: bool = True) -> Model:
+    """The model ``name`` names; InputError (one line) if none. ``user_named``: the user gave
+    ``name`` (a path is then read); a server's model name is only ever a name."""
     try:
         if name in models.MODEL_PRESETS:
             return Model(name, models.preset(name), None)
         path = Path(name).expanduser()
-        if path.exists():
-            spec = models.load(path)
+        if user_named and path.exists():
             cfg = path / "config.json" if path.is_dir() else path
-            return Model(name, spec, cfg.read_text(encoding="utf-8"))
-        found, where = model_config.find(name, model_root)
+            text = inputs.read_text(cfg, model_config.MAX_BYTES, "a config.json")
+            spec = models.load(path)
+            kept = config_fields.planner_fields(inputs.parse_json(text, cfg))
+            return Model(name, spec, json.dumps(kept))
+        found, where = model_config.find(name)
         if found is not None:
             spec = models.from_config(json.loads(found.config_json), name=name,
                                       source=found.source_path)  # fmt: skip

@@ -28,16 +28,23 @@ thing used here, do not change.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from collectors.core import inputs
 from collectors.core.errors import InputError
+from store import bounds
 
-MAX_JSON_BYTES = 256 * 1024 * 1024
+# The JSON form is layers x experts (61 x 384 counts: ~200 KB); parsed, a JSON of numbers
+# takes about five times its size, so 64 MiB keeps the read well under 1 GiB.
+MAX_JSON_BYTES = 64 * inputs.MiB
+LEGACY_MAX_BYTES = inputs.GiB  # a pre-zip torch.save file cannot be memory-mapped
+# No MoE model has this many experts: a map naming more is no placement (and would allocate
+# a counts array of that width)
+MAX_EXPERTS = 100_000
 
 
 @dataclass
@@ -53,7 +60,9 @@ class Recording:
 
 
 def read(paths: list[Path]) -> Recording:
-    """Every file, summed into one recording; InputError (one line) for what does not fit."""
+    """Every file, summed into one recording; InputError (one line) for what does not fit.
+    A file named twice (or under two names) counts once."""
+    paths = inputs.unique(paths)
     parts = [read_one(p) for p in paths]
     first = parts[0]
     for p, part in zip(paths[1:], parts[1:], strict=True):
@@ -74,23 +83,22 @@ def read(paths: list[Path]) -> Recording:
 
 
 def read_one(path: Path) -> Recording:
-    if not path.is_file():
-        raise InputError(f"{path}: no such file")
+    st = inputs.check_file(path, "a recorder dump")
+    if st.st_size == 0:
+        raise InputError(f"{path}: the file is empty")
     if path.suffix == ".pt":
-        return _from_dump(path, _torch_load(path))
+        return _from_dump(path, torch_load(path))
+    text = inputs.read_text(path, MAX_JSON_BYTES, "an expert distribution JSON")
     try:
-        if path.stat().st_size > MAX_JSON_BYTES:
-            raise InputError(f"{path}: larger than {MAX_JSON_BYTES >> 20} MiB; not a recording")
-        text = path.read_text(encoding="utf-8", errors="replace")
-        data = json.loads(text)
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc})") from None
-    except json.JSONDecodeError as exc:
+        data = inputs.parse_json(text, path)
+    except inputs.TooDeep:
+        raise
+    except InputError as exc:
         if "EPLB step:" in text:  # vllm/distributed/eplb/eplb_state.py EplbState.step's line
             raise InputError(f"{path}: a vLLM log; vLLM's EPLB logs balancedness summed over "
                              "layers, no per-expert counts to import (docs/expert-load.md)") from None  # fmt: skip
-        raise InputError(f"{path}: not JSON ({exc.msg} at line {exc.lineno}); give a .pt dump "
-                         "or the JSON {\"logical_count\": [layers][experts]} form") from None  # fmt: skip
+        raise InputError(f"{exc}; give a .pt dump or the JSON {{\"logical_count\": "
+                         "[layers][experts]} form") from None  # fmt: skip
     if not isinstance(data, dict) or "logical_count" not in data:
         if isinstance(data, dict) and "physical_to_logical_map" in data:
             raise InputError(f"{path}: a placement map (physical_to_logical_map), not counts; "
@@ -100,17 +108,28 @@ def read_one(path: Path) -> Recording:
     return Recording(_counts(path, data["logical_count"]), "logical_count", [str(path)])
 
 
-def _torch_load(path: Path) -> Any:
+def torch_load(path: Path) -> Any:
+    """``torch.load`` with ``weights_only`` (no code runs) and ``mmap`` (tensors stay in the
+    file's pages, so a dump of any size is read in its size plus little memory); a dump in
+    the legacy (not zip) format of at most LEGACY_MAX_BYTES is read whole."""
+    st = inputs.check_file(path, "a recorder dump")
+    if st.st_size == 0:
+        raise InputError(f"{path}: the file is empty")
     try:
         import torch
     except ImportError:
         raise InputError(f"{path}: reading a .pt dump needs torch, which is not installed here; "
                          "install it, or give the JSON logical_count form") from None  # fmt: skip
     try:
-        return torch.load(path, map_location="cpu", weights_only=True)
+        try:
+            return torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+        except RuntimeError as exc:
+            if "mmap" not in str(exc) or st.st_size > LEGACY_MAX_BYTES:
+                raise
+            return torch.load(path, map_location="cpu", weights_only=True)  # legacy format
     except Exception as exc:  # torch raises many kinds for a file that is not its own
         raise InputError(f"{path}: torch.load(weights_only=True) cannot read it "
-                         f"({type(exc).__name__}: {str(exc).splitlines()[0][:160]})") from None  # fmt: skip
+                         f"({type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''})") from None  # fmt: skip
 
 
 def _from_dump(path: Path, data: Any) -> Recording:
@@ -128,15 +147,16 @@ def _from_dump(path: Path, data: Any) -> Recording:
 
 def _from_records(path: Path, records: list, phys_map: Any) -> Recording:
     mapping = _array(path, phys_map, "last_physical_to_logical_map", integer=True)
-    if mapping.ndim != 2:
-        raise InputError(f"{path}: last_physical_to_logical_map is {mapping.ndim}-D, not "
-                         "layers x physical experts")  # fmt: skip
+    if mapping.ndim != 2 or 0 in mapping.shape:
+        raise InputError(f"{path}: last_physical_to_logical_map is {mapping.ndim}-D "
+                         f"{list(mapping.shape)}, not layers x physical experts")  # fmt: skip
     if not records:
         raise InputError(f"{path}: no records: the recorder saw no forward pass (was load sent "
                          "between start and dump?)")  # fmt: skip
+    check_map(path, mapping, "last_physical_to_logical_map")
     physical = np.zeros(mapping.shape)
     passes, ranks, detail = set(), set(), False
-    for i, rec in enumerate(records):
+    for i, rec in enumerate(records):  # one record at a time: a dump's pages are read once
         if not isinstance(rec, dict) or "global_physical_count" not in rec:
             raise InputError(f"{path}: record {i} has no global_physical_count")
         gpc = _array(path, rec["global_physical_count"], f"record {i} global_physical_count")
@@ -144,12 +164,13 @@ def _from_records(path: Path, records: list, phys_map: Any) -> Recording:
             raise InputError(f"{path}: record {i} counts {_shape(gpc)} physical experts but the "
                              f"map is {_shape(mapping)}")  # fmt: skip
         physical += gpc
-        passes.add(rec.get("forward_pass_id", i))
+        passes.add(_scalar(path, rec.get("forward_pass_id", i), f"record {i} forward_pass_id"))
         if rec.get("rank") is not None:
-            ranks.add(int(rec["rank"]))
+            ranks.add(int(_scalar(path, rec["rank"], f"record {i} rank")))
         detail = detail or "topk_ids_of_layer" in rec
-    if mapping.min() < 0:
-        raise InputError(f"{path}: last_physical_to_logical_map has a negative expert id")
+    if why := bounds.check(float(physical.sum()), bounds.ROUTED_TOKENS, "the summed counts",
+                           str(path)):  # fmt: skip
+        raise InputError(why)
     logical = np.zeros((mapping.shape[0], int(mapping.max()) + 1))
     rows = np.broadcast_to(np.arange(mapping.shape[0])[:, None], mapping.shape)
     np.add.at(logical, (rows, mapping), physical)
@@ -157,12 +178,30 @@ def _from_records(path: Path, records: list, phys_map: Any) -> Recording:
                      sorted(ranks), mapping)  # fmt: skip
 
 
+def check_map(path: Path, mapping: np.ndarray, what: str) -> None:
+    """Expert ids of a placement map: 0 and up, fewer than any model's experts."""
+    if mapping.min() < 0:
+        raise InputError(f"{path}: {what} has a negative expert id")
+    if mapping.max() >= MAX_EXPERTS:
+        raise InputError(f"{path}: {what} names expert {int(mapping.max())}: no model has "
+                         f"{MAX_EXPERTS:,} experts")  # fmt: skip
+
+
+def _scalar(path: Path, value: Any, what: str) -> float:
+    """A record's id or rank: a whole number (a one-element tensor too)."""
+    if hasattr(value, "item") and getattr(value, "numel", lambda: 1)() == 1:
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+        raise InputError(f"{path}: {what} {str(value)[:40]!r} is not a whole number")
+    return value
+
+
 def _array(path: Path, value: Any, what: str, integer: bool = False) -> np.ndarray:
     if hasattr(value, "detach"):  # a torch tensor
         value = value.detach().cpu().numpy()
     try:
         arr = np.asarray(value, dtype=np.int64 if integer else float)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise InputError(f"{path}: {what} is not a rectangular array of numbers") from None
     if not integer and (not np.all(np.isfinite(arr)) or (arr < 0).any()):
         raise InputError(f"{path}: {what} holds a negative or non-finite count")

@@ -15,10 +15,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from collectors.core import inputs
 from collectors.core.context import Context
 from collectors.core.errors import EXIT_OK, InputError, MeasurementError
 from collectors.core.lock import LockHeld, measurement_lock
-from collectors.serving import client, results
+from collectors.serving import client, result_files, results
 from collectors.serving.layout import Layout, parse_server_args, redact
 from store.spool.bundle import Bundle, content_run_id, new_run_id
 
@@ -64,8 +65,8 @@ def run_verb(args: argparse.Namespace, ctx: Context, engine: Engine,
     layout = parse_server_args(parse_layout, args.server_args)
     args.server_args = redact(args.server_args)  # stored with the run
     if args.results:
-        return import_files(ctx, engine, results.result_files(args.results), layout, version,
-                            args.model)  # fmt: skip
+        return import_files(ctx, engine, result_files.result_files(args.results), layout,
+                            version, args.model, args.model_dir)  # fmt: skip
     try:
         with measurement_lock(engine.verb, args.wait, args.wait_timeout):
             return sweep(args, ctx, layout)
@@ -74,82 +75,146 @@ def run_verb(args: argparse.Namespace, ctx: Context, engine: Engine,
         return EXIT_OK
 
 
+class Rows:
+    """serving_bench rows gathered in column batches (a JSONL of 200,000 results is a few
+    hundred MB as dicts, a few tens as columns), and what the summary says of them."""
+
+    BATCH = 4096
+
+    def __init__(self) -> None:
+        self.batches: list = []  # pyarrow Tables
+        self.pending: list[dict] = []
+        self.count = self.unknown = self.no_model = 0
+        self.concurrency: set[int] = set()
+        self.models: set[str] = set()
+        self.layouts: set[str] = set()
+        self.formats: set[str] = set()
+        self.notes: list[str] = []  # said once the rows are in
+
+    def add(self, row: dict) -> None:
+        self.count += 1
+        self.unknown += row["layout"] is None
+        self.no_model += not row["model_id"]
+        if row["concurrency"] is not None:
+            self.concurrency.add(row["concurrency"])
+        if row["model_id"]:
+            self.models.add(row["model_id"])
+        if row["layout"]:
+            self.layouts.add(row["layout"])
+        self.formats.add(row["result_format"])
+        self.pending.append(row)
+        if len(self.pending) >= self.BATCH:
+            self._batch()
+
+    def _batch(self) -> None:
+        import pyarrow as pa
+
+        if self.pending:
+            self.batches.append(pa.Table.from_pylist(self.pending))
+            self.pending = []
+
+    def __iter__(self):  # noqa: ANN204 - the rows as dicts, in order
+        for batch in self.batches:
+            yield from batch.to_pylist()
+        yield from self.pending
+
+    def table(self):  # noqa: ANN201 - a pyarrow Table, or the rows when few
+        if not self.batches:
+            return self.pending
+        import pyarrow as pa
+
+        self._batch()
+        return pa.concat_tables(self.batches, promote_options="permissive")
+
+
 def read_rows(files: list[Path], layout: Layout | None, version: str | None, engine: Engine,
               model: str | None, source: str | None = None,
-              server: dict | None = None) -> list[dict]:  # fmt: skip
+              server: dict | None = None) -> Rows:  # fmt: skip
     """serving_bench rows of every result in ``files``; ``model`` for those that name none;
     ``server``: what the server said about itself (a sweep's), for results that do not say.
     The layout: ``layout`` (from --server-args), else the one the result records."""
-    out = []
+    out = Rows()
     for f in files:
-        for r in results.load_results(f, engine.normalize):
+        for r in result_files.load_results(f, engine.normalize):
             if server and engine.with_server:
                 r.obj = engine.with_server(r.obj, server)
-            recorded = engine.layout_of(r.obj) if engine.layout_of else None
+            try:
+                recorded = engine.layout_of(r.obj) if engine.layout_of else None
+            except ValueError as exc:
+                raise InputError(f"{r.where}: {exc}") from None
             lay = layout or recorded or results.layout_from_metadata(r.obj)
             name = source or (f.name if r.part is None else f"{f.name}#{r.part + 1}")
-            row = results.to_row(r.obj, name, lay, version, engine.name, r.fmt)
+            row = results.to_row(r.obj, name, lay, version, engine.name, r.fmt, r.where,
+                                 out.notes)  # fmt: skip
             row["model_id"] = row["model_id"] or model
-            out.append(row)
+            out.add(row)
     return out
 
 
 def import_files(ctx: Context, engine: Engine, files: list[Path], layout: Layout | None,
-                 version: str | None, model: str | None = None) -> int:  # fmt: skip
+                 version: str | None, model: str | None = None,
+                 model_dir: str | None = None) -> int:  # fmt: skip
     """Commit the results in ``files`` as one content-addressed run; ``model`` names the
-    model of results that do not (SGLang's older JSONL, logs without a ``Namespace`` line)."""
+    model of results that do not (SGLang's older JSONL, logs without a ``Namespace`` line).
+    A file whose bytes another file given already holds is read once."""
+    seen: dict[bytes, Path] = {}
+    for f in files:
+        if (d := result_files.digest(f)) in seen:
+            ctx.log.info(f"{f}: the same content as {seen[d]}; read once")
+        else:
+            seen[d] = f
+    files = list(seen.values())
     found = read_rows(files, layout, version, engine, model)
     # The model given is part of what was imported: same files + another model = another run.
     digest = hashlib.sha256((model or "").encode())
     for f in sorted(files, key=lambda p: p.name):
-        digest.update(f.read_bytes())
+        with inputs.open_input(f, what=result_files.WHAT) as fh:
+            while block := fh.read(1 << 20):
+                digest.update(block)
     if layout:
         digest.update(repr(sorted(layout.as_dict().items())).encode())
     run_id = content_run_id(engine.verb, digest.digest())
-    what = f"imported {len(found)} result(s) from {len(files)} file(s)"
-    return submit(ctx, engine, run_id, found, what, version)
+    what = f"imported {found.count} result(s) from {len(files)} file(s)"
+    return submit(ctx, engine, run_id, found, what, version, model_dir)
 
 
-def submit(ctx: Context, engine: Engine, run_id: str, found: list[dict], what: str,
-           version: str | None) -> int:  # fmt: skip
+def submit(ctx: Context, engine: Engine, run_id: str, found: Rows, what: str,
+           version: str | None, model_dir: str | None = None) -> int:  # fmt: skip
     env = ctx.environment()
     if version:
         env[engine.name] = version
-    unknown = sum(1 for r in found if r["layout"] is None)
-    no_model = sum(1 for r in found if not r["model_id"])
+    unknown, no_model = found.unknown, found.no_model
     problems = [f"{unknown} result(s) without a known layout; pass --server-args"] if unknown else []
     if no_model:  # the Serving page groups by model: these would not show
         problems.append(f"{no_model} result(s) name no model; pass --model")
     message = "; ".join(problems) or None
     record = ctx.run_record(run_id, env=env, message=message)
-    conc = sorted({r["concurrency"] for r in found if r["concurrency"] is not None})
-    models = sorted({r["model_id"] for r in found if r["model_id"]})
+    conc, models = sorted(found.concurrency), sorted(found.models)
     ctx.log.info(f"{what}: concurrency {conc}, models {models}")
+    for note in found.notes:
+        ctx.log.warning(note)
     if unknown:
         ctx.log.warning(message)
-    summary = {"results": len(found), "concurrency": conc, "models": models,
-               "layouts": sorted({r["layout"] for r in found if r["layout"]}),
-               "formats": sorted({r["result_format"] for r in found}), "engine": engine.name}  # fmt: skip
-    tables: dict[str, list[dict]] = {"serving_bench": found}
-    tables.update(_model_configs(found))
+    summary = {"results": found.count, "concurrency": conc, "models": models,
+               "layouts": sorted(found.layouts), "formats": sorted(found.formats),
+               "engine": engine.name}  # fmt: skip
+    tables: dict[str, object] = {"serving_bench": found.table()}
+    tables.update(_model_configs(models, model_dir))
     return ctx.submit(Bundle(record, tables), summary)
 
 
-def _model_configs(found: list[dict]) -> dict[str, list[dict]]:
-    """The config.json of each benchmarked model that is on this host (local dir or HF cache).
-
-    A result's tokenizer is often the checkpoint directory itself (``--tokenizer /models/x``),
-    so it is tried as the model's root.
-    """
+def _model_configs(models: list[str], model_dir: str | None) -> dict[str, list[dict]]:
+    """The config of each benchmarked model found in the hub cache by its name, or in the
+    folder the user named (``--model-dir``: the one model of the results). A model name
+    from a results file is never opened as a path."""
     from collectors.serving.model_config import TABLE, model_config_tables
 
+    if model_dir and len(models) > 1:
+        raise InputError(f"--model-dir {model_dir}: the results name {len(models)} models "
+                         f"({', '.join(models[:3])}); import each model's results on its own")  # fmt: skip
     rows: list[dict] = []
-    pairs = {(r["model_id"], r.get("tokenizer_id")) for r in found if r["model_id"]}
-    # a JSONL names no tokenizer where a log's Namespace does: None sorts first, not against str
-    for model_id, tokenizer in sorted(pairs, key=lambda p: (p[0], p[1] or "")):
-        if any(row["model_id"] == model_id for row in rows):
-            continue
-        rows += model_config_tables(model_id, tokenizer).get(TABLE, [])
+    for model_id in models or ([None] if model_dir else []):
+        rows += model_config_tables(model_id, model_dir).get(TABLE, [])
     return {TABLE: rows} if rows else {}
 
 
@@ -186,4 +251,5 @@ def run_sweep(ctx: Context, engine: Engine, tool: str, levels: list[int],
             files.append(out)
         found = read_rows(files, layout, version, engine, model, source="sweep", server=server)
     return submit(ctx, engine, new_run_id(engine.verb), found,
-                  f"ran {len(levels)} concurrency level(s)", version)  # fmt: skip
+                  f"ran {len(levels)} concurrency level(s)", version,
+                  getattr(ctx.args, "model_dir", None))  # fmt: skip

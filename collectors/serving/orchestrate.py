@@ -150,11 +150,12 @@ def run_profile(plan: ProfilePlan, log: logging.Logger) -> ProfileOutcome:
 
 def commit_profile(ctx: Context, verb: str, engine: str, version: str | None,
                    server_table: str, server_row: dict, out: ProfileOutcome,
-                   summary: dict, model_root: str | None = None) -> int:  # fmt: skip
+                   summary: dict, model_dir: str | None = None) -> int:  # fmt: skip
     """Ingest the rank traces and commit them with the server row and the load, as one run.
 
-    The served model's config.json is recorded with the run when it is on this host
-    (``model_root`` from the server, else the HF cache), so the pages can predict for it.
+    The served model's config is recorded with the run when it is found (``model_dir``: the
+    folder the user named; else the HF cache by the model's name), so the pages can predict
+    for it. The folder the server reports (its ``root``) is recorded as a name, never read.
     """
     from collectors.serving.model_config import model_config_tables
     from collectors.trace.ingest import ingest_traces
@@ -169,7 +170,7 @@ def commit_profile(ctx: Context, verb: str, engine: str, version: str | None,
     tables = dict(ingest.tables)
     tables[server_table] = [server_row]
     tables["vllm_load"] = [r.row() for r in out.results]  # per-request timings, any engine
-    tables.update(model_config_tables(server_row.get("model_id"), model_root))
+    tables.update(model_config_tables(server_row.get("model_id"), model_dir))
     record = ctx.run_record(new_run_id(verb), env=env,
                             status="partial" if ingest.partial else "ok", message=ingest.message)  # fmt: skip
     stats = load.summarize(out.results, out.duration_s)

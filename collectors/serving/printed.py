@@ -28,6 +28,7 @@ version; SGLang also prints ``benchmark_args=Namespace(...)``).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -143,43 +144,64 @@ def _put(values: dict[str, Any], label: str, raw: str) -> None:
     values[key or _slug(label)] = v
 
 
-def parse(text: str) -> list[Block]:
-    """Every printed result block in ``text``; lines around them are ignored."""
-    blocks: list[Block] = []
-    args: dict[str, Any] = {}
-    traffic: dict[str, Any] = {}
-    lines = text.splitlines()
-    i = 0
-    while i < len(lines):
-        line = lines[i]
+def parse(text: str | Iterable[str]) -> list[Block]:
+    """Every printed result block in ``text`` (a string, or its lines one at a time: a log
+    of any length is read in bounded memory); lines around them are ignored."""
+    lines = text.splitlines() if isinstance(text, str) else text
+    found = _Blocks()
+    for number, line in enumerate(lines, 1):
+        found.feed(number, line.rstrip("\r\n"))
+    found.finish()
+    return found.blocks
+
+
+class _Blocks:
+    """A state machine over a log's lines: outside a block, or inside one after its header."""
+
+    def __init__(self) -> None:
+        self.blocks: list[Block] = []
+        self.args: dict[str, Any] = {}  # the last Namespace(...) line's
+        self.traffic: dict[str, Any] = {}  # values printed just before a block
+        self.block: Block | None = None
+        self.prefix = ""  # what stamps each line of the block (a CI runner's time)
+
+    def feed(self, number: int, line: str) -> None:
+        if self.block is not None and self._inside(line):
+            return
         if "Namespace(" in line:
-            args = parse_namespace(line) or args
-            traffic = {}
+            self.args = parse_namespace(line) or self.args
+            self.traffic = {}
         head = _HEADER.match(line)
         if not head:
             if pair := _TRAFFIC_LINE.search(line):
-                _put(traffic, pair["label"], pair["value"])
-            i += 1
-            continue
-        prefix = head["prefix"]
-        block = Block(line=i + 1, values=dict(traffic), args=dict(args))
-        i += 1
-        while i < len(lines):
-            # CI runners stamp every line with a fixed-width time: strip the header's width.
-            body = lines[i][len(prefix) :]
-            if _RULE.match(body) or _HEADER.match(lines[i]):
-                break
-            stripped = body.strip()
-            if stripped and not _SECTION.match(stripped) and not stripped.endswith(":"):
-                pair = _PAIR.match(stripped)
-                if not pair:  # the block was cut short (a log line interleaved): stop here
-                    break
-                _put(block.values, pair["label"], pair["value"])
-            i += 1
-        if _has_results(block.values):
-            blocks.append(block)
-        traffic = {}
-    return blocks
+                _put(self.traffic, pair["label"], pair["value"])
+            return
+        self.prefix = head["prefix"]
+        self.block = Block(line=number, values=dict(self.traffic), args=dict(self.args))
+
+    def _inside(self, line: str) -> bool:
+        """Take a line of the open block; False when it ends the block (the line is then
+        read as any other: it may be the next block's header)."""
+        # CI runners stamp every line with a fixed-width time: strip the header's width.
+        body = line[len(self.prefix) :]
+        if _RULE.match(body) or _HEADER.match(line):
+            self.finish()
+            return False
+        stripped = body.strip()
+        if stripped and not _SECTION.match(stripped) and not stripped.endswith(":"):
+            pair = _PAIR.match(stripped)
+            if not pair:  # the block was cut short (a log line interleaved): stop here
+                self.finish()
+                return False
+            _put(self.block.values, pair["label"], pair["value"])  # type: ignore[union-attr]
+        return True
+
+    def finish(self) -> None:
+        if self.block is not None and _has_results(self.block.values):
+            self.blocks.append(self.block)
+        if self.block is not None:
+            self.traffic = {}
+        self.block = None
 
 
 def _has_results(values: dict[str, Any]) -> bool:

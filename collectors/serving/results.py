@@ -25,22 +25,15 @@ from __future__ import annotations
 import json
 import math
 import statistics
-from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import replace
 from typing import Any
 
 from collectors.core.errors import InputError
-from collectors.serving import printed
 from collectors.serving.layout import Layout
+from store import bounds
 
 METRICS = ("ttft", "tpot", "itl", "e2el")
 _STATS = ("mean", "median", "std", "p90", "p99")
-_TOP = (
-    "duration", "completed", "failed", "total_input_tokens", "total_output_tokens",
-    "request_throughput", "output_throughput", "total_token_throughput",
-    "max_output_tokens_per_s", "max_concurrent_requests",
-)  # fmt: skip
 _COUNTS = ("completed", "failed", "total_input_tokens", "total_output_tokens")  # integers
 _BIG = {"input_lens", "output_lens", "ttfts", "itls", "latencies", "start_times",
         "queue_times", "generated_texts", "errors"}  # fmt: skip
@@ -48,93 +41,10 @@ _LAYOUT_KEYS = {"tp": ("tp", "tensor_parallel_size"), "pp": ("pp", "pipeline_par
                 "dp": ("dp", "data_parallel_size")}  # fmt: skip
 
 
-# Folder expansion: saved results and the usual names of captured logs.
-FOLDER_GLOBS = ("*.json", "*.jsonl", "*.log", "*.out", "*.txt")
-
-@dataclass
-class Result:
-    """One benchmark result read from a file: the object, how it was stored, its place."""
-
-    obj: dict[str, Any]
-    fmt: str  # json | jsonl | printed
-    part: int | None = None  # index in a file holding several results
-
-
-def result_files(paths: list[Path]) -> list[Path]:
-    """Expand folders to their results and logs, skipping the ``*.pytorch.json`` twins and
-    text files in a folder that hold no printed block (other logs lying beside them)."""
-    out: list[Path] = []
-    for p in paths:
-        if p.is_dir():
-            found = {q for g in FOLDER_GLOBS for q in p.glob(g) if q.is_file()}
-            out.extend(sorted(q for q in found if not q.name.endswith(".pytorch.json")
-                              and (q.suffix in (".json", ".jsonl") or _has_block(q))))  # fmt: skip
-        elif p.is_file():
-            out.append(p)
-        else:
-            raise InputError(f"{p}: no such file or folder")
-    if not out:
-        raise InputError(f"{', '.join(map(str, paths))}: no benchmark result (*.json, *.jsonl) "
-                         "or log with a printed result block (*.log, *.out, *.txt) found")  # fmt: skip
-    return out
-
-
-def _has_block(path: Path) -> bool:
-    try:
-        with path.open("rb") as fh:
-            return any(printed.HEADER_TEXT in line for line in fh)
-    except OSError:
-        return True  # let the import say what is wrong with it
-
-
-def load_results(path: Path, normalize: Callable[[dict[str, Any]], dict[str, Any]] | None = None
-                 ) -> list[Result]:  # fmt: skip
-    """Every result in a file: one JSON object, JSON lines, or printed blocks in a log;
-    ``normalize`` (the engine's) renames a JSON result's keys to vLLM's first."""
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read ({exc})") from None
-    try:
-        found = [Result(json.loads(text), "json")]
-    except ValueError as exc:
-        found = _json_lines(text)
-        if found is None:
-            blocks = printed.parse(text)
-            if not blocks:
-                raise InputError(
-                    f"{path}: not JSON ({exc}) and no printed 'Serving Benchmark Result' block "
-                    "in it (a results file or a log of the benchmark's output is needed)"
-                ) from None
-            return [Result(printed.to_result(b), "printed", i if len(blocks) > 1 else None)
-                    for i, b in enumerate(blocks)]  # fmt: skip
-    for i, r in enumerate(found):
-        if isinstance(r.obj, dict) and normalize is not None:
-            r.obj = normalize(r.obj)
-        if not isinstance(r.obj, dict) or not is_result(r.obj):
-            raise InputError(
-                f"{path}: not a serving benchmark result (no throughput or latency statistic "
-                "such as output_throughput or median_ttft_ms, as `vllm bench serve "
-                "--save-result` or sglang.bench_serving --output-file write)"
-            )
-        r.part = i if len(found) > 1 else None
-    return found
-
-
-def _json_lines(text: str) -> list[Result] | None:
-    lines = [line for line in text.splitlines() if line.strip()]
-    if not lines:
-        return None
-    try:
-        return [Result(json.loads(line), "jsonl") for line in lines]
-    except ValueError:
-        return None
-
-
 def is_result(obj: dict[str, Any]) -> bool:
     """A benchmark result of any era holds a throughput or a latency statistic."""
-    return any(_num(obj.get(k)) is not None for k in ("request_throughput", "output_throughput")) \
-        or any(_num(obj.get(f"{s}_{m}_ms")) is not None for m in METRICS for s in _STATS)
+    return any(_number(obj.get(k)) is not None for k in ("request_throughput", "output_throughput")) \
+        or any(_number(obj.get(f"{s}_{m}_ms")) is not None for m in METRICS for s in _STATS)
 
 
 def rename_keys(obj: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
@@ -144,22 +54,6 @@ def rename_keys(obj: dict[str, Any], names: dict[str, str]) -> dict[str, Any]:
         if theirs in out and theirs != ours:
             out.setdefault(ours, out.pop(theirs))
     return out
-
-
-def _num(v: Any) -> float | None:
-    if isinstance(v, bool) or not isinstance(v, (int, float, str)):
-        return None
-    if isinstance(v, float) and math.isnan(v):
-        return None
-    try:
-        return float(v)
-    except ValueError:
-        return None
-
-
-def _int(v: Any) -> int | None:
-    f = _num(v)
-    return None if f is None or math.isinf(f) else int(f)
 
 
 def layout_from_metadata(obj: dict[str, Any]) -> Layout | None:
@@ -184,40 +78,56 @@ _SPEC = {"spec_acceptance_rate": "spec_decode_acceptance_rate",
 
 
 def to_row(obj: dict[str, Any], source: str, layout: Layout | None, version: str | None,
-           engine: str = "vllm", fmt: str = "json") -> dict[str, Any]:  # fmt: skip
-    """One serving_bench row (without run_id); ``version`` is the server's (engine's)."""
+           engine: str = "vllm", fmt: str = "json", where: str = "",
+           notes: list[str] | None = None) -> dict[str, Any]:  # fmt: skip
+    """One serving_bench row (without run_id); ``version`` is the server's (engine's).
+
+    Every number is checked against its physical bound (store/bounds.py): a value no machine
+    can produce is refused in one line naming ``where`` and the field. A latency statistic
+    the tool wrote as NaN (NumPy's answer over no requests) is stored as no value and said
+    in ``notes``."""
+    f = _Fields(obj, where or source)
     raw_rate = obj.get("request_rate")
-    rate = _num(raw_rate)  # NULL = inf (also when absent: the tools' default)
-    replayed = isinstance(raw_rate, str) and rate is None  # SGLang's "trace": recorded times
+    rate = f.rate("request_rate")  # NULL = inf (also when absent: the tools' default)
+    replayed = isinstance(rate, str)  # SGLang's "trace": recorded times
     all_at_once = not replayed and (rate is None or math.isinf(rate))
-    rate = None if all_at_once else rate
-    max_c = _int(obj.get("max_concurrency"))
-    num_prompts = _int(obj.get("num_prompts"))
-    completed = _int(obj.get("completed"))
+    rate = None if all_at_once or replayed else rate
+    max_c = f.count("max_concurrency", bounds.CONCURRENCY)
+    num_prompts = f.count("num_prompts", bounds.REQUESTS)
+    completed = f.count("completed", bounds.REQUESTS)
     concurrency = max_c if max_c is not None else (num_prompts if all_at_once else None)
     row: dict[str, Any] = {
-        "source": source, "result_date": obj.get("date"), "bench_label": obj.get("label"),
-        "backend": obj.get("backend") or obj.get("endpoint_type"),
-        "model_id": obj.get("model_id"), "tokenizer_id": obj.get("tokenizer_id"),
-        "num_prompts": num_prompts, "request_rate": rate, "burstiness": _num(obj.get("burstiness")),
+        "source": source, "result_date": f.text("date"), "bench_label": f.text("label"),
+        "backend": f.text("backend") or f.text("endpoint_type"),
+        "model_id": f.text("model_id"), "tokenizer_id": f.text("tokenizer_id"),
+        "num_prompts": num_prompts, "request_rate": rate,
+        "burstiness": f.number("burstiness", bounds.RATIO),
         "max_concurrency": max_c, "concurrency": concurrency,
-        "input_len": _mean_len(obj, "input_lens", "total_input_tokens", completed)
-        or _num(obj.get("args_input_len")),
-        "output_len": _mean_len(obj, "output_lens", "total_output_tokens", completed)
-        or _num(obj.get("args_output_len")),
-        "duration_s": _num(obj.get("duration")),
+        "input_len": f.mean_len("input_lens", "total_input_tokens", completed)
+        or f.number("args_input_len", bounds.TOKENS_PER_REQUEST),
+        "output_len": f.mean_len("output_lens", "total_output_tokens", completed)
+        or f.number("args_output_len", bounds.TOKENS_PER_REQUEST),
+        "duration_s": f.number("duration", bounds.DURATION_S),
     }  # fmt: skip
-    for key in _TOP[1:]:
-        row[key] = _int(obj.get(key)) if key in _COUNTS else _num(obj.get(key))
-    row.update({k: _num(obj.get(k)) for k in (f"{s}_{m}_ms" for m in METRICS for s in _STATS)})
+    for key, bound in _TOP_BOUNDS.items():
+        row[key] = f.count(key, bound) if key in _COUNTS else f.number(key, bound)
+    for m in METRICS:
+        for s in _STATS:
+            bound = _STAT_BOUNDS[m] if s != "std" else _SPREAD_BOUNDS[m]
+            row[f"{s}_{m}_ms"] = f.number(f"{s}_{m}_ms", bound, nan_is_none=True)
+    _tokens_behind_the_tpot(row, f.where)
     lay = layout or Layout()
+    for size in ("tp", "pp", "dp"):
+        if (why := bounds.PARALLEL.problem(getattr(lay, size))) and getattr(lay, size) is not None:
+            raise InputError(f"{f.where}: the layout's {size} {why}")
     row.update(lay.row())
-    version = version or obj.get(f"{engine}_version") or obj.get("version")
+    version = version or f.text(f"{engine}_version") or f.text("version")
     row["engine"], row["engine_version"], row["result_format"] = engine, version, fmt
     row["vllm_version"] = version if engine == "vllm" else None
-    row["request_goodput"] = _num(obj.get("request_goodput"))
+    row["request_goodput"] = f.number("request_goodput", bounds.REQUEST_RATE)
     for col, key in _SPEC.items():
-        row[col] = _num(obj.get(key)) if col.endswith(("rate", "length")) else _int(obj.get(key))
+        row[col] = (f.number(key, _SPEC_BOUNDS[col]) if col.endswith(("rate", "length"))
+                    else f.count(key, bounds.TOKENS))  # fmt: skip
     known = (set(row) | set(_SPEC.values()) | {"version", f"{engine}_version"}
              | {"date", "label", "endpoint_type", "request_rate", "duration"})  # fmt: skip
     extra = {k: _json_safe(v) for k, v in obj.items() if k not in known and k not in _BIG
@@ -225,7 +135,118 @@ def to_row(obj: dict[str, Any], source: str, layout: Layout | None, version: str
     if replayed:
         extra["request_rate"] = raw_rate
     row["extra"] = json.dumps(extra, sort_keys=True, default=str, allow_nan=False)
+    if f.no_sample and notes is not None:
+        notes.append(f"{f.where}: {', '.join(f.no_sample)} written as NaN (a statistic over no "
+                     "requests): stored as no value")  # fmt: skip
     return row
+
+
+_STAT_BOUNDS = {"ttft": bounds.LATENCY_MS, "tpot": bounds.TOKEN_MS, "itl": bounds.GAP_MS,
+                "e2el": bounds.LATENCY_MS}  # fmt: skip
+# a spread is no time per token: a std of a few us is a steady server, not a fast one
+_SPREAD_BOUNDS = {**_STAT_BOUNDS, "tpot": bounds.GAP_MS}
+_TOP_BOUNDS = {
+    "completed": bounds.REQUESTS, "failed": bounds.REQUESTS,
+    "total_input_tokens": bounds.TOKENS, "total_output_tokens": bounds.TOKENS,
+    "request_throughput": bounds.REQUEST_RATE, "output_throughput": bounds.TOKEN_RATE,
+    "total_token_throughput": bounds.TOKEN_RATE, "max_output_tokens_per_s": bounds.TOKEN_RATE,
+    "max_concurrent_requests": replace(bounds.REQUESTS, whole=False),
+}  # fmt: skip
+_SPEC_BOUNDS = {"spec_acceptance_rate": bounds.PERCENT, "spec_acceptance_length": bounds.RATIO}
+
+
+def _tokens_behind_the_tpot(row: dict[str, Any], where: str) -> None:
+    """A time per output token needs output tokens: refused when the result says none."""
+    if row["total_output_tokens"] != 0:
+        return
+    timed = [k for k in ("mean_tpot_ms", "median_tpot_ms", "mean_itl_ms", "median_itl_ms")
+             if row[k]]  # fmt: skip
+    if timed:
+        raise InputError(f"{where}: total_output_tokens is 0 but {timed[0]} is "
+                         f"{row[timed[0]]:g} ms: a time per output token needs output tokens")  # fmt: skip
+
+
+class _Fields:
+    """A result's values read strictly: a value that is there must be a plausible one."""
+
+    def __init__(self, obj: dict[str, Any], where: str) -> None:
+        self.obj, self.where = obj, where
+        self.no_sample: list[str] = []  # statistics the tool wrote as NaN
+
+    def number(self, key: str, bound: bounds.Bound, nan_is_none: bool = False) -> float | None:
+        value = self.obj.get(key)
+        if value is None:
+            return None
+        number = _number(value)
+        if number is None:
+            raise InputError(f"{self.where}: {key} {_shown(value)} is not a number")
+        if nan_is_none and math.isnan(number):
+            self.no_sample.append(key)
+            return None
+        if why := bound.problem(number):
+            raise InputError(f"{self.where}: {key} {why}")
+        return number
+
+    def count(self, key: str, bound: bounds.Bound) -> int | None:
+        number = self.number(key, bound)
+        return None if number is None else int(number)
+
+    def rate(self, key: str) -> float | str | None:
+        """A request rate: a number, infinity (all at once), or words ("trace": SGLang
+        replaying recorded arrival times)."""
+        value = self.obj.get(key)
+        number = _number(value)
+        if value is None or (number is None and isinstance(value, str)):
+            return value
+        if number == math.inf:
+            return math.inf
+        return self.number(key, bounds.REQUEST_RATE)
+
+    def text(self, key: str) -> str | None:
+        value = self.obj.get(key)
+        if value is None or isinstance(value, str):
+            return value
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return str(value)
+        raise InputError(f"{self.where}: {key} is a JSON {_json_kind(value)}, not text")
+
+    def mean_len(self, lens_key: str, total_key: str, n: int | None) -> float | None:
+        """Mean tokens per request: of the per-request list, else the total over ``n``."""
+        lens = self.obj.get(lens_key)
+        if isinstance(lens, list) and lens and all(
+                isinstance(x, int | float) and not isinstance(x, bool) for x in lens):  # fmt: skip
+            mean = float(statistics.fmean(lens)) if all(x >= 0 for x in lens) else -1.0
+        else:
+            total = self.number(total_key, bounds.TOKENS)
+            mean = total / n if total is not None and n else None
+        if mean is not None and (why := bounds.TOKENS_PER_REQUEST.problem(mean)):
+            raise InputError(f"{self.where}: the mean of {lens_key} {why}")
+        return mean
+
+
+def _number(v: Any) -> float | None:
+    """A number, or a number written as text ("8", "inf", as --metadata saves them); None
+    for anything else (bool included)."""
+    if isinstance(v, bool) or not isinstance(v, int | float | str):
+        return None
+    try:
+        return float(v)
+    except (ValueError, OverflowError):  # text; an int too large for a float
+        return math.inf if isinstance(v, int) else None
+
+
+def _int(v: Any) -> int | None:
+    f = _number(v)
+    return None if f is None or not math.isfinite(f) else int(f)
+
+
+def _shown(v: Any) -> str:
+    text = repr(v)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _json_kind(v: Any) -> str:
+    return {dict: "object", list: "array", bool: "boolean"}.get(type(v), type(v).__name__)
 
 
 def _json_safe(v: Any) -> Any:
@@ -235,11 +256,3 @@ def _json_safe(v: Any) -> Any:
     if isinstance(v, float) and math.isnan(v):
         return None
     return str(v) if isinstance(v, float) and math.isinf(v) else v
-
-
-def _mean_len(obj: dict[str, Any], lens_key: str, total_key: str, n: int | None) -> float | None:
-    lens = obj.get(lens_key)
-    if isinstance(lens, list) and lens and all(isinstance(x, (int, float)) for x in lens):
-        return float(statistics.fmean(lens))
-    total = _num(obj.get(total_key))
-    return total / n if total is not None and n else None

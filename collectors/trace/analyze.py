@@ -74,7 +74,7 @@ def _cpu_intervals(raw: RawTrace, wanted: dict[int, int],
                    extra: Sequence[tuple[float, float, int]] = ()) -> tuple[np.ndarray, ...]:  # fmt: skip
     """CPU ops whose name id is in ``wanted`` (labelled with its value), then the ``extra``
     (start, duration, label) intervals: (starts, ends, labels) sorted by start."""
-    names = np.frombuffer(raw.c_name, dtype=np.int64)
+    names = np.frombuffer(raw.c_name, dtype=np.int32)
     ts = np.frombuffer(raw.c_ts, dtype=np.float64)
     dur = np.frombuffer(raw.c_dur, dtype=np.float64)
     sel = np.isin(names, np.fromiter(wanted, dtype=np.int64, count=len(wanted)))
@@ -147,7 +147,7 @@ def _top_level_cpu(raw: RawTrace) -> np.ndarray:
     """Indices of CPU ops not nested in another op of the same thread."""
     ts = np.frombuffer(raw.c_ts, dtype=np.float64)
     dur = np.frombuffer(raw.c_dur, dtype=np.float64)
-    tid = np.frombuffer(raw.c_tid, dtype=np.int64)
+    tid = np.frombuffer(raw.c_tid, dtype=np.int32)
     order = np.lexsort((-dur, ts, tid))
     keep = np.zeros(len(ts), dtype=bool)
     bounds = np.flatnonzero(np.diff(tid[order])) + 1
@@ -162,24 +162,24 @@ def _top_level_cpu(raw: RawTrace) -> np.ndarray:
 def analyze(raw: RawTrace) -> RankResult:
     has_gpu = len(raw.g_ts) > 0
     if has_gpu:
-        kind = np.frombuffer(raw.g_kind, dtype=np.int8).astype(np.int64)
+        kind = np.frombuffer(raw.g_kind, dtype=np.int8)
         start = np.frombuffer(raw.g_ts, dtype=np.float64)
         dur = np.frombuffer(raw.g_dur, dtype=np.float64)
         stream = np.frombuffer(raw.g_stream, dtype=np.int64)
-        name = np.frombuffer(raw.g_name, dtype=np.int64)
+        name = np.frombuffer(raw.g_name, dtype=np.int32)
         launch, graph = _launch_times(raw, np.frombuffer(raw.g_corr, dtype=np.int64))
-        coll = np.frombuffer(raw.g_coll, dtype=np.int64)
+        coll = np.frombuffer(raw.g_coll, dtype=np.int32)
         enclosing = _enclosing(raw, kind, launch)
         category = _gpu_categories(raw, name, kind, launch, coll, enclosing)
-        arg_dtype = np.frombuffer(raw.g_dtype, dtype=np.int64)
+        arg_dtype = np.frombuffer(raw.g_dtype, dtype=np.int32)
     else:
         top = _top_level_cpu(raw)
         start = np.frombuffer(raw.c_ts, dtype=np.float64)[top]
         dur = np.frombuffer(raw.c_dur, dtype=np.float64)[top]
         tids = np.array([t if isinstance(t, int) else i for i, t in enumerate(raw.tids)])
-        stream = tids[np.frombuffer(raw.c_tid, dtype=np.int64)[top]] if len(top) else top
-        name = np.frombuffer(raw.c_name, dtype=np.int64)[top]
-        kind = np.full(len(top), 3, dtype=np.int64)
+        stream = tids[np.frombuffer(raw.c_tid, dtype=np.int32)[top]] if len(top) else top
+        name = np.frombuffer(raw.c_name, dtype=np.int32)[top]
+        kind = np.full(len(top), 3, dtype=np.int8)
         launch = start.copy()
         graph = np.zeros(len(top), dtype=bool)
         enclosing = np.full(len(top), -1, dtype=np.int64)
@@ -254,7 +254,7 @@ def _cpu_dtypes(raw: RawTrace, top: np.ndarray, category: np.ndarray) -> np.ndar
     ['TensorList', ...]: it takes the dtype of the first unclaimed backend annotation of
     the same collective (``gloo:all_reduce`` ['c10::BFloat16']) starting at or after it.
     gloo runs the work on its own thread, often after the op returned, in issue order."""
-    c_dtype = np.frombuffer(raw.c_dtype, dtype=np.int64)
+    c_dtype = np.frombuffer(raw.c_dtype, dtype=np.int32)
     out = c_dtype[top]
     missing = np.flatnonzero((out < 0) & np.isin(category, _COMM_IDX))
     if not len(missing) or not raw.comm_annotation_dtypes:

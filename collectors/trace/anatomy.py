@@ -46,7 +46,7 @@ _EMBEDDING = re.compile(r"(?<!rotary_)(?<!rotary)embedding|indexSelect|index_sel
 _NONE, _GEMM, _NORM, _ATTN, _MOE, _EMB, _COMM_M = 0, 1, 2, 3, 4, 5, 6
 _OWN_SOURCE = {_MOE: "moe", _ATTN: "attention", _EMB: "embedding"}
 _MARKER = np.array([{"gemm": _GEMM, "norm": _NORM, "attention": _ATTN, "moe": _MOE}.get(c, _NONE)
-                    for c in CATEGORIES])  # fmt: skip
+                    for c in CATEGORIES], dtype=np.int8)  # fmt: skip
 _FILLER = np.array([_CAT[c] for c in ("gemm", "elementwise", "cast_quant", "memory")])
 
 
@@ -99,19 +99,18 @@ def comm_sources(category: np.ndarray, step: np.ndarray, order: np.ndarray,
     comm_sel = np.isin(category, _COMM)
     if not comm_sel.any():
         return out
+    # int8 markers and int32 positions: a 10-million-event trace's anatomy in tens of MB
     marker = _MARKER[category]
     marker[(marks.embedding_name | marks.in_embedding) & ~comm_sel] = _EMB
     marker[comm_sel] = _COMM_M
+    del comm_sel
     m = marker[order]
-    st = step[order]
-    pos = np.arange(len(order))
-    # last distinctive (not GEMM) marker strictly before each position, and last GEMM
-    distinct = np.where((m != _NONE) & (m != _GEMM), pos, -1)
-    last_d = np.r_[-1, np.maximum.accumulate(distinct)[:-1]]
-    gemms = np.where(m == _GEMM, pos, -1)
-    last_g = np.r_[-1, np.maximum.accumulate(gemms)[:-1]]
+    del marker
+    st = step[order].astype(np.int32)
+    last_d = _last_before(m, (m != _NONE) & (m != _GEMM))  # last distinctive marker
+    last_g = _last_before(m, m == _GEMM)  # and last GEMM, strictly before each position
     allgather = {_CAT["allgather"], _CAT["other_comm"]}
-    src_sorted = np.full(len(order), -1, dtype=np.int64)
+    src_sorted = np.full(len(order), -1, dtype=np.int8)
     enc = marks.enclosing[order]
     cats = category[order]
     first_in_graph = _embedding_by_position(m, st, cats, marks.graph[order])
@@ -132,6 +131,15 @@ def comm_sources(category: np.ndarray, step: np.ndarray, order: np.ndarray,
         src_sorted[p] = _source(kind, gemm_after, int(cats[p]) in allgather,
                                 int(src_sorted[d]) if kind == _COMM_M else -1)  # fmt: skip
     out[order] = src_sorted
+    return out
+
+
+def _last_before(m: np.ndarray, hit: np.ndarray) -> np.ndarray:
+    """Per position, the last earlier position where ``hit`` holds (-1: none)."""
+    pos = np.where(hit, np.arange(len(m), dtype=np.int32), np.int32(-1))
+    out = np.empty_like(pos)
+    out[0] = -1
+    np.maximum.accumulate(pos[:-1], out=out[1:])
     return out
 
 

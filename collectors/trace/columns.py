@@ -2,7 +2,8 @@
 
 Kept events are parsed to dicts one at a time and reduced at once to a few typed values;
 rows are buffered as tuples and transposed into ``array`` columns in bulk (C speed), so a
-file with millions of kernels costs tens of bytes per kernel, not a dict each.
+file with millions of kernels costs tens of bytes per kernel, not a dict each (41 per GPU
+event: name, thread and dtype ids are 32-bit).
 """
 
 from __future__ import annotations
@@ -53,10 +54,10 @@ class RawTrace:
     g_ts: array = field(default_factory=lambda: array("d"))
     g_dur: array = field(default_factory=lambda: array("d"))
     g_stream: array = field(default_factory=lambda: array("q"))
-    g_name: array = field(default_factory=lambda: array("l"))
+    g_name: array = field(default_factory=lambda: array("i"))
     g_corr: array = field(default_factory=lambda: array("q"))
-    g_coll: array = field(default_factory=lambda: array("l"))  # "Collective name" id or -1
-    g_dtype: array = field(default_factory=lambda: array("l"))  # args dtype id or -1
+    g_coll: array = field(default_factory=lambda: array("i"))  # "Collective name" id or -1
+    g_dtype: array = field(default_factory=lambda: array("i"))  # args dtype id or -1
     # runtime calls (launches): correlation -> CPU time
     r_corr: array = field(default_factory=lambda: array("q"))
     r_ts: array = field(default_factory=lambda: array("d"))
@@ -64,9 +65,9 @@ class RawTrace:
     # CPU ops
     c_ts: array = field(default_factory=lambda: array("d"))
     c_dur: array = field(default_factory=lambda: array("d"))
-    c_tid: array = field(default_factory=lambda: array("l"))
-    c_name: array = field(default_factory=lambda: array("l"))
-    c_dtype: array = field(default_factory=lambda: array("l"))  # comm ops' dtype label id or -1
+    c_tid: array = field(default_factory=lambda: array("i"))
+    c_name: array = field(default_factory=lambda: array("i"))
+    c_dtype: array = field(default_factory=lambda: array("i"))  # comm ops' dtype label id or -1
     # annotations (few): (name, ts, dur, tid)
     cpu_annotations: list[tuple[str, float, float, Any]] = field(default_factory=list)
     gpu_annotations: list[tuple[str, float, float]] = field(default_factory=list)
@@ -192,6 +193,8 @@ class Sink:
         for key, value in (("ts", ts), ("dur", dur)):
             if value.__class__ not in (int, float):
                 raise self.bad(offset, cat, f"{name[:80]!r} lacks a numeric '{key}'")
+            if value != value:  # NaN
+                raise self.bad(offset, cat, f"{name[:80]!r} has '{key}' NaN, not a number")
         raise self.bad(offset, cat, f"{name[:80]!r} has a negative duration {dur}")
 
     def flush(self) -> None:
@@ -225,3 +228,59 @@ def _ints(col: tuple, typecode: str) -> array:
 def _digits(value: Any) -> int:
     m = re.search(r"\d+", str(value))
     return int(m.group()) if m else -1
+
+
+def implausible(raw: RawTrace) -> str | None:
+    """One line naming the first event no machine could have recorded (store/bounds.py), or
+    None: a time that is not finite, negative or past 2100; a GPU event of over an hour, or
+    longer than the rest of its trace put together; a base time past 2100."""
+    import numpy as np
+
+    from store import bounds
+
+    base = raw.meta.get("baseTimeNanoseconds")
+    if base is not None and (why := bounds.BASE_TIME_NS.problem(base)):
+        return f"{raw.path}: baseTimeNanoseconds {why}"
+    spans = {"GPU event": (raw.g_ts, raw.g_dur, raw.g_name), "CPU op": (raw.c_ts, raw.c_dur,
+             raw.c_name), "runtime call": (raw.r_ts, None, None)}  # fmt: skip
+    for what, (ts, dur, names) in spans.items():
+        for key, values, bound in (("ts", ts, bounds.TIMESTAMP_US), ("dur", dur, bounds.KERNEL_US)):
+            if values is None or not len(values):
+                continue
+            col = np.frombuffer(values, dtype=np.float64)
+            bad = ~((col >= bound.low) & (col <= bound.high))  # NaN compares False
+            if bad.any():
+                i = int(np.argmax(bad))
+                name = raw.names[names[i]][:80] if names is not None else f"#{i}"
+                return f"{raw.path}: {what} {name!r} {key} {bound.problem(float(col[i]))}"
+    for name, ts, dur, *_ in (*raw.cpu_annotations, *raw.gpu_annotations, *raw.exec_frames,
+                              *raw.module_frames):  # fmt: skip
+        for key, value, bound in (("ts", ts, bounds.TIMESTAMP_US), ("dur", dur, bounds.KERNEL_US)):
+            if why := bound.problem(value):
+                return f"{raw.path}: annotation {str(name)[:80]!r} {key} {why}"
+    return _longer_than_the_rest(raw)
+
+
+def _longer_than_the_rest(raw: RawTrace) -> str | None:
+    """The longest GPU event against the span of every other event of the rank."""
+    import numpy as np
+
+    def f64(a: array) -> np.ndarray:
+        return np.frombuffer(a, dtype=np.float64)
+
+    if len(raw.g_dur) < 2:
+        return None
+    ts, dur = f64(raw.g_ts), f64(raw.g_dur)
+    i = int(np.argmax(dur))
+    parts = [(ts[:i], ts[:i] + dur[:i]), (ts[i + 1 :], ts[i + 1 :] + dur[i + 1 :])]
+    if len(raw.c_ts):
+        parts.append((f64(raw.c_ts), f64(raw.c_ts) + f64(raw.c_dur)))
+    if len(raw.r_ts):
+        parts.append((f64(raw.r_ts), f64(raw.r_ts)))
+    parts = [(a, b) for a, b in parts if len(a)]
+    rest = float(max(b.max() for _, b in parts) - min(a.min() for a, _ in parts))
+    if dur[i] > rest:
+        return (f"{raw.path}: GPU event {raw.names[raw.g_name[i]][:80]!r} lasts {dur[i]:g} us, "
+                f"longer than the rest of its trace ({rest:g} us): no kernel outlasts the "
+                "profile that recorded it")  # fmt: skip
+    return None

@@ -55,7 +55,9 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     if args.json:
         ctx.emit(report.to_json())
     else:
-        sys.stdout.write("\n".join(report.text_lines()) + "\n")
+        from collectors.core.log import printable  # names in the store are data
+
+        sys.stdout.write("\n".join(printable(line) for line in report.text_lines()) + "\n")
         sys.stdout.flush()
     for line in report.missing:
         ctx.log.warning(f"missing {line}")

@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from collectors.core import inputs
 from collectors.core.errors import InputError
-from collectors.trace.columns import RawTrace
+from collectors.trace.columns import RawTrace, implausible
 from collectors.trace.readers.kineto import NotATrace, read_trace
 from collectors.trace.readers.nsys_export import REPORT_SUFFIXES
 
@@ -62,13 +63,10 @@ def find_trace_files(paths: list[Path]) -> tuple[list[Path], set[Path]]:
                                  "*.nsys-rep) in the directory")  # fmt: skip
             files += found
             walked.update(found)
-        elif p.is_file():
-            files.append(p)
-        elif p.exists():
-            raise InputError(f"{p}: not a regular file")
         else:
-            raise InputError(f"{p}: no such file or directory")
-    unique = list(dict.fromkeys(f.resolve() for f in files))
+            inputs.check_file(p, "a trace file", folders_ok=True)  # a FIFO is named, not read
+            files.append(p)
+    unique = inputs.unique(dict.fromkeys(f.resolve() for f in files))
     return unique, {f.resolve() for f in walked}
 
 
@@ -162,6 +160,8 @@ def read_ranks(files: list[Path], walked: set[Path], warnings: list[str]) -> lis
             warnings.append(f"skipped {f}: {why}")
             continue
         for raw in raws:
+            if problem := implausible(raw):
+                raise InputError(problem)
             if raw.partial:
                 warnings.append(f"{f}: partial trace: {raw.partial_reason}")
         out += raws

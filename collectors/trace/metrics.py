@@ -47,8 +47,11 @@ def union(start: np.ndarray, end: np.ndarray) -> Intervals:
     if not len(start):
         empty = np.zeros(0)
         return Intervals(empty, empty, empty)
-    order = np.argsort(start, kind="stable")
-    s, e = start[order], end[order]
+    if len(start) > 1 and not (start[1:] >= start[:-1]).all():
+        order = np.argsort(start, kind="stable")
+        start, end = start[order], end[order]
+        del order
+    s, e = start, end  # sorted: a trace's events mostly come in time order, no copy then
     run_end = np.maximum.accumulate(e)
     # merged intervals start at the first start and at each start past every earlier end
     idx = np.r_[0, np.flatnonzero(s[1:] > run_end[:-1]) + 1]

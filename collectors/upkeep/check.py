@@ -19,6 +19,7 @@ from datetime import UTC, datetime, timedelta
 from analysis import regress
 from collectors.core.context import Context
 from collectors.core.errors import InputError
+from collectors.core.log import printable
 
 EXIT_REGRESSION = 3  # the store is fine and a series got worse (cron and CI branch on it)
 _RELATIVE = re.compile(r"^(\d+(?:\.\d+)?)\s*([mhdw])$")
@@ -88,7 +89,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         "improvements": [f.as_dict() for f in found if f.kind == "improvement"],
     }  # fmt: skip
     if not args.json:
-        sys.stdout.write("".join(f.line() + "\n" for f in found))
+        sys.stdout.write("".join(printable(f.line()) + "\n" for f in found))
         sys.stdout.flush()
     if not analysed:
         ctx.log.warning(f"no series{' for host ' + host if host else ''} yet; they fill from "

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 
 from collectors.core.context import Context
 from collectors.core.errors import EXIT_FAILED, EXIT_OK, InputError
+from collectors.core.log import printable
 
 PASS, WARN, FAIL = "PASS", "WARN", "FAIL"
 
@@ -185,7 +186,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     width = max(len(c.name) for c in checks)
     for c in checks:
         # One line each on stdout, whatever the log format: doctor's output is its result.
-        print(f"{c.status}  {c.name:<{width}}  {c.detail}", flush=True)
+        print(printable(f"{c.status}  {c.name:<{width}}  {c.detail}"), flush=True)
     failed = [c.name for c in checks if c.status == FAIL]
     ctx.emit({"ok": not failed, "checks": [asdict(c) for c in checks]})
     return EXIT_FAILED if failed else EXIT_OK

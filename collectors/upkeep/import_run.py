@@ -21,6 +21,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from collectors.core import inputs
 from collectors.core.context import Context
 from collectors.core.errors import InputError
 from collectors.upkeep.export_run import EXPORT_FORMAT, EXPORT_VERSION, MANIFEST
@@ -53,8 +54,7 @@ def staged(path: Path, max_bytes: int):  # noqa: ANN201 - yields a folder Path
             )
         yield path
         return
-    if not path.is_file():
-        raise InputError(f"{path}: no such file or folder")
+    inputs.check_file(path, "a .zip export", folders_ok=True)  # a FIFO is named, not read
     tmp = Path(tempfile.mkdtemp(prefix="stepscope-import-"))
     try:
         _unzip(path, tmp, max_bytes)
@@ -94,12 +94,11 @@ def _manifest(folder: Path, label: Path) -> dict[str, Any]:
     file = folder / MANIFEST
     if not file.is_file():
         raise InputError(f"{label}: no {MANIFEST}; not a Stepscope export")
-    if file.stat().st_size > 1 << 20:
-        raise InputError(f"{label}: {MANIFEST} is too large")
     try:
-        manifest = json.loads(file.read_text())
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise InputError(f"{label}: {MANIFEST} is not valid JSON ({exc})") from None
+        manifest = json.loads(inputs.read_bytes(file, 1 << 20, MANIFEST))
+    except (ValueError, RecursionError) as exc:
+        why = "nested too deep" if isinstance(exc, RecursionError) else exc
+        raise InputError(f"{label}: {MANIFEST} is not valid JSON ({why})") from None
     if not isinstance(manifest, dict) or manifest.get("format") != EXPORT_FORMAT:
         raise InputError(f"{label}: {MANIFEST} is not a Stepscope run export")
     if manifest.get("version") != EXPORT_VERSION:
@@ -169,7 +168,7 @@ def _record(row: dict[str, Any], run_id: str, label: Path):  # noqa: ANN202
     for key in ("env", "args"):
         try:
             value = json.loads(row.get(key) or "{}")
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, RecursionError):
             value = None
         if not isinstance(value, dict):
             raise InputError(f"{label}: runs.{key} is not a JSON object")

@@ -10,6 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from analysis.comm_curves import Cliff, find_cliff, tokens_equivalent
+from pages.helpers.text import label
 
 X_LABELS = {"tokens": "tokens per GPU", "bytes": "message size (bytes, nccl-tests size)"}
 
@@ -69,7 +70,7 @@ def curves(frame: pd.DataFrame) -> list[Curve]:
     for (run_id, op, dtype), pts in rows.groupby(["run_id", "op", "dtype"], sort=True):
         pts = pts.sort_values("x")
         first = pts.iloc[0]
-        name = f"{op} {dtype} · {short(run_id)} ({first['host']}, {first['source']})"
+        name = f"{op} {dtype} · {short(run_id)} ({first['host'][:80]}, {first['source']})"
         cliff = find_cliff(pts["x"].tolist(), pts["p50_us"].tolist())
         out.append(Curve(f"{run_id}|{op}|{dtype}", name, run_id, op, first["source"],
                          first["interconnect"] or "unknown", pts, cliff))  # fmt: skip
@@ -82,13 +83,13 @@ def latency_figure(cs: list[Curve], axis: str, title: str) -> go.Figure:
         p = c.points
         has_band = p["p10_us"].notna().any()
         fig.add_trace(go.Scatter(
-            x=p["x"], y=p["p50_us"], name=c.name, mode="lines+markers",
+            x=p["x"], y=p["p50_us"], name=label(c.name, 160), mode="lines+markers",
             line={"dash": "dash" if c.source == "nccl-tests" else "solid"},
             error_y={"type": "data", "symmetric": False,
                      "array": (p["p90_us"] - p["p50_us"]).tolist(),
                      "arrayminus": (p["p50_us"] - p["p10_us"]).tolist(),
                      "thickness": 1} if has_band else None,
-            hovertemplate="%{x:.4g} → %{y:.1f} us<extra>" + c.name + "</extra>",
+            hovertemplate="%{x:.4g} → %{y:.1f} us<extra>%{fullData.name}</extra>",
         ))  # fmt: skip
         if c.cliff is not None:
             unit = "tok" if axis == "tokens" else "B"
@@ -108,9 +109,9 @@ def busbw_figure(cs: list[Curve]) -> go.Figure:
     for c in cs:
         p = c.points.sort_values("bytes")
         fig.add_trace(go.Scatter(
-            x=p["bytes"], y=p["busbw_gbps"], name=c.name, mode="lines+markers",
+            x=p["bytes"], y=p["busbw_gbps"], name=label(c.name, 160), mode="lines+markers",
             line={"dash": "dash" if c.source == "nccl-tests" else "solid"},
-            hovertemplate="%{x:.4s}B → %{y:.2f} GB/s<extra>" + c.name + "</extra>",
+            hovertemplate="%{x:.4s}B → %{y:.2f} GB/s<extra>%{fullData.name}</extra>",
         ))  # fmt: skip
     fig.update_xaxes(type="log", title="message size (bytes, nccl-tests size)")
     fig.update_yaxes(title="bus bandwidth (GB/s, nccl-tests formula)", rangemode="tozero")

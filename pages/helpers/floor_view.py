@@ -12,6 +12,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from pages.helpers import ui
+from pages.helpers.text import label, md, name, short
 from planner.api import PlannerInputError, hardware, models, stored_floors
 from store.errors import StoreError
 from store.queries import planner as qp
@@ -24,7 +25,7 @@ def _offer(param: str, options: list[str]) -> None:
     """A link's value this store cannot offer falls back to the default (with a note)."""
     wanted = st.query_params.get(param)
     if wanted is not None and wanted not in options:
-        st.caption(f"Floor input {param}={wanted!r} from the link is not offered here.")
+        st.caption(f"Floor input {param}='{name(wanted)}' from the link is not offered here.")
         st.query_params.pop(param, None)
 
 
@@ -45,15 +46,14 @@ def inputs() -> tuple[str | None, str | None, int | None, float | None]:
                          help=f"`{RECORDED}`: the model the run recorded; else a preset "
                          "(`--model` of `python -m collectors floor`)")  # fmt: skip
     host = c2.selectbox("Host (floors)", host_opts, key="fhost", bind="query-params",
+                        format_func=short,
                         help=f"`{FROM_TRACE}`: the GPU the trace names, else its host's `gpu` "
                         "run; else a preset, a GPU's spec sheet or a stored host "
                         "(`--host`)")  # fmt: skip
-    batch = c3.number_input("Batch (decode sequences)", min_value=1, value=None, step=1,
-                            key="fbatch", bind="query-params",
-                            help="where the steps do not say (`--batch`)")  # fmt: skip
-    context = c4.number_input("Context (KV tokens per sequence)", min_value=0.0, value=None,
-                              key="fcontext", bind="query-params",
-                              help="where the steps do not say (`--context`)")  # fmt: skip
+    batch = ui.url_number("Batch (decode sequences)", "fbatch", 1, 1_000_000, None,
+                          container=c3, step=1, help="where the steps do not say (`--batch`)")
+    context = ui.url_number("Context (KV tokens per sequence)", "fcontext", 0.0, 1e8, None,
+                            container=c4, help="where the steps do not say (`--context`)")  # fmt: skip
     return (None if model in (None, RECORDED) else model,
             None if host in (None, FROM_TRACE) else host,
             int(batch) if batch is not None else None,
@@ -84,7 +84,7 @@ def chart(data: pd.DataFrame, who: str, colors: dict[str, str]) -> go.Figure:
     # an input error's "floor" is no floor: no bar for it (the error says which input)
     floors = data["floor_us_per_step"].where(data["input_error"].fillna("") == "")
     fig.add_bar(x=data["category"], y=floors, name="floor",
-                marker_color="#BBBBBB", customdata=data["assumption"],
+                marker_color="#BBBBBB", customdata=data["assumption"].map(label),
                 hovertemplate="%{x} floor: %{y:.1f} us<br>%{customdata}<extra></extra>")  # fmt: skip
     fig.update_layout(barmode="group", title=f"Measured vs physical floor per step ({who})",
                       yaxis_title="us / step", height=400, margin={"t": 50, "b": 40},
@@ -119,7 +119,7 @@ def show(run_id: str, colors: dict[str, str]) -> pd.DataFrame:
         try:
             report = stored_floors(run_id, None, model, host, batch, context)
         except PlannerInputError as exc:
-            st.error(f"Floors: {exc}")
+            st.error(f"Floors: {md(exc)}")
             return frame(None)
         data = frame(report)
         top = report.busiest
@@ -134,11 +134,11 @@ def show(run_id: str, colors: dict[str, str]) -> pd.DataFrame:
         if report.input_errors():
             st.error("Input errors: a floor above its measured time is no result, so these "
                      "categories get no ratio and nothing to win; fix the input it names:\n"
-                     + "\n".join(f"- {e}" for e in report.input_errors()))  # fmt: skip
+                     + "\n".join(f"- {md(e)}" for e in report.input_errors()))  # fmt: skip
         if report.missing:
             st.warning("Missing floor inputs (floors take the least they allow):\n"
-                       + "\n".join(f"- {m}" for m in report.missing))  # fmt: skip
+                       + "\n".join(f"- {md(m)}" for m in report.missing))  # fmt: skip
         used = "; ".join(f"{k}: {v}" for k, v in report.described.items())
         if used:
-            st.caption(f"Floor inputs: {used}.")
+            st.caption(f"Floor inputs: {md(used)}.")
     return data

@@ -14,6 +14,7 @@ import pandas as pd
 import streamlit as st
 
 from pages.helpers import ui
+from pages.helpers.text import name, short
 from planner.api import PlannerInputError, hardware, host_file, hosts
 
 FILE = "file"
@@ -36,8 +37,8 @@ def host_options(gpu_hosts: pd.DataFrame, before: dict[str, str] | None = None,
     opts = dict(before or {})
     opts.update({f"preset:{n}": f"{n} (preset)" for n in hardware.HARDWARE_PRESETS})
     for row in gpu_hosts.to_dict("records"):
-        opts[f"gpu:{row['run_id']}"] = (f"{row['host']}: {row['gpu_count']}x {row['gpu_model']} "
-                                        f"(gpu run {row['run_id']})")  # fmt: skip
+        opts[f"gpu:{row['run_id']}"] = (f"{short(row['host'])}: {row['gpu_count']}x "
+                                        f"{short(row['gpu_model'])} (gpu run {row['run_id']})")  # fmt: skip
     opts[FILE] = "upload a host file (JSON or TOML)"
     opts.update(after or {})
     return opts
@@ -56,7 +57,8 @@ def host_select(title: str, gpu_hosts: pd.DataFrame, notes: list[str], *, param:
     if wanted in hardware.HARDWARE_PRESETS:
         wanted = f"preset:{wanted}"
     if wanted and wanted not in opts:
-        st.warning(f"{title} {wanted!r} from the link is not available here; showing another.")
+        st.warning(f"{title} '{name(wanted)}' from the link is not available here; showing "
+                   "another.")  # fmt: skip
         wanted = None
     if st.session_state.get(key) not in opts:
         st.session_state[key] = wanted or next(iter(opts))

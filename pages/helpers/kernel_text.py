@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from pages.helpers.text import md
+
 SOURCE_LABEL = {"attention": "Attention", "moe": "MoE", "mlp": "Dense MLP",
                 "embedding": "Embedding", "logits": "Logits", "other": "Other"}  # fmt: skip
 COMM_LABEL = {"allreduce": "AllReduce", "all_to_all": "all-to-all", "allgather": "AllGather",
@@ -38,7 +40,7 @@ def accounting_sentence(counts: pd.DataFrame, outside: pd.DataFrame) -> str:
         text = f"All {total:,} top-level CPU ops (CPU-only trace) counted once: "
     text += f"{int(c['in_steps']):,} in steps, {int(c['outside']):,} outside steps"
     if not outside.empty:
-        parts = ", ".join(f"{r['category']} {int(r['calls'])} ({r['total_us']:.0f} us)"
+        parts = ", ".join(f"{md(r['category'])} {int(r['calls'])} ({r['total_us']:.0f} us)"
                           for r in outside.head(6).to_dict("records"))  # fmt: skip
         text += f" ({parts})"
     return text + "."
@@ -67,7 +69,7 @@ def provenance_notes(info: pd.Series) -> list[str]:
 def comm_sentences(summary: pd.DataFrame) -> list[str]:
     lines = []
     for row in summary[summary["is_comm"]].to_dict("records"):
-        dtypes = f", {row['dtypes']}" if isinstance(row["dtypes"], str) and row["dtypes"] else ""
+        dtypes = f", {md(row['dtypes'])}" if isinstance(row["dtypes"], str) and row["dtypes"] else ""
         lines.append(
             f"**{row['category']}**: {row['calls_per_step']:.0f} calls/step, "
             f"{row['avg_us']:.1f} us avg, {row['pct_of_step']:.1f}% of step{dtypes}"

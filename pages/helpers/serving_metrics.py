@@ -32,8 +32,7 @@ def metrics_section(loc, host: str | None) -> None:
             for r in servers.itertuples()]  # fmt: skip
     c1, c2 = st.columns([3, 1])
     choice = c1.selectbox("Server", keys, key="server", bind="query-params")
-    hours = c2.number_input("Last hours", min_value=1, max_value=24 * 90, value=24, key="hours",
-                            bind="query-params")  # fmt: skip
+    hours = ui.url_number("Last hours", "hours", 1, 24 * 90, 24, container=c2, step=1)
     row = servers.iloc[keys.index(choice)]
     # to the minute: a window that moves with every rerun would miss the query cache each
     # time (two queries over a fleet's scrapes: ~0.5 s a render)

@@ -7,6 +7,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from analysis.trends import ENGINE_NAMES, SeriesTrend, number
+from pages.helpers.text import label
 
 REGRESSION, IMPROVEMENT, VERSION = "#E45756", "#54A24B", "#7F7F7F"
 
@@ -83,7 +84,7 @@ def figure(trend: SeriesTrend) -> go.Figure:
                            font={"color": VERSION, "size": 11}, bgcolor="rgba(255,255,255,0.8)",
                            text=change.describe())  # fmt: skip
     fig.update_layout(
-        title=f"{first['host']} · {first['series']}", height=380,
+        title=label(f"{first['host']} · {first['series']}", 160), height=380,
         margin={"t": 70, "b": 60}, legend={"orientation": "h", "y": -0.25},
         yaxis_title=f"{first['metric_label']} ({first['unit']})",
         xaxis_title="measured at (UTC)",

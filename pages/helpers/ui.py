@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 import pandas as pd
 import streamlit as st
 
+from pages.helpers.text import name, number_in, short
 from store.errors import StoreError, StoreMissing
 from store.location import StoreLocation, resolve
 from store.queries import overview as queries
@@ -103,7 +104,7 @@ def sidebar() -> None:
         options = [ALL, *names]
         if selected and selected not in options:
             options.append(selected)  # a link to a host this store lacks still shows it
-        st.selectbox("Host", options, key="host", bind="query-params")
+        st.selectbox("Host", options, key="host", bind="query-params", format_func=short)
 
 
 def host_filter() -> str | None:
@@ -201,3 +202,34 @@ def chart(fig: object, data: pd.DataFrame, name: str) -> None:
         csv_download(data, name)
     with c2:
         html_download(fig, name)
+
+
+def url_number(label: str, key: str, low: float, high: float, default: float | None, *,
+               container: object = None, step: float | None = None,
+               help: str | None = None) -> float | None:  # noqa: A002 - Streamlit's name
+    """A number input kept in ``?key=`` (not when it holds ``default``). A link's value that
+    is no number within [low, high] (``inf``, ``nan``, ``1e400``, text) is ignored with the
+    page's usual note. Not ``bind="query-params"``: Streamlit parses a bound number before
+    the page can look at it, and ``inf`` in an integer input then stops the page."""
+    box = container or st
+    whole = all(isinstance(x, int) for x in (low, high, step or 1))
+    if key not in st.session_state:
+        raw = st.query_params.get(key)
+        value = number_in(raw, low, high) if raw is not None else None
+        if value is not None and whole and value != int(value):
+            value = None
+        if raw is not None and value is None:
+            box.caption(f"{label} '{name(raw, 24)}' from the link is not available here "
+                        f"({low:g} to {high:g}); showing "
+                        f"{'none' if default is None else f'{default:g}'}.")  # fmt: skip
+        seeded = default if value is None else (int(value) if whole else value)
+        if seeded is not None:
+            st.session_state[key] = seeded
+    extra = {"value": None} if default is None else {}
+    got = box.number_input(label, min_value=low, max_value=high, step=step, key=key,  # type: ignore[attr-defined]
+                           help=help, **extra)  # fmt: skip
+    if got is None or got == default:
+        st.query_params.pop(key, None)
+    elif st.query_params.get(key) != str(got):
+        st.query_params[key] = str(got)
+    return got

@@ -111,28 +111,37 @@ def _manifest_edit(**edits):  # noqa: ANN003, ANN202
     return change
 
 
-def _swap_rows(files: dict) -> dict:
-    """A real Parquet file whose gpu_index values are text: parses, but cannot commit."""
+def _with_column(files: dict, table_name: str, column: str, values: list) -> dict:
+    """The export's files with one column of a table replaced (a real Parquet file that
+    parses) and the manifest's checksum of it made to match."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    table = pq.read_table(io.BytesIO(files["host_gpus.parquet"]))
-    table = table.set_column(
-        table.column_names.index("gpu_index"), "gpu_index",
-        pa.array(["x"] * table.num_rows),
-    )  # fmt: skip
+    file = f"{table_name}.parquet"
+    table = pq.read_table(io.BytesIO(files[file]))
+    table = table.set_column(table.column_names.index(column), column, pa.array(values))
     buf = io.BytesIO()
     pq.write_table(table, buf)
-    files["host_gpus.parquet"] = buf.getvalue()
+    files[file] = buf.getvalue()
     manifest = json.loads(files["manifest.json"])
-    manifest["tables"]["host_gpus"]["sha256"] = hashlib.sha256(buf.getvalue()).hexdigest()
+    manifest["tables"][table_name]["sha256"] = hashlib.sha256(buf.getvalue()).hexdigest()
     files["manifest.json"] = json.dumps(manifest).encode()
     return files
+
+
+def _swap_rows(files: dict) -> dict:
+    """gpu_index values that are text: the file parses, but cannot commit."""
+    import pyarrow.parquet as pq
+
+    rows = pq.read_metadata(io.BytesIO(files["host_gpus.parquet"])).num_rows
+    return _with_column(files, "host_gpus", "gpu_index", ["x"] * rows)
 
 
 HOSTILE = {
     "traversal": (lambda f: {**f, "../evil.parquet": b"x"}, "unexpected entry"),
     "not-json": (lambda f: {**f, "manifest.json": b"{nope"}, "not valid JSON"),
+    "deep-json": (lambda f: {**f, "manifest.json": b"[" * 100_000 + b"]" * 100_000},
+                  "not valid JSON"),
     "bad-checksum": (
         lambda f: {**f, "runs.parquet": f["runs.parquet"][:-9] + b"0" * 9},
         "does not match its checksum",
@@ -181,3 +190,29 @@ def test_zip_bomb_and_garbage_are_refused(good_zip: Path, tmp_path: Path) -> Non
     shutil.copy(good, folder / "inner.zip")
     res3 = run_cli(tmp_path / "t.duckdb", "import", str(folder))
     assert res3.code == 1 and "unexpected entry 'inner.zip'" in res3.stderr
+
+
+def test_an_export_holding_an_impossible_value_is_refused(tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture) -> None:  # fmt: skip
+    """The bounds the importers hold at the door (store/bounds.py) hold for an export too: a
+    hand-edited Parquet row with a TPOT of 1e9 ms never commits (issue 60)."""
+    from tests.vllm import bench_fixtures
+
+    store = tmp_path / "a" / "stepscope.duckdb"
+    (path,) = bench_fixtures.write_sweep(tmp_path / "sweep", levels=(4,))
+    assert main(["vllm-bench", "--results", str(path), "--store", str(store)]) == 0
+    run_id = duckdb.connect(str(store), read_only=True).execute(
+        "SELECT run_id FROM runs").fetchone()[0]  # fmt: skip
+    good = tmp_path / "good.zip"
+    assert main(["export", run_id, "--out", str(good), "--store", str(store)]) == 0
+
+    def tpot(files: dict) -> dict:
+        return _with_column(files, "serving_bench", "mean_tpot_ms", [1e9])
+
+    bad = _rewrite(good, tmp_path / "bad.zip", tpot)
+    capsys.readouterr()
+    target = tmp_path / "t" / "stepscope.duckdb"
+    assert main(["import", str(bad), "--store", str(target), "--log-format", "text"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "mean_tpot_ms 1e+09 ms is over" in err, err
+    assert not target.exists()

@@ -136,6 +136,9 @@ def test_a_calibration_that_does_not_beat_the_model_is_not_applied(tmp_path: Pat
      "unknown column 'tpot' (did you mean tpot_ms?)"),
     (HEADER + "8,1,1,1024,256,1,fast,,vllm\n", "line 2: tpot_ms 'fast' is not a number > 0"),
     (HEADER + "8,1,1,1024,256,0,12,,vllm\n", "line 2: concurrency '0' is not a whole number"),
+    # the importers' bounds (store/bounds.py), one definition
+    (HEADER + "8,1,1,1024,256,1,0.0001,,vllm\n", "line 2: tpot_ms 0.0001 ms is below 0.01 ms"),
+    (HEADER + "8,1,1,1024,256,1,12,1e9,vllm\n", "line 2: ttft_ms 1e+09 ms is over 8.64e+07 ms"),
     (HEADER + "8,1,3,1024,256,1,12,,vllm\n", "line 2: ep 3 does not divide tp x dp = 8"),
     (HEADER + "8,1,1,1024,256,1,12,,tgi\n", "line 2: engine 'tgi': one of"),
     (HEADER, "no measured rows under the header"),

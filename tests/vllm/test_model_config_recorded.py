@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from planner.api import config_fields, models
 from tests.helpers import FIXTURES, query, run_cli
 from tests.vllm import bench_fixtures
 
@@ -42,7 +43,10 @@ def test_bench_import_records_the_config_from_the_hf_cache(tmp_path: Path, store
     assert len(rows) == 1
     model_id, source, text = rows[0]
     assert model_id == "moonshotai/Kimi-K2.5" and source == str(target)
-    assert json.loads(text) == json.loads(KIMI.read_text())
+    # the planner's fields of the file, never the file: the same model, nothing else
+    whole = json.loads(KIMI.read_text())
+    assert json.loads(text) == config_fields.planner_fields(whole) != whole
+    assert models.from_config(json.loads(text)) == models.from_config(whole)
 
 
 def test_bench_import_without_the_model_on_this_host_records_nothing(tmp_path, store_path):
@@ -53,17 +57,25 @@ def test_bench_import_without_the_model_on_this_host_records_nothing(tmp_path, s
     assert query(store_path, "SELECT count(*) FROM v_serving_model_config") == [(0,)]
 
 
-def test_profile_records_the_config_from_the_servers_model_root(vllm_server, rank_traces,
-                                                                 store_path, tmp_path):  # fmt: skip
+def test_profile_reads_the_model_folder_the_user_names_never_the_servers_root(
+        vllm_server, rank_traces, store_path, tmp_path):  # fmt: skip
+    """The server's ``root`` is a name it reports, recorded as such; only ``--model-dir``
+    (a folder the user names) is read (issue 60)."""
     checkpoint = tmp_path / "models" / "kimi"
     checkpoint.mkdir(parents=True)
     shutil.copy(KIMI, checkpoint / "config.json")
     server = vllm_server(traces=rank_traces, root=str(checkpoint))
-    res = run_cli(store_path, "vllm-profile", "--url", server.url, "--trace-dir",
-                  str(server.trace_dir), "--num-requests", "4", "--concurrency", "2",
-                  "--input-len", "8", "--output-len", "8", "--settle", "1",
-                  "--flush-timeout", "30", "--json", HF_HUB_CACHE=str(tmp_path / "empty-hub"))  # fmt: skip
-    assert res.code == 0, res.stderr
-    rows = query(store_path, "SELECT source_path FROM v_serving_model_config WHERE run_id = ?",
-                 [res.json["run_id"]])  # fmt: skip
-    assert rows == [(str(checkpoint / "config.json"),)]
+    common = ["--url", server.url, "--trace-dir", str(server.trace_dir), "--num-requests", "4",
+              "--concurrency", "2", "--input-len", "8", "--output-len", "8", "--settle", "1",
+              "--flush-timeout", "30", "--json"]  # fmt: skip
+    hub = str(tmp_path / "empty-hub")
+    for extra, expected in (([], []), (["--model-dir", str(checkpoint)],
+                                       [(str(checkpoint / "config.json"),)])):  # fmt: skip
+        res = run_cli(store_path, "vllm-profile", *common, *extra, HF_HUB_CACHE=hub)
+        assert res.code == 0, res.stderr
+        rows = query(store_path, "SELECT source_path FROM v_serving_model_config WHERE "
+                     "run_id = ?", [res.json["run_id"]])  # fmt: skip
+        assert rows == expected
+        root = query(store_path, "SELECT model_root FROM vllm_server WHERE run_id = ?",
+                     [res.json["run_id"]])  # fmt: skip
+        assert root == [(str(checkpoint),)]

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from collectors.core.context import Context
 from collectors.core.errors import InputError, MeasurementError
-from collectors.serving import bench_import
+from collectors.serving import bench_import, model_config
 from collectors.serving.layout import Layout
 from collectors.serving.sglang import layout as sgl_layout
 from collectors.serving.sglang import result_keys, server
@@ -42,6 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="the Python that has sglang installed (default: this one)")  # fmt: skip
     run.add_argument("--bench-args", default="",
                      help="extra arguments for sglang.bench_serving, one quoted string")  # fmt: skip
+    model_config.add_model_dir_argument(parser)
     lay = parser.add_argument_group("the server the results describe")
     lay.add_argument("--server-args",
                      help="the `python -m sglang.launch_server` command line, e.g. "

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from collectors.core.context import Context
 from collectors.core.errors import InputError, MeasurementError
-from collectors.serving import client, load, orchestrate
+from collectors.serving import client, load, model_config, orchestrate
 from collectors.serving.layout import Layout, parse_server_args, redact
 from collectors.serving.sglang import layout as sgl_layout
 from collectors.serving.sglang import server
@@ -36,6 +36,7 @@ ACTIVITIES = ("CPU", "GPU", "MEM", "CUDA_PROFILER", "RPD")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    model_config.add_model_dir_argument(parser)
     parser.add_argument("--url", required=True, help="the SGLang server, e.g. http://127.0.0.1:30000")
     parser.add_argument("--trace-dir", type=Path,
                         help="where the traces land, as seen from this machine (not with "
@@ -125,4 +126,4 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     summary = {"url": base, "model": model, "sglang_version": facts.version, "layout": lay.name}
     return orchestrate.commit_profile(ctx, "sglang-profile", "sglang", facts.version,
                                       "sglang_server", row, out, summary,
-                                      model_root=layout.model if layout else None)  # fmt: skip
+                                      model_dir=args.model_dir)  # fmt: skip

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from collectors.core.context import Context
 from collectors.core.errors import InputError, MeasurementError
-from collectors.serving import bench_import
+from collectors.serving import bench_import, model_config
 from collectors.serving.vllm import layout as layout_mod
 from collectors.serving.vllm.profile import server_models
 
@@ -37,6 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     run.add_argument("--vllm-bin", default="vllm", help="the vllm executable (default: vllm)")
     run.add_argument("--bench-args", default="",
                      help="extra arguments for `vllm bench serve`, one quoted string")  # fmt: skip
+    model_config.add_model_dir_argument(parser)
     lay = parser.add_argument_group("layout the server ran with")
     lay.add_argument("--server-args",
                      help="the `vllm serve` command line, e.g. \"-tp 8 --enable-expert-parallel\"")  # fmt: skip

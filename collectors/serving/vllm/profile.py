@@ -22,12 +22,13 @@ from pathlib import Path
 
 from collectors.core.context import Context
 from collectors.core.errors import InputError, MeasurementError
-from collectors.serving import client, load, orchestrate
+from collectors.serving import client, load, model_config, orchestrate
 from collectors.serving.layout import parse_server_args
 from collectors.serving.vllm import layout as layout_mod
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    model_config.add_model_dir_argument(parser)
     parser.add_argument("--url", required=True, help="the vLLM server, e.g. http://127.0.0.1:8000")
     parser.add_argument("--trace-dir", type=Path,
                         help="the server's torch_profiler_dir, as seen from this machine "
@@ -165,4 +166,4 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     summary = {"url": base, "model": card.get("id"), "vllm_version": version,
                "layout": lay.name}  # fmt: skip
     return orchestrate.commit_profile(ctx, "vllm-profile", "vllm", version, "vllm_server",
-                                      server, out, summary, model_root=server.get("model_root"))  # fmt: skip
+                                      server, out, summary, model_dir=args.model_dir)  # fmt: skip

@@ -46,7 +46,9 @@ def read_trace(path: Path, all_cpu_ops: bool | None = None, all_runtime: bool = 
             raise InputError(f"{path}: corrupt gzip data ({why})") from None
         raise
     if all_cpu_ops is False and not len(raw.g_ts):  # devices listed, but no GPU activity
+        del raw  # the second reading does not hold the first one's columns too
         return read_trace(path, all_cpu_ops=True, parallel=parallel, block=block)
     if not all_runtime and len(raw.g_ts) and not len(raw.r_ts) and max(raw.g_corr) >= 0:
+        del raw
         return read_trace(path, all_cpu_ops, all_runtime=True, parallel=parallel, block=block)
     return raw

@@ -23,7 +23,9 @@ import gc
 import re
 from collections import deque
 from collections.abc import Iterator
+from contextlib import suppress
 from dataclasses import dataclass, field
+from json import loads as _std_loads
 from pathlib import Path
 from typing import Any
 
@@ -237,7 +239,12 @@ class _Scanner:
 
     def _retry_cut(self, buf: bytes, pos: int, at: int, after: int, end: int, stop: int,
                    final: bool):  # fmt: skip
-        """The literal cut did not parse: try the regex cut, then widen (``_slow``)."""
+        """The literal cut did not parse: try it with the standard library's parser (a bare
+        NaN or Infinity, which orjson refuses: the event is kept, and the sink says what is
+        wrong with its value), then the regex cut, then widen (``_slow``)."""
+        start = buf.rfind(b"{", max(pos, at - 256), at)
+        with suppress(ValueError, RecursionError):
+            return _std_loads(buf[start:end]), start, end
         nxt = _SEP.search(buf, after, stop)
         regex_end = nxt.start() + 1 if nxt else stop
         if regex_end != end:
@@ -258,6 +265,9 @@ class _Scanner:
         """A cut that did not parse: a separator inside a string, a key with braces before
         "cat", or the cut-off last event of a truncated file."""
         sep = _last(_SEP.finditer(buf, pos, cat))
+        # Only the last event of the region may be cut off; any other that does not parse
+        # is broken JSON, said, never dropped with what follows it.
+        last = _SEP.search(buf, cat, stop) is None
         starts = {buf.rfind(b"{", pos, cat), sep.end() - 1 if sep else buf.find(b"{", pos, cat)}
         for start in sorted(s for s in starts if s >= 0):
             stretch = end
@@ -270,12 +280,12 @@ class _Scanner:
                     break
                 nxt = _SEP.search(buf, stretch, stop)
                 stretch = nxt.start() + 1 if nxt else stop
-            if final:  # the last event of a truncated file may end with its ","
+            if final and last:  # the last event of a truncated file may end with its ","
                 try:
                     return _loads(buf[start:stop].rstrip().rstrip(b",")), start, stop
                 except ValueError:
                     pass
-        if final:
+        if final and last:  # the cut-off last event of a truncated file: not kept
             return None, pos, stop
         index = self.sink.locate(cat)
         raise InputError(f"{self.raw.path}: invalid JSON in traceEvents near event #{index}")

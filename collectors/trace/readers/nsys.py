@@ -25,12 +25,14 @@ are the same code:
 from __future__ import annotations
 
 import re
+import sqlite3
 from array import array
 from itertools import chain
 from pathlib import Path
 
 import numpy as np
 
+from collectors.core.errors import InputError
 from collectors.trace.columns import RawTrace, intern
 from collectors.trace.readers import nsys_schema as schema
 from collectors.trace.readers.source import file_digest
@@ -55,6 +57,10 @@ def read_nsys(path: Path) -> list[RawTrace]:
             return []
         runtime, rt_names = _runtime(ex)
         nvtx = _nvtx(ex)
+    except (sqlite3.DatabaseError, ValueError, TypeError, OverflowError) as exc:
+        # a damaged page, or text or a huge number where nsys writes an integer
+        raise InputError(f"{path}: an unreadable Nsight Systems export ({type(exc).__name__}: "
+                         f"{str(exc)[:120]})") from None  # fmt: skip
     finally:
         ex.con.close()
     size, digest = path.stat().st_size, file_digest(path)
@@ -186,10 +192,10 @@ def _fill_gpu(raw: RawTrace, gpu: dict[str, np.ndarray], names: dict[int, str],
     raw.g_ts = array("d", (gpu["start"][order] / 1000.0).tobytes())
     raw.g_dur = array("d", ((gpu["end"] - gpu["start"])[order] / 1000.0).tobytes())
     raw.g_stream = array("q", gpu["stream"][order].tobytes())
-    raw.g_name = array("l", remap[local.reshape(-1)].astype(np.dtype("l")).tobytes())
+    raw.g_name = array("i", remap[local.reshape(-1)].astype(np.int32).tobytes())
     raw.g_corr = array("q", gpu["corr"][order].tobytes())
-    raw.g_coll = array("l", np.full(len(order), -1, dtype=np.dtype("l")).tobytes())
-    raw.g_dtype = array("l", np.full(len(order), -1, dtype=np.dtype("l")).tobytes())
+    raw.g_coll = array("i", np.full(len(order), -1, dtype=np.int32).tobytes())
+    raw.g_dtype = array("i", np.full(len(order), -1, dtype=np.int32).tobytes())
     raw.short_names = {n: shorts[n] for n in raw.names if n in shorts}
 
 
@@ -236,8 +242,8 @@ def _fill_nvtx(raw: RawTrace, rows: list[tuple[int, int, int, int, str]]) -> Non
         tid_of.append(intern(tids, raw.tids, tid))
         name_of.append(intern(name_ids, raw.names, name))
     raw.c_ts, raw.c_dur = array("d", ts), array("d", dur)
-    raw.c_tid, raw.c_name = array("l", tid_of), array("l", name_of)
-    raw.c_dtype = array("l", [-1] * len(ts))
+    raw.c_tid, raw.c_name = array("i", tid_of), array("i", name_of)
+    raw.c_dtype = array("i", [-1] * len(ts))
 
 
 def _meta(ex: schema.Export, device: int, pid: int, ranks_in_file: int,

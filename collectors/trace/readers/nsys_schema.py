@@ -96,6 +96,16 @@ def open_export(path: Path) -> Export:
         raise NotATrace(path, "a SQLite file that is not an Nsight Systems export (no "
                         f"StringIds or {' / '.join(META_TABLES)} table; tables: {shown})")  # fmt: skip
     ex = Export(path, con, tables)
+    try:
+        _read_meta(ex, meta_table)
+    except (sqlite3.DatabaseError, ValueError, TypeError, OverflowError) as exc:
+        con.close()
+        raise NotATrace(path, f"an unreadable Nsight Systems export ({exc})") from None
+    return ex
+
+
+def _read_meta(ex: Export, meta_table: str) -> None:
+    con = ex.con
     ex.meta = dict(con.execute(f"SELECT name, value FROM {meta_table}").fetchall())
     if ex.has("TARGET_INFO_SYSTEM_ENV", "name", "value"):
         marks = ",".join("?" * len(_SYSTEM_KEYS))
@@ -107,7 +117,6 @@ def open_export(path: Path) -> Export:
     if ex.has("TARGET_INFO_SESSION_START_TIME", "utcEpochNs"):
         row = con.execute("SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME").fetchone()
         ex.start_epoch_ns = int(row[0]) if row and row[0] else 0
-    return ex
 
 
 def process_of(global_id: int | None) -> int:

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from planner.cost.comm.curve import CommCurve
+from store import bounds
 
 _OP_NAMES = {"allreduce": "all_reduce", "alltoall": "all_to_all", "alltoallv": "all_to_all",
              "allgather": "all_gather", "reducescatter": "reduce_scatter"}  # fmt: skip
@@ -52,8 +53,8 @@ def curves_from_rows(
             continue
         op = normalize_op(r.get("op", ""), r.get("backend") or "")
         us, n = r.get("p50_us"), int(r.get("world_size") or 0)
-        if not op or not _ok(us) or n < 2:
-            continue
+        if not op or not _ok(us) or not bounds.COMM_US.ok(float(us)) or n < 2:
+            continue  # a time no collective takes (store/bounds.py): not a curve point
         tpr, hidden = r.get("tokens_per_rank"), r.get("hidden")
         if _ok(r.get("bytes")):  # nccl-tests' size: all-to-all counts every destination
             nbytes = float(r["bytes"]) / (n if op == "all_to_all" else 1)
