@@ -197,8 +197,11 @@ def bench_section(loc, host: str | None) -> None:
                        "reported in /get_server_info): " + "; ".join(
                 md(f"{r.engine} {r.layout_label} on {short(r.host)}: {r.launch_flags}")
                 for r in flags.itertuples()))  # fmt: skip
-        st.caption("Shaded around each prediction: where the measured TPOT fell for 80% of "
-                   "the fit's held-out runs - " + "; ".join(pred["band"].dropna().unique()))
+        # the band is the held-out error of the mean's prediction: drawn on the mean only
+        shaded = "Shaded around each prediction" if stat == "mean" else (
+            "Shaded around each prediction of the mean (statistic: mean)")  # fmt: skip
+        st.caption(f"{shaded}: where the measured TPOT fell for 80% of the fit's held-out runs"
+                   " - " + "; ".join(pred["band"].dropna().unique()))  # fmt: skip
     if reasons:
         st.caption("No prediction for: " + "; ".join(map(md, reasons)))
     if len(lines) > ui.FEW:
@@ -250,7 +253,7 @@ def versus(data: pd.DataFrame, y: str, predicted: str, title: str, y_title: str)
                             marker={"symbol": "x", "color": color, "size": 9},
                             name=f"{layout} calibrated, held back")  # fmt: skip
     fig.update_layout(title=title, xaxis_type="log", xaxis_title="concurrency",
-                      yaxis_title=y_title, height=420)  # fmt: skip
+                      yaxis_title=y_title, height=380, margin={"t": 50, "b": 40})  # fmt: skip
     return fig
 
 

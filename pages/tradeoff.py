@@ -27,7 +27,7 @@ import streamlit as st
 
 from pages.helpers import ui
 from pages.helpers.host_choice import host_select
-from pages.helpers.text import name
+from pages.helpers.text import short
 from pages.helpers.tradeoff_answer import plain
 from pages.helpers.tradeoff_view import render
 from planner.api import (
@@ -67,7 +67,8 @@ def url_select(title: str, param: str, options: list[str], labels: dict[str, str
     key = f"pick_{param}"
     wanted = st.query_params.get(param)
     if wanted and wanted not in options:
-        problems.append(f"{title} '{name(wanted)}' from the link is not available here; "
+        # shortened only: every problem is escaped once, by plain(), where it is shown
+        problems.append(f"{title} '{short(wanted)}' from the link is not available here; "
                         "showing another.")  # fmt: skip
         wanted = None
     if st.session_state.get(key) not in options:

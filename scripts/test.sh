@@ -4,7 +4,8 @@
 #   bash scripts/test.sh --quick    the development loop: lint + tests that start no service
 #                                   (no browser, no PostgreSQL/S3, none marked slow)
 # Further arguments go to pytest (a file, -k, -x ...). Both tiers run on every core
-# (pytest-xdist, one test file per worker at a time: module fixtures are built once).
+# (pytest-xdist, one test file per worker at a time: module fixtures are built once;
+# STEPSCOPE_TEST_WORKERS sets how many workers).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tier=()
@@ -16,4 +17,7 @@ else
 fi
 bash scripts/setup.sh requirements-dev.txt
 .venv/bin/ruff check .
-.venv/bin/python -m pytest -n "${STEPSCOPE_TEST_WORKERS:-auto}" --dist loadfile --no-loadscope-reorder "${tier[@]}" "$@"
+# One worker more than cores: with one per core the CPUs idled 30% of the run (tests wait on
+# servers, subprocesses, timeouts and restarts); docs/benchmarks.md has the measurement.
+workers="${STEPSCOPE_TEST_WORKERS:-$(( $(nproc) + 1 ))}"
+.venv/bin/python -m pytest -n "$workers" --dist loadfile --no-loadscope-reorder "${tier[@]}" "$@"

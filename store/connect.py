@@ -12,10 +12,10 @@ from contextlib import contextmanager
 
 import duckdb
 
-from store.duckdb_config import NO_EXTENSION_LOADING
 from store.errors import StoreBusy, StoreError, StoreMissing, is_lock_conflict
 from store.location import StoreLocation, check_duckdb_file, redact
 from store.retry import retry
+from store.sql import NO_EXTENSION_LOADING
 from store.turnstile import take_turn
 
 

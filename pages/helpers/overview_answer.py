@@ -17,8 +17,10 @@ CHECK = "python -m collectors check"
 def with_staleness(fresh: pd.DataFrame, now: datetime, hours: int) -> pd.DataFrame:
     """Freshness rows (host x collector) with ``stale``: no successful run in ``hours``."""
     limit = pd.Timedelta(hours=int(hours))
-    return fresh.assign(stale=[pd.isna(t) or now - pd.Timestamp(t) > limit
-                               for t in fresh["last_ok_at"]])  # fmt: skip
+    # bool dtype even with no rows: an empty object column would index columns, not rows
+    stale = pd.Series([pd.isna(t) or now - pd.Timestamp(t) > limit for t in fresh["last_ok_at"]],
+                      index=fresh.index, dtype=bool)  # fmt: skip
+    return fresh.assign(stale=stale)
 
 
 def host_table(hosts: pd.DataFrame, fresh: pd.DataFrame, regressed: pd.DataFrame,

@@ -25,12 +25,11 @@ from pathlib import Path
 import duckdb
 
 from store import settings
-from store.duckdb_config import NO_EXTENSION_LOADING
 from store.errors import StoreBusy, StoreError, StoreMissing
 from store.lake import s3
 from store.location import StoreLocation, lake_catalog, redact, refuse_credentials
 from store.retry import retry
-from store.sql import string_literal
+from store.sql import NO_EXTENSION_LOADING, string_literal
 
 ALIAS = "lake"
 _INIT_RACE_TIMEOUT_S = 20.0  # writers creating one new catalog (8 hosts on 2 busy cores: >3 s)

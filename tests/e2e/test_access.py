@@ -102,7 +102,7 @@ def test_dashboard_behind_nginx_basic_auth(dash: Dashboard, browser) -> None:
         try:
             pg = context.new_page()
             open_app(pg, f"{url}/overview")
-            expect(pg.get_by_text("host(s):")).to_be_visible()
+            expect(pg.get_by_text("1 host report")).to_be_visible()
         finally:
             context.close()
     finally:

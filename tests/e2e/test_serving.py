@@ -140,13 +140,17 @@ def test_measured_tpot_with_planner_prediction_and_metrics(serving, page) -> Non
     assert f"Newest {runs['profile']}: {MODEL} on vLLM 0.16.0, TP2, 2 rank trace(s)" in text
     expect(main.get_by_test_id("stPlotlyChart")).to_have_count(4)
     # Each prediction's measured-error band: said in words and drawn as a shaded area.
-    assert "Shaded around each prediction: where the measured TPOT fell for 80% of" in text
+    assert ("Shaded around each prediction of the mean (statistic: mean): where the measured "
+            "TPOT fell for 80% of") in text
     assert "vllm/int4: measured within" in text and "sglang/*: measured within" in text
     # The calibration's own check (planner.cost.calibrate, as on the Tradeoff page): fitted on
     # the host's three sweeps, each layout held back in turn; these made-up sweeps are far from
     # the model in both directions, so it is not applied and says so.
     assert (f"{HOST}: not applied: it did not beat the fitted model on your held-back points "
             "(checked on 12 points of TP=1 DP=8 (attention) EP=8, TP=8: ") in text
+    # the band is drawn on the mean's prediction (the median view above says so)
+    _open(page, dash, "serving?calibrate=true&stat=mean")
+    expect(main.get_by_text("Shaded around each prediction: where the measured TPOT")).to_be_visible()
     bands = page.evaluate("""() => [...document.querySelectorAll('.js-plotly-plot')]
         .flatMap(gd => (gd.data || []).filter(t => t.fill === 'toself').map(t => t.name))""")
     assert {"TP8 planner band", "TP1xDP8+EP planner band"} <= set(bands), bands
