@@ -47,8 +47,11 @@ def _emax(n: int, p: np.ndarray, groups: int) -> np.ndarray:
 # ---- a measured distribution (planner.cost.expert_load.ExpertLoad) ----------------------
 # The figures are computed once per (distribution, placement, top-k, EP size) on a fixed grid
 # of tokens per step: every count up to EXACT_POINTS, then four points per doubling (32, 64,
-# 128, ... exactly), interpolated in log(tokens) between them: within 0.15% of exact on
-# a lognormal DeepSeek-V3-shaped distribution.
+# 128, ... exactly). Between them what is interpolated (in log(tokens)) is the ratio to
+# uniform routing's closed form, which is then evaluated at the step's own tokens: within
+# 0.15% of exact on a lognormal DeepSeek-V3-shaped distribution, and exactly uniform routing
+# for a uniform measurement at any tokens (a simulated schedule's steps fall between the
+# grid's points).
 EXACT_POINTS = 16
 PER_DOUBLING = 4
 _MEASURED_CACHE: dict[tuple, tuple[np.ndarray, np.ndarray, np.ndarray, float]] = {}
@@ -86,8 +89,20 @@ def measured(load: ExpertLoad, top_k: int, tokens: np.ndarray, ep: int) -> Measu
         _MEASURED_CACHE[key] = (grid, *_measured_at(load, top_k, grid, ep),
                                 token_factor(load, ep))  # fmt: skip
     grid, mean, busiest, factor = _MEASURED_CACHE[key]
+    experts = load.counts.shape[1]
+    u_mean, u_busiest = _uniform(experts, top_k, grid, ep)
+    at_mean, at_busiest = _uniform(experts, top_k, t, ep)
     x, at = np.log(t), np.log(grid)
-    return MeasuredRouting(np.interp(x, at, mean), np.interp(x, at, busiest), factor)
+    return MeasuredRouting(at_mean * np.interp(x, at, mean / u_mean),
+                           at_busiest * np.interp(x, at, busiest / u_busiest), factor)  # fmt: skip
+
+
+def _uniform(experts: int, top_k: int, tokens: np.ndarray,
+             ep: int) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """Uniform top-k routing's mean and busiest EP rank's touched experts at ``tokens``."""
+    touched = 1.0 - (1.0 - top_k / experts) ** tokens
+    mean = experts / ep * touched
+    return mean, (expected_max_binomial(experts // ep, touched, ep) if ep > 1 else mean)
 
 
 def token_grid(top: float) -> np.ndarray:

@@ -57,13 +57,10 @@ def test_refit_reproduces_the_recorded_constants(rows) -> None:
     """Fails when the model or the data changes the fit: re-run `python -m fitting --write` and
     commit the new planner/cost/fitted.json (with the new accuracy figures)."""
     p = fit.fit_all(rows[0])
-    for name in fit.FREE:
-        got, want = getattr(p, name), getattr(FITTED, name)
-        if isinstance(want, dict):
-            for eng in want:
-                assert got[eng] == pytest.approx(want[eng], rel=0.02), (name, eng)
-        else:
-            assert got == pytest.approx(want, rel=0.02), name
+    for spec in fit.FREE:  # "name" or "name:engine" (one engine's value)
+        assert fit._get(p, spec) == pytest.approx(fit._get(FITTED, spec), rel=0.02), spec
+    for engine, path in FITTED.ttft_fixed_ms.items():  # each engine's request path
+        assert p.ttft_fixed_ms[engine] == pytest.approx(path, rel=0.02), engine
 
 
 def test_leave_one_model_out_on_vllm(rows) -> None:

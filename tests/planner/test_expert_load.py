@@ -65,8 +65,12 @@ def expected_max(n: int, probs: list[float]) -> float:
 
 def test_skewed_load_is_slower_than_uniform_by_the_busiest_ranks_extra_reads(stored) -> None:
     store, hot, _ = stored
-    uniform = predict(store)
-    measured = predict(store, "--expert-load", hot, "--store", str(store))
+    # vllm bench serve's fixed lengths: the 4 requests start and end together, so every
+    # decode step of the simulated schedule carries 4 tokens (InferenceX's lengths, uniform
+    # in [0.8 L, L], leave steps of 3, 2 and 1 token at the end, which the mean takes in)
+    fixed = ("--bench", "vllm", "--num-prompts", "4")
+    uniform = predict(store, *fixed)
+    measured = predict(store, "--expert-load", hot, "--store", str(store), *fixed)
     u, m = uniform["points"][0], measured["points"][0]
     assert u["running_per_rank"] == m["running_per_rank"] == 4  # 4 tokens meet in the MoE
     t, k, per_rank = 4, SHAPE.top_k, SHAPE.experts // 8
@@ -94,7 +98,7 @@ def test_skewed_load_is_slower_than_uniform_by_the_busiest_ranks_extra_reads(sto
     # balanced: the 32 hot experts 4 to a rank, every rank alike again
     assert block["balanced_win_ms"] > 0.8 * extra
     balanced = predict(store, "--expert-load", hot, "--store", str(store),
-                       "--expert-placement", "balanced")  # fmt: skip
+                       "--expert-placement", "balanced", *fixed)  # fmt: skip
     assert balanced["points"][0]["tpot_ms"] == pytest.approx(block["tpot_ms_balanced"], abs=1e-3)
 
 

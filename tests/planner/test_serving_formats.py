@@ -53,17 +53,22 @@ def test_nested_text_config_and_attention_variants() -> None:
 
 
 def test_windowed_and_sparse_layers_read_less_kv_at_long_context() -> None:
+    from planner.cost.params import FITTED
+
     hw = hardware.preset("b200-sxm-8x")
     lay, w = ServeLayout(tp=8, moe_tp=8), Workload(32768, 2)
+    # The kv_cache term also carries each sequence's per-layer cost (seq_us), the same with
+    # or without windows: without it, the term is the KV reads alone.
+    p = FITTED.with_values(seq_us={e: 0.0 for e in FITTED.seq_us})
     oss = load("openai--gpt-oss-120b")
     dense = replace(oss, window_layers=0)  # as if every layer attended to everything
-    kv = predict(oss, hw, lay, w, np.array([8])).breakdown_ms["kv_cache"][0]
-    kv_full = predict(dense, hw, lay, w, np.array([8])).breakdown_ms["kv_cache"][0]
+    kv = predict(oss, hw, lay, w, np.array([8]), p).breakdown_ms["kv_cache"][0]
+    kv_full = predict(dense, hw, lay, w, np.array([8]), p).breakdown_ms["kv_cache"][0]
     assert kv_full / kv == pytest.approx(2.0, rel=0.05)  # half the layers read 128 tokens
     glm, hw = load("zai-org--GLM-5"), hardware.preset("b300-sxm-8x")  # BF16 GLM-5: 1.5 TB
-    kv = predict(glm, hw, lay, w, np.array([8])).breakdown_ms["kv_cache"][0]
+    kv = predict(glm, hw, lay, w, np.array([8]), p).breakdown_ms["kv_cache"][0]
     kv_full = predict(replace(glm, sparse_topk=0, index_head_dim=0), hw, lay, w,
-                      np.array([8])).breakdown_ms["kv_cache"][0]  # fmt: skip
+                      np.array([8]), p).breakdown_ms["kv_cache"][0]  # fmt: skip
     assert kv < kv_full / 2  # top-2048 of 32k latents plus 128-byte indexer keys
 
 
@@ -113,7 +118,8 @@ def test_shared_expert_floors_hide_behind_routed_experts_up_to_the_engines_thres
     B = np.array([float(threshold), threshold + 1.0])
     kimi = load("nvidia--Kimi-K2.5-NVFP4")
     mlp = decode_terms(kimi, hw, lay, w, B, FITTED)["mlp"]
-    floors_ms = kimi.num_moe_layers * KERNELS["dense_mlp"] * FITTED.kernel_us / 1e3
+    floor_us = FITTED.kernel_us * FITTED.engine_kernel[engine]  # the engine's kernel floor
+    floors_ms = kimi.num_moe_layers * KERNELS["dense_mlp"] * floor_us / 1e3
     assert mlp[1] - mlp[0] == pytest.approx(floors_ms, rel=0.05)
     minimax = load("MiniMaxAI--MiniMax-M2.5")
     assert minimax.shared_params == 0
