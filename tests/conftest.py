@@ -8,6 +8,23 @@ import pytest
 # directly or through another fixture, is marked ``service`` and left out of the quick tier
 # (``scripts/test.sh --quick``).
 SERVICE_FIXTURES = frozenset({"pg", "s3", "browser"})
+# Files each of which took 14 s or more of one worker in a full run (docs/benchmarks.md, The
+# test suite): many CLI subprocesses, real profiles and process groups, whole-fixture fits.
+# Marked ``slow``: the full run has them, the quick tier's development loop does not.
+SLOW_FILES = frozenset({
+    "tests/collectors/test_check.py", "tests/collectors/test_relabel.py",
+    "tests/profile/test_profile.py", "tests/fitting/test_serving_fit.py",
+    "tests/comm/test_comm.py", "tests/gpu/test_gpu_check.py",
+    "tests/trace/test_floors_fixtures.py", "tests/trace/test_floor_cli.py",
+    "tests/trace/test_cli.py", "tests/trace/test_truth.py", "tests/trace/test_context.py",
+    "tests/trace/test_split.py", "tests/planner/test_one_model.py",
+    "tests/planner/test_hosts_cli.py", "tests/planner/test_calibrate_from_store.py",
+    "tests/planner/test_cli.py", "tests/planner/test_expert_load.py",
+    "tests/planner/test_predict.py", "tests/vllm/test_profile.py",
+    "tests/vllm/test_model_config_recorded.py", "tests/vllm/test_hostile_results.py",
+    "tests/sglang/test_metrics_profile.py", "tests/expert_load/test_import.py",
+    "tests/benchmarks/test_scale_smoke.py",
+})  # fmt: skip
 
 
 @pytest.fixture
@@ -30,7 +47,8 @@ def pytest_report_header() -> list[str]:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark every test that needs a service (see SERVICE_FIXTURES) as ``service``, then run
+    """Mark every test that needs a service (see SERVICE_FIXTURES) as ``service`` and those of
+    SLOW_FILES as ``slow``, then run
     the heaviest files first: browser files, then service or slow ones, then the rest, each
     group in collection order. With both cores busy (scripts/test.sh: xdist, one file per
     worker, --no-loadscope-reorder) the many small files then fill in at the end instead of
@@ -38,6 +56,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if SERVICE_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.service)
+        if item.nodeid.split("::")[0] in SLOW_FILES:
+            item.add_marker(pytest.mark.slow)
     rank: dict[str, int] = {}  # per file: 0 browser, 1 service or slow, 2 the rest
     first: dict[str, int] = {}  # per file: where its first test was collected
     for i, item in enumerate(items):
