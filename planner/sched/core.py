@@ -330,7 +330,7 @@ class Sim:
         sched = self.sched
         plan, quiet, advance = sched.plan, sched.quiet, sched.advance
         grows, kv_cap = sched.grows_kv and self.kv_binds, self.caps.kv_tokens
-        heap, segs, done, target = r.heap, self.segs, self.done, self.target
+        heap, segs = r.heap, self.segs
         partial = r.partial
         nothing: list[tuple[int, int]] = []
         while self.finished < self.to_send:
@@ -369,15 +369,8 @@ class Sim:
                 r.ctx_sum += n * k
                 r.kv_used += n * k
             advance(self, r, k if n else 0)
-            for rid, tok in prefill:
-                done[rid] += tok
-                r.kv_used += tok
-                if done[rid] >= target[rid]:
-                    if partial and rid in partial:
-                        partial.remove(rid)
-                    self.start_decoding(r, rid, seg)
-                elif rid not in partial:
-                    partial.append(rid)
+            if prefill:
+                self._prefilled(r, prefill, seg)
             self.step += k
             if heap and heap[0] <= r.clock:
                 self._finish(r, seg)
