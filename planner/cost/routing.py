@@ -19,7 +19,10 @@ def expected_max_binomial(n: int, p: np.ndarray, groups: int) -> np.ndarray:
     if key not in _EMAX_CACHE:
         if len(_EMAX_CACHE) > 64:
             _EMAX_CACHE.clear()
-        _EMAX_CACHE[key] = _emax(n, p, groups)
+        # Elementwise in p, whose values repeat (a schedule's steps share token counts):
+        # each distinct value computed once (the loop runs n times over the array).
+        distinct, where = np.unique(p, return_inverse=True)
+        _EMAX_CACHE[key] = _emax(n, distinct, groups)[where.reshape(p.shape)]
     return _EMAX_CACHE[key]
 
 

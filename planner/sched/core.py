@@ -73,6 +73,11 @@ class Sim:
         self.windows = Windows(self, clients, n, converge)
         self._advances = type(sched).advance is not Adapter.advance  # else a no-op, skipped
         self.sorted_ends = sched.sorted_ends
+        # Whether a rank's KV can fill: below every client's longest prompt and output plus
+        # an output's worth of decode tokens for each, the KV test of a decode run (steps
+        # until the KV is full) can bind; above it, it never does and is skipped.
+        self.kv_binds = caps.kv_tokens < clients * (max(self.isl, default=0)
+                                                    + 2 * max(self.osl, default=0))
         self._cum: tuple[int, float, float] = (0, 0.0, 0.0)  # steps, prompt tokens, batch
         for _ in range(min(clients, n)):
             self._send(self.ranks[self.sent % ranks], ready=0, seg=0)
@@ -205,23 +210,71 @@ class Sim:
     def run(self) -> Schedule:
         if len(self.ranks) == 1:
             self._run_one()
-            return self._schedule()
-        ranks, plan = self.ranks, self.sched.plan
-        grows, kv_cap = self.sched.grows_kv, self.caps.kv_tokens
-        nothing: tuple[list[tuple[int, int]], bool] = ([], True)
+        else:
+            self._run_ranks()
+        return self._schedule()
+
+    def _run_ranks(self) -> None:
+        """``run`` for several attention ranks. One pass over the ranks plans those with
+        requests to take and gathers what the step records (the busiest rank's batch and
+        context, every rank's decode and prompt tokens, requests running and queued) and how
+        many plain decode steps may follow; then the decoding ranks run the step, the
+        planned ranks' prompts advance, and the requests whose last token came end. A
+        rank's plan reads and changes only its own rank (and TRT-LLM's attention-DP counter,
+        taken once per step by the first rank planned), so gathering each rank's figures
+        right after its plan records what planning every rank first would. Most ranks only
+        decode in most steps: they take the short branch."""
+        ranks, sched = self.ranks, self.sched
+        plan, quiet = sched.plan, sched.quiet
+        advance = sched.advance if self._advances else None
+        grows, kv_cap = sched.grows_kv and self.kv_binds, self.caps.kv_tokens
+        segs = self.segs
         while self.finished < self.to_send:
-            plans = []
-            prompt = busy = False
+            planned: list[tuple[Rank, list[tuple[int, int]]]] = []  # ranks with prompt work
+            movers: list[Rank] = []  # ranks whose decoding requests decode this step
+            tmax = tsum = b = b_ctx = moe = run = queued = 0
+            k = INF  # plain decode steps before a request ends or a rank's KV runs out
+            asked: list[Rank] = []  # ranks with requests to take: their ``quiet`` bounds k
             for r in ranks:
                 if (r.waiting or r.inbox or r.partial
                         or grows and r.kv_used + r.n_dec > kv_cap):  # fmt: skip
-                    p = plan(self, r)
-                    prompt = prompt or bool(p[0])
-                else:
-                    p = nothing
-                busy = busy or bool(r.n_dec and p[1])
-                plans.append(p)
-            if not prompt and not busy:
+                    prefill, dec = plan(self, r)
+                    nd = r.n_dec
+                    here = nd + len(r.partial)
+                    if prefill:
+                        planned.append((r, prefill))
+                        t = 0
+                        for _, tok in prefill:
+                            t += tok
+                        tsum += t
+                        if t > tmax:
+                            tmax = t
+                        here = nd + max(len(prefill), len(r.partial))
+                    if r.waiting or r.inbox:
+                        queued += len(r.waiting) + len(r.inbox)
+                        asked.append(r)
+                    if here > run:
+                        run = here
+                    if not (nd and dec):
+                        continue
+                else:  # only decodes (if anything)
+                    nd = r.n_dec
+                    if not nd:
+                        continue
+                    if nd > run:
+                        run = nd
+                movers.append(r)
+                moe += nd
+                if nd > b:
+                    b, b_ctx = nd, r.ctx_sum
+                e = r.heap[0] - r.clock
+                if e < k:
+                    k = e
+                if grows:
+                    e = max((kv_cap - r.kv_used) // nd, 1)
+                    if e < k:
+                        k = e
+            if not planned and not movers:
                 if not any(r.inbox for r in ranks):
                     raise PlannerInputError(
                         "the engine cannot start a waiting request: its KV cache or "
@@ -231,8 +284,44 @@ class Sim:
                 for r in ranks:
                     r.inbox = deque((min(ready, self.step), rid) for ready, rid in r.inbox)
                 continue
-            self._step(plans, 1 if prompt else self._quiet())
-        return self._schedule()
+            if planned:
+                k = 1
+            else:
+                for r in asked:
+                    k = min(k, quiet(self, r))
+                k = max(k, 1) if k < INF else 1
+            ctx = b_ctx / b + (k - 1) / 2.0 if b else 0.0
+            s, t_cum, b_cum = self._cum
+            self._cum = cum = (s + k, t_cum + tmax * k, b_cum + b * k)
+            segs.append((k, b, ctx, moe, tmax, tsum, run, queued, *cum))
+            seg = len(segs) - 1
+            for r in movers:
+                n = r.n_dec
+                r.clock += k
+                r.ctx_sum += n * k
+                r.kv_used += n * k
+            if advance is not None:
+                for r in ranks:
+                    advance(self, r, k if r in movers else 0)
+            for r, prefill in planned:  # in rank order: a one-token output ends (and sends)
+                self._prefilled(r, prefill, seg)
+            self.step += k
+            for r in movers:  # (no other rank's clock moved: its requests end later)
+                if r.heap[0] <= r.clock:
+                    self._finish(r, seg)
+
+    def _prefilled(self, r: Rank, prefill: list[tuple[int, int]], seg: int) -> None:
+        """The step's prompt tokens on ``r`` are in its KV; a prompt done starts decoding."""
+        done, target, partial = self.done, self.target, r.partial
+        for rid, tok in prefill:
+            done[rid] += tok
+            r.kv_used += tok
+            if done[rid] >= target[rid]:
+                if partial and rid in partial:
+                    partial.remove(rid)
+                self.start_decoding(r, rid, seg)
+            elif rid not in partial:
+                partial.append(rid)
 
     def _run_one(self) -> None:
         """``run`` for one attention rank: the same steps without the per-rank bookkeeping
@@ -240,8 +329,8 @@ class Sim:
         r = self.ranks[0]
         sched = self.sched
         plan, quiet, advance = sched.plan, sched.quiet, sched.advance
-        grows, kv_cap = sched.grows_kv, self.caps.kv_tokens
-        heap, segs, done, target = r.heap, self.segs, self.done, self.target
+        grows, kv_cap = sched.grows_kv and self.kv_binds, self.caps.kv_tokens
+        heap, segs = r.heap, self.segs
         partial = r.partial
         nothing: list[tuple[int, int]] = []
         while self.finished < self.to_send:
@@ -280,81 +369,10 @@ class Sim:
                 r.ctx_sum += n * k
                 r.kv_used += n * k
             advance(self, r, k if n else 0)
-            for rid, tok in prefill:
-                done[rid] += tok
-                r.kv_used += tok
-                if done[rid] >= target[rid]:
-                    if partial and rid in partial:
-                        partial.remove(rid)
-                    self.start_decoding(r, rid, seg)
-                elif rid not in partial:
-                    partial.append(rid)
+            if prefill:
+                self._prefilled(r, prefill, seg)
             self.step += k
             if heap and heap[0] <= r.clock:
-                self._finish(r, seg)
-
-    def _quiet(self) -> int:
-        k = INF
-        grows, kv_cap, quiet = self.sched.grows_kv, self.caps.kv_tokens, self.sched.quiet
-        for r in self.ranks:
-            n = r.n_dec
-            if n:
-                k = min(k, r.heap[0] - r.clock)
-                if grows:
-                    k = min(k, max((kv_cap - r.kv_used) // n, 1))
-            if r.inbox or r.waiting:
-                k = min(k, quiet(self, r))
-        return max(k, 1) if k < INF else 1
-
-    def _step(self, plans: list[tuple[list[tuple[int, int]], bool]], k: int) -> None:
-        """Record ``k`` steps of what ``plans`` hold (k > 1: plain decode), then run them."""
-        tmax = tsum = b = moe = run = queued = 0
-        ctx = 0.0
-        ranks = self.ranks
-        for i, r in enumerate(ranks):
-            prefill, dec = plans[i]
-            n = r.n_dec if dec else 0
-            if prefill:
-                t = 0
-                for _, tok in prefill:
-                    t += tok
-                tsum += t
-                if t > tmax:
-                    tmax = t
-            moe += n
-            if n > b:
-                b, ctx = n, r.ctx_sum / n + (k - 1) / 2.0
-            here = r.n_dec + (max(len(prefill), len(r.partial)) if prefill or r.partial else 0)
-            if here > run:
-                run = here
-            queued += len(r.waiting) + len(r.inbox)
-        s, t_cum, b_cum = self._cum
-        self._cum = (s + k, t_cum + tmax * k, b_cum + b * k)
-        self.segs.append((k, b, ctx, moe, tmax, tsum, run, queued, *self._cum))
-        seg = len(self.segs) - 1
-        done, target = self.done, self.target
-        advance = self.sched.advance if self._advances else None
-        for i, r in enumerate(ranks):
-            prefill, dec = plans[i]
-            n = r.n_dec
-            if dec and n:
-                r.clock += k
-                r.ctx_sum += n * k
-                r.kv_used += n * k
-            if advance is not None:
-                advance(self, r, k if dec and n else 0)
-            for rid, tok in prefill:
-                done[rid] += tok
-                r.kv_used += tok
-                if done[rid] >= target[rid]:
-                    if r.partial and rid in r.partial:
-                        r.partial.remove(rid)
-                    self.start_decoding(r, rid, seg)
-                elif rid not in r.partial:
-                    r.partial.append(rid)
-        self.step += k
-        for r in ranks:
-            if r.heap and r.heap[0] <= r.clock:
                 self._finish(r, seg)
 
     def _schedule(self) -> Schedule:

@@ -66,11 +66,18 @@ class Windows:
         sim = self.sim
         lo = w * self.size
         hi = min(lo + self.size, sim.sent)
-        cum = np.array([seg[8:11] for seg in sim.segs])  # steps, prompt tokens, batch
-        cum = np.vstack([np.zeros((1, 3)), cum])  # row j: totals before segment j
-        a = cum[np.asarray(sim.arrive[lo:hi])]
-        f = cum[np.asarray(sim.first[lo:hi]) + 1]
-        e = cum[np.asarray(sim.end[lo:hi]) + 1]
+        segs = sim.segs
+        zero = (0, 0.0, 0.0)
+
+        def before(js: list[int]) -> np.ndarray:
+            """Steps, prompt tokens and batch summed over the segments before each of ``js``
+            (each segment carries the running totals after it: only these rows are read,
+            not the whole schedule, which grows with every window)."""
+            return np.array([segs[j - 1][8:11] if j else zero for j in js], dtype=float)
+
+        a = before(sim.arrive[lo:hi])
+        f = before([j + 1 for j in sim.first[lo:hi]])
+        e = before([j + 1 for j in sim.end[lo:hi]])
         osl = np.asarray(sim.osl[lo:hi], dtype=float)
         span = np.maximum(e[:, 0] - f[:, 0], 1e-9)
         dec = e[:, 0] > f[:, 0]

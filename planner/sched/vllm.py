@@ -38,6 +38,8 @@ class VllmScheduler(Adapter):
         budget = caps.token_budget - r.n_dec  # each running decode takes one token
         # The decode tokens' KV: preempt the last running request until they fit.
         preempted = sim.make_room(r, r.n_dec) if r.n_dec else False
+        if not r.partial and not r.waiting:  # no prompt to schedule (a request on its way)
+            return [], r.n_dec > 0
         budget = caps.token_budget - r.n_dec
         out: list[tuple[int, int]] = []
         done, target = sim.done, sim.target
