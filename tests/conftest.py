@@ -8,8 +8,9 @@ import pytest
 # directly or through another fixture, is marked ``service`` and left out of the quick tier
 # (``scripts/test.sh --quick``).
 SERVICE_FIXTURES = frozenset({"pg", "s3", "browser"})
-# Files each of which took 14 s or more of one worker in a full run (docs/benchmarks.md, The
-# test suite): many CLI subprocesses, real profiles and process groups, whole-fixture fits.
+# Files each of which took 14 s or more of one worker in a full run, or 15 s in the quick tier
+# (docs/benchmarks.md, The test suite): many CLI subprocesses, real profiles and process
+# groups, whole-fixture fits.
 # Marked ``slow``: the full run has them, the quick tier's development loop does not.
 SLOW_FILES = frozenset({
     "tests/collectors/test_check.py", "tests/collectors/test_relabel.py",
@@ -23,7 +24,10 @@ SLOW_FILES = frozenset({
     "tests/planner/test_predict.py", "tests/vllm/test_profile.py",
     "tests/vllm/test_model_config_recorded.py", "tests/vllm/test_hostile_results.py",
     "tests/sglang/test_metrics_profile.py", "tests/expert_load/test_import.py",
-    "tests/benchmarks/test_scale_smoke.py",
+    "tests/benchmarks/test_scale_smoke.py", "tests/pages/test_tradeoff_page.py",
+    "tests/planner/test_queries_planner.py", "tests/planner/test_measured_csv.py",
+    "tests/collectors/test_terminal_text.py", "tests/planner/test_plan_model.py",
+    "tests/trace/test_nsys.py", "tests/planner/test_honest.py",
 })  # fmt: skip
 
 
