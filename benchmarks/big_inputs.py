@@ -1,4 +1,5 @@
-"""Generate the large inputs of the import-memory benchmark (benchmarks/import_memory.py).
+"""Generate the large inputs of the import-memory benchmark (docs/benchmarks.md, Import
+memory: each import is measured with ``/usr/bin/time -v``, its maximum resident set).
 
 - ``trace``: a Kineto trace of N GPU kernel events (default 10 million), gzip, in the shape
   libkineto writes (``deviceProperties``, ``distributedInfo``, one ``"cat": "kernel"`` event
