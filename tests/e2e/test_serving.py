@@ -151,6 +151,7 @@ def test_measured_tpot_with_planner_prediction_and_metrics(serving, page) -> Non
     # the band is drawn on the mean's prediction (the median view above says so)
     _open(page, dash, "serving?calibrate=true&stat=mean")
     expect(main.get_by_text("Shaded around each prediction: where the measured TPOT")).to_be_visible()
+    wait_app(page)  # the caption is drawn before the charts: read them once the run finished
     bands = page.evaluate("""() => [...document.querySelectorAll('.js-plotly-plot')]
         .flatMap(gd => (gd.data || []).filter(t => t.fill === 'toself').map(t => t.name))""")
     assert {"TP8 planner band", "TP1xDP8+EP planner band"} <= set(bands), bands
