@@ -292,6 +292,14 @@ def measured_runs(s: Setup) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
+@st.cache_data(max_entries=16, show_spinner="Simulating each layout's scheduler ...")
+def planned(**kwargs: Any) -> PlanResult:
+    """plan() once per set of inputs in this server: a target, the statistic, a tab or a view
+    changes nothing plan() computes, and a shared link opens on the result its sender saw
+    (each layout's scheduler simulation costs seconds)."""
+    return plan(**kwargs)
+
+
 MORE = "More inputs: layouts, concurrency range, communication curves, calibration, routing"
 
 title, link = st.columns([4, 1], vertical_alignment="bottom")
@@ -316,8 +324,8 @@ try:
     if cmax < cmin:
         answer_area.error(f"Concurrency range {cmin}-{cmax} is empty.")
         st.stop()
-    res: PlanResult = plan(layouts=chosen, concurrencies=range(cmin, cmax + 1), **workload,
-                           **setup.kwargs)  # fmt: skip
+    res: PlanResult = planned(layouts=chosen, concurrencies=list(range(cmin, cmax + 1)),
+                              **workload, **setup.kwargs)  # fmt: skip
     measured = measured_runs(setup)
     targets.check()
 except PlannerInputError as exc:

@@ -86,6 +86,13 @@ def _calibrated(_calibrate, model, hw, points: list, params):
     return _calibrate(model, hw, points, base=params)
 
 
+@st.cache_data(max_entries=512, show_spinner="Simulating the benchmark on each layout ...")
+def _predicted(_predict, model, hw, layout, work, concurrency: int, params):
+    """planner.predict at one measured point: a scheduler simulation of the benchmark (a
+    fraction of a second each, tens per run), kept per inputs for the session's reruns."""
+    return _predict(model, hw, layout, work, np.array([concurrency]), params)
+
+
 def serving_predictions(loc, bench: pd.DataFrame, model_id: str, hw_choice: str,
                         hardware_for, model_for,
                         calibrated: bool = False) -> tuple[pd.DataFrame, list[str]]:  # fmt: skip
@@ -137,7 +144,7 @@ def serving_predictions(loc, bench: pd.DataFrame, model_id: str, hw_choice: str,
         tb, fb = band(engine, model, "tpot", hw), band(engine, model, "ttft", hw)
         for m, row in zip(measured, rows, strict=True):
             try:
-                pr = predict(model, hw, m.layout, m.work(), np.array([m.concurrency]), params)
+                pr = _predicted(predict, model, hw, m.layout, m.work(), m.concurrency, params)
             except PlannerInputError as exc:
                 reasons.append(f"{layout} on {host}: {exc}")
                 break

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.scale.generate import build_file
-from benchmarks.scale.pages import PAGE_FILES, ROOT, links
+from benchmarks.scale.pages import PAGE_FILES, links
 from benchmarks.scale.serving import CONFIG_DIR
 from tests.helpers import query
 from tests.lake.conftest import lake, pg  # noqa: F401 - the lake tests' PostgreSQL fixtures
@@ -88,16 +88,15 @@ def test_policy_checks_find_the_planted_violations(scale_store: Path) -> None:
 
 def test_every_page_renders_the_benchmark_links(scale_store: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
-    from streamlit.testing.v1 import AppTest
-
     from store import reader
+    from tests.pages.apptest import new_app
 
     monkeypatch.setenv("STEPSCOPE_STORE", str(scale_store))
     reader.clear_cache()
     urls = links(str(scale_store))
     assert set(urls) == set(PAGE_FILES)
     for page, params in urls.items():
-        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+        at = new_app(120)
         at.switch_page(PAGE_FILES[page])
         for key, value in params.items():
             at.query_params[key] = value

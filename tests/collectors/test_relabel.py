@@ -99,10 +99,8 @@ def test_the_overview_lists_unknown_host_runs_apart_with_no_empty_value_shown(
     """The Overview (through Streamlit's AppTest): the run that names no host is no host of
     its own but listed apart, with the GPUs its file names and the command that names it;
     and no table holds a NULL, which the data grid would draw as a grey "None"."""
-    from streamlit.testing.v1 import AppTest
-
     from store import reader
-    from tests.helpers import ROOT
+    from tests.pages.apptest import new_app
 
     store = tmp_path / "stepscope.duckdb"
     assert run_cli(store, "host").code == 0  # this machine: a host of its own
@@ -111,7 +109,7 @@ def test_the_overview_lists_unknown_host_runs_apart_with_no_empty_value_shown(
     (bare,) = query(store, "SELECT run_id FROM runs WHERE host = 'unknown'")[0]
     monkeypatch.setenv("STEPSCOPE_STORE", str(store))
     reader.clear_cache()
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60).run()
+    at = new_app(60).run()
     assert not at.exception, at.exception[0].value
     assert "Unknown host" in [h.value for h in at.subheader]
     (warning,) = [w.value for w in at.warning if "name no host" in w.value]

@@ -22,7 +22,7 @@ from tests.comm.nccl_samples import V2_18
 from tests.e2e import hostile_store as hs
 from tests.e2e.conftest import Dashboard, open_app, start_dashboard, stop_dashboard
 from tests.gpu.conftest import PCIE, fake_env
-from tests.helpers import FIXTURES, ROOT, query, run_cli
+from tests.helpers import FIXTURES, query, run_cli
 
 pytestmark = pytest.mark.e2e
 
@@ -94,10 +94,10 @@ NUMBERS = {"overview": ("stale_h",), "collectives": ("hidden",), "trends": ("min
 def _app(dash: Dashboard, page: str, params: dict[str, str]):  # noqa: ANN202 - an AppTest
     import os
 
-    from streamlit.testing.v1 import AppTest
+    from tests.pages.apptest import new_app
 
     os.environ["STEPSCOPE_STORE"] = str(dash.store)
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at = new_app(120)
     at.switch_page(f"pages/{page}.py")
     for key, value in params.items():
         at.query_params[key] = value

@@ -9,6 +9,7 @@ no exception, the run a link names kept) is checked here, many views a second.
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import re
 from collections.abc import Iterator
@@ -53,13 +54,35 @@ def store_env(store: Path | str) -> Iterator[None]:
             os.environ["STEPSCOPE_STORE"] = before
 
 
+@functools.cache
+def _components():  # noqa: ANN202 - streamlit's BidiComponentManager
+    """Streamlit's registry of installed v2 components, found once per process. A new AppTest
+    scans the metadata of every installed package for them on its first run (1.7 s of each
+    page view here: streamlit 1.67, testing/v1/app_test.py ``_run``, which reuses the
+    AppTest's ``_bidi_component_manager`` when it has one); the packages do not change while
+    the tests run, and the dashboard's server also scans once, at start."""
+    from streamlit.components.v2.component_manager import BidiComponentManager
+
+    manager = BidiComponentManager()
+    manager.discover_and_register_components(start_file_watching=False)
+    return manager
+
+
+def new_app(timeout_s: float = 120):  # noqa: ANN201 - an AppTest
+    """A fresh AppTest of app.py (a new browser tab's session), the components found once."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(APP), default_timeout=timeout_s)
+    if hasattr(at, "_bidi_component_manager"):  # another Streamlit: it scans, as it did
+        at._bidi_component_manager = _components()
+    return at
+
+
 def open_page(script: str, params: dict[str, str | list[str]] | None = None,
               timeout_s: float = 120):  # noqa: ANN201 - an AppTest  # fmt: skip
     """A fresh session (as a link opened in a new tab) on ``script`` with ``params``; the
     store is the one ``STEPSCOPE_STORE`` names (``store_env``)."""
-    from streamlit.testing.v1 import AppTest
-
-    at = AppTest.from_file(str(APP), default_timeout=timeout_s)
+    at = new_app(timeout_s)
     at.switch_page(script)
     at.query_params.update(params or {})
     return at.run()

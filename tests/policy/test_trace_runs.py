@@ -87,10 +87,8 @@ def test_page_summary_reads_per_event_rows_of_the_selected_run_only(
 ) -> None:
     """The all-runs summary uses the call-count proxy (no trace_kernels scan); only the run
     in the URL gets the exact per-event check (trace_kernels filtered by its id)."""
-    from streamlit.testing.v1 import AppTest
-
     from store import reader
-    from tests.helpers import ROOT
+    from tests.pages.apptest import new_app
 
     store, ids = stored
     fp8 = ids["fp8-allreduce"]
@@ -107,7 +105,7 @@ def test_page_summary_reads_per_event_rows_of_the_selected_run_only(
     for run in (None, fp8):
         reader.clear_cache()
         calls.clear()
-        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+        at = new_app(60)
         at.switch_page("pages/policy.py")
         at.query_params["show"] = "all"
         if run:

@@ -190,16 +190,13 @@ def test_a_collective_floor_above_its_measurement_names_the_comm_curve(one_host)
 def test_the_kernel_page_shows_an_input_error_the_same_way(one_host, monkeypatch) -> None:
     """The Kernel page (Streamlit's AppTest) with the same forced batch: an error naming the
     inputs, no ratio and nothing to win in its row, and no floor bar for it."""
-    from streamlit.testing.v1 import AppTest
-
     from store import reader
-    from tests.helpers import ROOT
-    from tests.pages.apptest import unescaped
+    from tests.pages.apptest import new_app, unescaped
 
     store, runs = one_host
     monkeypatch.setenv("STEPSCOPE_STORE", str(store))
     reader.clear_cache()
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at = new_app(120)
     at.switch_page("pages/kernels.py")
     at.query_params.update(run=runs["vllm_fullgraph"], fhost="MI300X", fbatch="100000")
     at.run()
