@@ -92,7 +92,9 @@ def _common_flags() -> argparse.ArgumentParser:
     g.add_argument("--store", help="store path or ducklake: URL (default: $STEPSCOPE_STORE, "
                    "else ~/.local/share/stepscope/stepscope.duckdb)")  # fmt: skip
     g.add_argument("--label", help="free-text label saved with the run")
-    g.add_argument("--host", dest="host_name", help="host the run is about (default: hostname)")
+    g.add_argument("--host", dest="host_name",
+                   help="host the run is about (default: this machine; with --url the "
+                   "server's; for imported files the host they name, else 'unknown')")  # fmt: skip
     g.add_argument("--json", action="store_true", help="print a machine summary on stdout")
     g.add_argument("--dry-run", action="store_true", help="do everything but the commit")
     g.add_argument("--log-format", choices=("text", "json"),

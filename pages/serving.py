@@ -20,6 +20,7 @@ from pages.helpers.serving_metrics import METRICS_AREA, metrics_section
 from pages.helpers.serving_metrics import ms as _ms
 from pages.helpers.serving_predict import add_band, engine_column
 from pages.helpers.text import label, md, name, short
+from store import RELABEL_COMMAND, UNKNOWN_HOST
 from store.errors import StoreError, StoreMissing
 from store.queries import serving as qs
 
@@ -77,6 +78,9 @@ def hardware_for(loc, choice, host: str):
         return None, "no hardware chosen for the prediction"
     if choice.key != MEASURED:
         return choice.hardware, choice.error or "no host file uploaded"
+    if host == UNKNOWN_HOST:  # its runs' files named no machine, so none of its gpu runs
+        return None, ("the results name no host: pick the hardware they ran on, or name "
+                      f"their host: {RELABEL_COMMAND.format(run_id='RUN_ID')}")  # fmt: skip
     try:
         run_id = qp.latest_gpu_run_id(loc, host)
         if run_id is None:

@@ -73,6 +73,13 @@ def query(store: Path | str, sql: str, params: list | None = None) -> list[tuple
         con.close()
 
 
+def run_hosts(store: Path | str, run_id: str, extra: str = "") -> tuple:
+    """Where a run is filed and what it says of the machines (issue 57): ``host``,
+    ``imported_on``, ``hostname``, ``gpu_model``, then the ``extra`` columns of v_runs."""
+    return query(store, "SELECT host, imported_on, hostname, gpu_model" + (f", {extra}" if extra
+                 else "") + " FROM v_runs WHERE run_id = ?", [run_id])[0]  # fmt: skip
+
+
 def run_in_process(store: Path | str, *args: str, **extra_env: str) -> CliResult:
     """``collectors.cli.main(ARGS)`` in this process, as ``run_cli`` runs it in a child (text
     logs, its exit code, what it wrote): for tests that call an import verb many times

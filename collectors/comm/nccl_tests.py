@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +15,8 @@ from collectors.comm import nccl_tests_parse as fmt
 from collectors.core import inputs
 from collectors.core.context import Context
 from collectors.core.errors import EXIT_OK, InputError
-from store import UNKNOWN_HOST, bounds
-from store import __version__ as STEPSCOPE_VERSION
+from collectors.core.hosts import imported_env
+from store import bounds
 from store.spool.bundle import Bundle, content_run_id
 
 INTERCONNECTS = ("pcie-only", "nvlink", "mixed", "none", "unknown")
@@ -125,12 +124,8 @@ def _bundle(ctx: Context, path: Path, data: bytes, parsed: fmt.Parsed,
     }  # fmt: skip
     # The runs row describes the measured host (from the file), not the importing machine:
     # that one is `imported_on`, and a file that names no host is filed under UNKNOWN_HOST.
-    env = {
-        "hostname": socket.gethostname(), "gpu_model": names,
-        "gpu_count": parsed.world_size, "nccl": parsed.nccl_version,
-        "stepscope_version": STEPSCOPE_VERSION, "imported_on": socket.gethostname(),
-    }  # fmt: skip
-    fields: dict[str, Any] = {"host": args.host_name or parsed.hostname or UNKNOWN_HOST}
+    env = imported_env(gpu_model=names, gpu_count=parsed.world_size, nccl=parsed.nccl_version)
+    fields: dict[str, Any] = {"host": ctx.import_host(parsed.hostname)}
     for key, value in (("started_at", parsed.started_at), ("finished_at", parsed.finished_at)):
         if value and (when := _local_time(value)):
             fields[key] = when

@@ -41,10 +41,28 @@ class Context:
         return DEFAULT_COMMIT_TIMEOUT_S if value is None else value
 
     def host(self, env: dict[str, Any] | None = None) -> str:
+        """A run measured on this machine: ``--host``, else the snapshot's hostname."""
         import socket
 
         named = getattr(self.args, "host_name", None) or (env or {}).get("hostname")
         return named or socket.gethostname()
+
+    def server_run(self, url: str) -> tuple[str, dict[str, Any]]:
+        """(host, environment) of a run against the server at ``url`` (collectors/core/
+        hosts.py): this machine's snapshot when the server runs here; else the server's
+        machine, whose GPUs this one's snapshot does not describe (kept as ``importer``)."""
+        from collectors.core.hosts import imported_env, run_host, server_machine
+
+        snapshot = self.environment()
+        host = run_host(getattr(self.args, "host_name", None), url=url)
+        return host, snapshot if server_machine(url) is None else imported_env(snapshot)
+
+    def import_host(self, from_files: str | None = None) -> str:
+        """The host of a run imported from files measured elsewhere: ``--host``, else the
+        host the files name, else UNKNOWN_HOST (never this machine: see ``imported_env``)."""
+        from collectors.core.hosts import run_host
+
+        return run_host(getattr(self.args, "host_name", None), from_files=from_files)
 
     def environment(self) -> dict[str, Any]:
         """This host's environment snapshot (collectors/inventory/env.py)."""

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +23,10 @@ import numpy as np
 from collectors.core import inputs
 from collectors.core.context import Context
 from collectors.core.errors import InputError
+from collectors.core.hosts import imported_env
 from collectors.expert_load import model as models_
 from collectors.expert_load import record, sglang_files
 from collectors.expert_load.tables import figures, tables
-from store import __version__ as STEPSCOPE_VERSION
 from store.spool.bundle import Bundle, content_run_id, new_run_id
 
 SPREAD_WARN = 0.05  # per-layer totals further apart than this are said loudly
@@ -71,8 +70,8 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     digest = json.dumps([model.model_id, rec.mode, np.round(rec.counts, 6).tolist(),
                          None if placement is None else placement[1].tolist()])  # fmt: skip
     run_id = content_run_id("expert-load", digest)
-    env = {"hostname": socket.gethostname(), "stepscope_version": STEPSCOPE_VERSION}
-    return _submit(ctx, run_id, env, rec, model, placement, {})
+    # Dumps name no host (SGLang's recorder writes counts and maps only): --host or unknown.
+    return _submit(ctx, run_id, ctx.import_host(), imported_env(), rec, model, placement, {})
 
 
 def _recorded(args: argparse.Namespace, ctx: Context) -> int:
@@ -86,13 +85,13 @@ def _recorded(args: argparse.Namespace, ctx: Context) -> int:
     out = record.record(args, base, facts, ctx.log)
     placement = _placement(args, out.recording)
     check(out.recording, model, ctx)
-    env = ctx.environment()
+    host, env = ctx.server_run(out.base)
     if out.facts.version:
         env["sglang"] = out.facts.version
     extra = {"url": out.base, "sglang_version": out.facts.version,
              "recorder_mode": out.mode or out.recording.mode}  # fmt: skip
-    return _submit(ctx, new_run_id("expert-load"), env, out.recording, model, placement, extra,
-                   {"load": out.load_stats})  # fmt: skip
+    return _submit(ctx, new_run_id("expert-load"), host, env, out.recording, model, placement,
+                   extra, {"load": out.load_stats})  # fmt: skip
 
 
 def _placement(args: argparse.Namespace,
@@ -174,7 +173,7 @@ def check(rec: sglang_files.Recording, model: models_.Model, ctx: Context) -> No
                      "layer's shares are its own)")  # fmt: skip
 
 
-def _submit(ctx: Context, run_id: str, env: dict, rec: sglang_files.Recording,
+def _submit(ctx: Context, run_id: str, host: str, env: dict, rec: sglang_files.Recording,
             model: models_.Model, placement: tuple[int, np.ndarray] | None,
             extra: dict[str, Any], more: dict[str, Any] | None = None) -> int:  # fmt: skip
     if placement is None and rec.physical_to_logical is not None:
@@ -184,6 +183,6 @@ def _submit(ctx: Context, run_id: str, env: dict, rec: sglang_files.Recording,
     figs = figures(rec, model, placement)
     message = (f"{rec.mode} recording of {model.model_id}: worst layer's hottest expert "
                f"{figs.worst_layer:.1f}x the mean")  # fmt: skip
-    record_ = ctx.run_record(run_id, env=env, message=message)
+    record_ = ctx.run_record(run_id, env=env, host=host, message=message)
     bundle = Bundle(record_, tables(rec, model, figs, extra))
     return ctx.submit(bundle, {**figs.summary(), **(more or {})})

@@ -18,6 +18,7 @@ from pathlib import Path
 from collectors.core import inputs
 from collectors.core.context import Context
 from collectors.core.errors import EXIT_OK, InputError, MeasurementError
+from collectors.core.hosts import imported_env
 from collectors.core.lock import LockHeld, measurement_lock
 from collectors.serving import client, result_files, results
 from collectors.serving.layout import Layout, parse_server_args, redact
@@ -179,16 +180,23 @@ def import_files(ctx: Context, engine: Engine, files: list[Path], layout: Layout
 
 
 def submit(ctx: Context, engine: Engine, run_id: str, found: Rows, what: str,
-           version: str | None, model_dir: str | None = None) -> int:  # fmt: skip
-    env = ctx.environment()
+           version: str | None, model_dir: str | None = None,
+           url: str | None = None) -> int:  # fmt: skip
+    """Commit ``found`` as one run: of the server at ``url`` for a sweep; else of files
+    measured elsewhere, which name no host (no result format of either engine records one),
+    so ``--host`` or UNKNOWN_HOST, this machine kept as ``imported_on``."""
+    if url is not None:
+        host, env = ctx.server_run(url)
+    else:
+        host, env = ctx.import_host(), imported_env()
     if version:
-        env[engine.name] = version
+        env[engine.name] = version  # the server's version is what the results describe
     unknown, no_model = found.unknown, found.no_model
     problems = [f"{unknown} result(s) without a known layout; pass --server-args"] if unknown else []
     if no_model:  # the Serving page groups by model: these would not show
         problems.append(f"{no_model} result(s) name no model; pass --model")
     message = "; ".join(problems) or None
-    record = ctx.run_record(run_id, env=env, message=message)
+    record = ctx.run_record(run_id, env=env, host=host, message=message)
     conc, models = sorted(found.concurrency), sorted(found.models)
     ctx.log.info(f"{what}: concurrency {conc}, models {models}")
     for note in found.notes:
@@ -252,4 +260,4 @@ def run_sweep(ctx: Context, engine: Engine, tool: str, levels: list[int],
         found = read_rows(files, layout, version, engine, model, source="sweep", server=server)
     return submit(ctx, engine, new_run_id(engine.verb), found,
                   f"ran {len(levels)} concurrency level(s)", version,
-                  getattr(ctx.args, "model_dir", None))  # fmt: skip
+                  getattr(ctx.args, "model_dir", None), url=ctx.args.url)  # fmt: skip

@@ -80,10 +80,10 @@ def scrape(args: argparse.Namespace, ctx: Context, a: MetricsAdapter) -> int:
     keep = [i for i, v in enumerate(cols["value"]) if v is not None]
     cols = {k: [vals[i] for i in keep] for k, vals in cols.items()}
     version = a.version(base, args.timeout)
-    env = ctx.environment()
+    host, env = ctx.server_run(base)  # the server's machine (this one for a loopback URL)
     if version:
         env[a.engine] = version  # the server's version is what the samples describe
-    record = ctx.run_record(new_run_id(a.verb), env=env, started_at=scraped_at)
+    record = ctx.run_record(new_run_id(a.verb), env=env, host=host, started_at=scraped_at)
     models = sorted({m for m in cols["model_name"] if m})
     gauges = {"running": _total(cols, a.running), "waiting": _total(cols, a.waiting)}
     summary = {"url": base, "samples": len(cols["metric"]), "models": models,

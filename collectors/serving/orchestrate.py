@@ -153,9 +153,11 @@ def commit_profile(ctx: Context, verb: str, engine: str, version: str | None,
                    summary: dict, model_dir: str | None = None) -> int:  # fmt: skip
     """Ingest the rank traces and commit them with the server row and the load, as one run.
 
-    The served model's config is recorded with the run when it is found (``model_dir``: the
-    folder the user named; else the HF cache by the model's name), so the pages can predict
-    for it. The folder the server reports (its ``root``) is recorded as a name, never read.
+    ``summary["url"]`` is the server's: the run is filed under its machine (collectors/core/
+    hosts.py). The served model's config is recorded with the run when it is found
+    (``model_dir``: the folder the user named; else the HF cache by the model's name), so the
+    pages can predict for it. The folder the server reports (its ``root``) is recorded as a
+    name, never read.
     """
     from collectors.serving.model_config import model_config_tables
     from collectors.trace.ingest import ingest_traces
@@ -164,14 +166,14 @@ def commit_profile(ctx: Context, verb: str, engine: str, version: str | None,
         ingest = ingest_traces(out.files, log=ctx.log)
     except InputError as exc:
         raise MeasurementError(f"the server's trace files are unusable: {exc}") from None
-    env = ctx.environment()
+    host, env = ctx.server_run(summary["url"])  # the server's machine: its GPUs were traced
     if version:
         env[engine] = version  # the server's version is what the traces describe
     tables = dict(ingest.tables)
     tables[server_table] = [server_row]
     tables["vllm_load"] = [r.row() for r in out.results]  # per-request timings, any engine
     tables.update(model_config_tables(server_row.get("model_id"), model_dir))
-    record = ctx.run_record(new_run_id(verb), env=env,
+    record = ctx.run_record(new_run_id(verb), env=env, host=host,
                             status="partial" if ingest.partial else "ok", message=ingest.message)  # fmt: skip
     stats = load.summarize(out.results, out.duration_s)
     ctx.log.info(f"load: {stats['completed']} ok, median TTFT {fmt_ms(stats['median_ttft_ms'])} "

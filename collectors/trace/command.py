@@ -54,12 +54,10 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     if len(hosts) > 1:
         ctx.log.warning(f"the files name {len(hosts)} hosts ({first_few(hosts)}); the run is "
                         f"filed under {hosts[0]} (pass --host to choose)")  # fmt: skip
-    from store import UNKNOWN_HOST
-
     record = ctx.run_record(
         content_run_id("trace", result.digest),
         env=trace_env(ctx.environment(), result.run_info),
-        host=args.host_name or (hosts[0] if hosts else UNKNOWN_HOST),
+        host=ctx.import_host(hosts[0] if hosts else None),
         status="partial" if result.partial else "ok",
         message=result.message,
     )
@@ -123,20 +121,14 @@ def _rows(table) -> list[dict]:
 def trace_env(env: dict, info: dict) -> dict:
     """The runs row describes the traced job and the host that recorded it, not the machine
     that imported it: GPU model, NCCL, OS and CPU come from the files (or stay unknown);
-    the importer's own snapshot is kept under ``importer`` (``hostname`` stays the machine
-    the collector ran on, as for every run)."""
+    the importer's own snapshot is kept under ``importer`` (collectors/core/hosts.py)."""
+    from collectors.core.hosts import imported_env
+
     devices = info.get("devices") or []
-    return {
-        "hostname": env.get("hostname"), "imported_on": env.get("hostname"),
-        "stepscope_version": env.get("stepscope_version"),
-        "os": info.get("os"), "cpu": info.get("cpu"), "cpu_count": None, "mem_bytes": None,
-        "python": None, "torch": None, "vllm": None, "cuda": None, "cuda_driver": None,
-        "nccl": info.get("nccl_version"),
-        "gpu_model": " + ".join(devices) if devices else None,
-        "gpu_count": len(info.get("ranks") or []) if info.get("has_gpu") else 0,
-        "trace": {k: info.get(k) for k in ("world_size", "backend", "nccl_version", "devices",
-                                           "ranks", "files", "hosts", "nsys_version")},
-        "importer": {k: env.get(k) for k in ("hostname", "os", "cpu", "cpu_count", "mem_bytes",
-                                             "python", "torch", "vllm", "nccl", "cuda",
-                                             "gpu_model", "gpu_count")},
-    }  # fmt: skip
+    return imported_env(
+        env, os=info.get("os"), cpu=info.get("cpu"), nccl=info.get("nccl_version"),
+        gpu_model=" + ".join(devices) if devices else None,
+        gpu_count=len(info.get("ranks") or []) if info.get("has_gpu") else 0,
+        trace={k: info.get(k) for k in ("world_size", "backend", "nccl_version", "devices",
+                                        "ranks", "files", "hosts", "nsys_version")},
+    )  # fmt: skip

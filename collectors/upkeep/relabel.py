@@ -1,7 +1,7 @@
 """``relabel RUN_ID --host NAME``: file a stored run under the host that recorded it.
 
-An imported trace or nccl-tests log whose files name no host is filed under ``unknown``
-(store.UNKNOWN_HOST); this names it. Works on an embedded store and a DuckLake; running it
+An import whose files name no host (a trace, an nccl-tests log, benchmark results, an expert
+dump) is filed under ``unknown`` (store.UNKNOWN_HOST; collectors/core/hosts.py); this names it. Works on an embedded store and a DuckLake; running it
 again with the same name is a no-op (exit 0, "already").
 """
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import FIXTURES, query, run_cli
+from tests.helpers import FIXTURES, query, run_cli, run_hosts
 
 LOG = FIXTURES / "nccl" / "h100_8gpu_all_reduce_128M-4G.log"  # names node005 and its GPUs
 ME = socket.gethostname()
@@ -37,16 +37,11 @@ def stored(tmp_path_factory) -> tuple[Path, dict[str, str]]:
     return store, runs
 
 
-def _run(store: Path, run_id: str) -> tuple:
-    return query(store, "SELECT host, imported_on, hostname, gpu_model FROM v_runs "
-                 "WHERE run_id = ?", [run_id])[0]  # fmt: skip
-
-
 def test_an_import_is_filed_under_the_host_its_file_names_else_unknown(stored) -> None:
     store, runs = stored
-    assert _run(store, runs["named"]) == ("node005", ME, ME, "NVIDIA H100 80GB HBM3")
+    assert run_hosts(store, runs["named"]) == ("node005", ME, ME, "NVIDIA H100 80GB HBM3")
     # names no host: no real machine's name (not this one: it is kept as imported_on)
-    assert _run(store, runs["bare"]) == ("unknown", ME, ME, None)
+    assert run_hosts(store, runs["bare"]) == ("unknown", ME, ME, None)
     hosts = {h for (h,) in query(store, "SELECT host FROM v_hosts")}
     assert ME not in hosts
 
@@ -55,7 +50,7 @@ def test_host_flag_names_the_host(tmp_path: Path) -> None:
     store = tmp_path / "stepscope.duckdb"
     res = run_cli(store, "nccl-tests", str(LOG), "--host", "gpu-node-7", "--json")
     assert res.code == 0, res.stderr
-    assert _run(store, res.json["run_id"])[:2] == ("gpu-node-7", ME)
+    assert run_hosts(store, res.json["run_id"])[:2] == ("gpu-node-7", ME)
 
 
 def test_relabel_moves_a_run_and_running_it_again_changes_nothing(stored) -> None:
@@ -65,13 +60,13 @@ def test_relabel_moves_a_run_and_running_it_again_changes_nothing(stored) -> Non
     assert res.code == 0, res.stderr
     assert res.json == {"run_id": runs["bare"], "host": "h100-box", "before": "unknown",
                         "changed": True}  # fmt: skip
-    assert _run(store, runs["bare"])[:2] == ("h100-box", ME)
+    assert run_hosts(store, runs["bare"])[:2] == ("h100-box", ME)
     # its rows follow it: the views join the host from the run
     assert query(store, "SELECT count(*) FROM v_comm_results WHERE host = 'h100-box'") == before
     again = run_cli(store, "relabel", runs["bare"], "--host", "h100-box", "--json")
     assert again.code == 0 and again.json["changed"] is False
     assert "already on host h100-box; nothing changed" in again.stderr
-    assert _run(store, runs["named"])[0] == "node005"  # nothing else moved
+    assert run_hosts(store, runs["named"])[0] == "node005"  # nothing else moved
 
 
 @pytest.mark.parametrize("args, words", [
@@ -85,7 +80,7 @@ def test_relabel_refuses_bad_input_in_one_line(stored, args, words) -> None:
     res = run_cli(store, "relabel", *args)
     assert res.code == 1 and words in res.stderr and "Traceback" not in res.stderr
     assert res.stderr.count("\n") == 1
-    assert _run(store, runs["named"])[0] == "node005"
+    assert run_hosts(store, runs["named"])[0] == "node005"
 
 
 def test_relabel_on_a_store_that_does_not_exist(tmp_path: Path) -> None:
@@ -136,6 +131,6 @@ def test_imports_made_before_0015_show_the_machine_they_were_filed_under(tmp_pat
     with duckdb.connect(str(store)) as con:  # as an older collector wrote it
         con.execute("UPDATE runs SET env = '{}', hostname = 'old-laptop' WHERE run_id = ?",
                     [res.json["run_id"]])  # fmt: skip
-    assert _run(store, res.json["run_id"])[1] == "old-laptop"
+    assert run_hosts(store, res.json["run_id"])[1] == "old-laptop"
     assert run_cli(store, "host").code == 0  # measured here: no imported_on
     assert query(store, "SELECT imported_on FROM v_runs WHERE verb = 'host'") == [(None,)]

@@ -340,7 +340,8 @@ class QuietServer(ThreadingHTTPServer):
 def main() -> None:
     cfg = json.loads(Path(sys.argv[1]).read_text())
     state = State(cfg)
-    server = QuietServer(("127.0.0.1", cfg.get("port", 0)), make_handler(state))
+    # "bind": "0.0.0.0" to be reached at this machine's non-loopback address too
+    server = QuietServer((cfg.get("bind", "127.0.0.1"), cfg.get("port", 0)), make_handler(state))
     server.daemon_threads = True
     print(f"PORT {server.server_address[1]}", flush=True)
     server.serve_forever()
