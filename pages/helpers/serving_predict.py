@@ -14,6 +14,8 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from store import RELABEL_COMMAND, UNKNOWN_HOST
+
 ENGINES = ("vllm", "sglang", "trtllm")
 
 
@@ -169,6 +171,11 @@ def serving_predictions(loc, bench: pd.DataFrame, model_id: str, hw_choice: str,
                         "_layout": m.layout.describe(),
                         "comm_source": "spec-sheet link latency and bandwidth"})  # fmt: skip
     for host, groups in by_host.items() if calibrated else ():
+        if host == UNKNOWN_HOST:  # runs of machines nobody named: no one host to fit
+            notes.append(f"{host}: not calibrated: its runs name no machine, and runs of "
+                         f"different machines are never fitted together (name each: "
+                         f"{RELABEL_COMMAND.format(run_id='RUN_ID')})")
+            continue
         model, hw, params, _ = groups[0]
         pts = [m for g in groups for m in g[3]]
         try:

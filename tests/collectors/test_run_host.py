@@ -162,3 +162,16 @@ def test_the_serving_page_predicts_unknown_host_results_on_the_hardware_picked(s
     text = page_text(picked)
     assert "Planner prediction (dashed) for the same model and layout on: rtx-pro-6000-pcie-8x" \
         in text and "No prediction for" not in text  # fmt: skip
+
+
+def test_calibrated_mode_never_fits_unknown_host_runs_together(stored) -> None:
+    """Runs that name no machine may come from several: the Serving page's calibrated mode
+    says so instead of fitting one calibration to all of them."""
+    store, runs = stored
+    with store_env(store):
+        at = open_page("pages/serving.py", {"model": MODEL, "runs": runs["vllm"],
+                                            "hw": "rtx-pro-6000-pcie-8x", "calibrate": "true"})  # fmt: skip
+    assert not problems(at)
+    text = page_text(at)
+    assert "unknown: not calibrated: its runs name no machine" in text
+    assert "relabel RUN_ID --host NAME" in text and "unknown: not applied" not in text
