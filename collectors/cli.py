@@ -173,6 +173,15 @@ def _verb_named(argv: list[str]) -> str | None:
     return word if word in {v.name for v in VERBS} else None
 
 
+def check_host_flag(name: str | None) -> None:
+    """``--host``: any name but the one kept for runs whose files name no machine."""
+    from store import UNKNOWN_HOST
+
+    if name is not None and name.strip() == UNKNOWN_HOST:
+        raise InputError(f"--host {name!r} is not a host name: it is kept for runs whose files "
+                         "name no machine; name the one that recorded the run, e.g. gpu-node-7")
+
+
 def main(argv: list[str] | None = None, lock: bool = True, standalone: bool = False) -> int:
     """Run one verb; ``lock=False`` runs a measuring verb without the measurement lock (a
     torchrun rank whose local rank 0 holds it for this host: collectors/comm/__main__.py);
@@ -192,6 +201,7 @@ def main(argv: list[str] | None = None, lock: bool = True, standalone: bool = Fa
     from collectors.core.context import Context  # after logging is set up
 
     try:
+        check_host_flag(args.host_name)
         ctx = Context(verb.name, args, log, resolve(args.store))
         if verb.writes and not args.dry_run:
             check_usable(ctx.loc)

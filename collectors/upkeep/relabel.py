@@ -11,7 +11,6 @@ import argparse
 
 from collectors.core.context import Context
 from collectors.core.errors import EXIT_OK, InputError
-from store import UNKNOWN_HOST
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -25,7 +24,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     host = (args.host_name or "").strip()
     if not host:
         raise InputError("give the host that recorded the run: --host NAME")
-    if host == UNKNOWN_HOST or any(ord(ch) < 32 for ch in host) or len(host) > 253:
+    if any(ord(ch) < 32 for ch in host) or len(host) > 253:
         raise InputError(f"--host {host!r} is not a host name (the one that recorded "
                          "the run, e.g. gpu-node-7)")  # fmt: skip
     if not store_exists(ctx.loc):

@@ -175,3 +175,16 @@ def test_calibrated_mode_never_fits_unknown_host_runs_together(stored) -> None:
     text = page_text(at)
     assert "unknown: not calibrated: its runs name no machine" in text
     assert "relabel RUN_ID --host NAME" in text and "unknown: not applied" not in text
+
+
+@pytest.mark.parametrize("verb", ["host", "gpu", "nccl-tests"])
+def test_host_unknown_is_refused_in_one_line_by_every_verb(tmp_path: Path, verb: str) -> None:
+    """``unknown`` is the name kept for runs whose files name no machine: a live inventory
+    or an import filed there by hand would mix with them."""
+    store = tmp_path / "s.duckdb"
+    log = tmp_path / "nccl.log"
+    log.write_text("")
+    extra = [str(log)] if verb == "nccl-tests" else []
+    res = run_in_process(store, verb, *extra, "--host", "unknown")
+    assert res.code == 1 and res.stderr.count("\n") == 1, res.stderr
+    assert "--host 'unknown' is not a host name" in res.stderr and not store.exists()
