@@ -98,7 +98,10 @@ def run_in_process(store: Path | str, *args: str, **extra_env: str) -> CliResult
     os.environ.update(env)
     try:
         with redirect_stdout(out), redirect_stderr(err):
-            code = main(argv)
+            try:
+                code = main(argv)
+            except SystemExit as exc:  # argparse's usage error (exit 2), as the child exits
+                code = exc.code if isinstance(exc.code, int) else 1
     finally:
         os.environ.clear()
         os.environ.update(saved)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from tests.analysis import histories as h
-from tests.helpers import query, run_cli
+from tests.helpers import query, run_cli, run_in_process
 from tests.lake.conftest import Lake, lake, pg  # noqa: F401 - the lake tests' PostgreSQL fixtures
 
 UPGRADE = h.Plan(upgrade_night=20)
@@ -34,7 +34,9 @@ def store(tmp_path_factory):
 
 
 def _check(store, *args: str):
-    return run_cli(store, "check", *args)
+    # In this process (collectors.cli.main, as the child would run it): the tests read one
+    # module store many times, and a fresh interpreter per call was most of their time.
+    return run_in_process(store, "check", *args)
 
 
 def _json(store, *args: str) -> dict:
