@@ -108,6 +108,39 @@ def run_in_process(store: Path | str, *args: str, **extra_env: str) -> CliResult
     return CliResult(code, out.getvalue(), err.getvalue())
 
 
+def planner_cli(*args: str, store: Path | str | None = None,
+                **extra_env: str) -> subprocess.CompletedProcess:  # fmt: skip
+    """``python -m planner ARGS`` in this process (planner.__main__.run, what the child runs),
+    with ``store``'s CLI environment (else this one) and ``extra_env``: stdout, stderr and the
+    exit code as the child gives them (a usage error's 2; an uncaught exception's traceback
+    on stderr and 1). In-process because the tests call it hundreds of times and a fresh
+    interpreter's imports were most of each call."""
+    import io
+    import traceback
+    from contextlib import redirect_stderr, redirect_stdout
+
+    from planner.__main__ import run
+
+    out, err = io.StringIO(), io.StringIO()
+    env = cli_env(store) if store else {**os.environ, "PYTHONPATH": str(ROOT)}
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update({**env, **extra_env})
+    try:
+        with redirect_stdout(out), redirect_stderr(err):
+            try:
+                code = run(list(args))
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else 1
+            except Exception:  # noqa: BLE001 - as the child would: a traceback, exit 1
+                traceback.print_exc()
+                code = 1
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return subprocess.CompletedProcess(["planner", *args], code, out.getvalue(), err.getvalue())
+
+
 def one_line(stderr: str) -> str:
     """The only non-empty line of ``stderr`` (fails when there are more or none)."""
     lines = [line for line in stderr.splitlines() if line.strip()]

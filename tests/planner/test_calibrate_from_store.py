@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.gpu.conftest import PCIE, fake_env
-from tests.helpers import ROOT, run_cli
+from tests.helpers import planner_cli, run_cli
 from tests.vllm import bench_fixtures
 
 HOST = "gpu-node-7"
@@ -24,8 +23,7 @@ WORKLOAD = ("--isl", "1024", "--osl", "256")
 
 
 def planner(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "planner", *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    return planner_cli(*args)
 
 
 def calculator(store: Path, *extra: str, model: str = "kimi-k2.5") -> subprocess.CompletedProcess:

@@ -3,25 +3,20 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from planner.specs.models import MODEL_PRESETS
-from tests.helpers import ROOT, cli_env, run_cli
+from tests.helpers import planner_cli, run_cli
 
 KINDS = {"tp", "tp_ep_dp1", "tp_attn_ep_moe", "dp_attn_ep", "tp_dp", "tp_fast_allreduce",
          "downcast"}  # fmt: skip
 
 
 def planner(*args: str, store: Path | None = None, **env: str) -> subprocess.CompletedProcess:
-    e = cli_env(store) if store else {**os.environ, "PYTHONPATH": str(ROOT)}
-    e.update(env)
-    return subprocess.run([sys.executable, "-m", "planner", *args], cwd=ROOT, env=e,
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    return planner_cli(*args, store=store, **env)
 
 
 def test_preset_json_shape() -> None:

@@ -4,9 +4,6 @@ the plan, against uniform routing, with the difference recomputed here from bino
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,16 +11,12 @@ import pytest
 from scipy.stats import binom
 
 from tests.expert_load import recordings as rec
-from tests.helpers import ROOT, run_cli
+from tests.helpers import planner_cli, run_cli
 
 SHAPE = rec.deepseek_v3()
 HOT = 0.6  # experts 0-31 (EP rank 0 of 8, placed contiguously) take 60% of every layer
 
 
-def planner_cli(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "planner", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
 
 
 def hot_block(total: int = 8_000_000) -> np.ndarray:

@@ -5,16 +5,14 @@ the NVML stand-in (the hardware boundary), exit codes and one-line messages."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from tests.gpu.conftest import NVLINK, fake_env
-from tests.helpers import ROOT, cli_env, run_cli
+from tests.helpers import planner_cli, run_cli
 from tests.planner.test_host_file import H20_141, TOML
 
 KIMI_DP8_EP8 = ("--model", "kimi-k2.5", "--tp", "1", "--dp", "8", "--ep", "--isl", "1024",
@@ -22,9 +20,7 @@ KIMI_DP8_EP8 = ("--model", "kimi-k2.5", "--tp", "1", "--dp", "8", "--ep", "--isl
 
 
 def planner(*args: str, store: Path | None = None) -> subprocess.CompletedProcess:
-    env = cli_env(store) if store else {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "planner", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    return planner_cli(*args, store=store)
 
 
 def one_line_error(p: subprocess.CompletedProcess, prefix: str) -> str:

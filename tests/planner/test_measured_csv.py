@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,14 +12,13 @@ import pytest
 from planner.api import FITTED, plan
 from planner.measurements import read_measured
 from planner.specs import hardware, models
-from tests.helpers import ROOT
+from tests.helpers import planner_cli
 
 HEADER = "tp,dp,ep,isl,osl,concurrency,tpot_ms,ttft_ms,engine\n"
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "planner", *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    return planner_cli(*args)
 
 
 EXTRA_PATH_MS = 200.0  # the host's request path: this much slower than the fit's 43 ms

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -20,16 +18,14 @@ from planner.predict import build_parser, run
 from planner.specs import hardware, models
 from planner.specs.engines import ENGINES
 from planner.tradeoff.instances import Instance
-from tests.helpers import FIXTURES, ROOT
+from tests.helpers import FIXTURES, planner_cli
 
 CONFIGS = FIXTURES / "serving" / "configs"
 needs_configs = pytest.mark.skipif(not CONFIGS.is_dir(), reason=f"{CONFIGS} absent")
 
 
 def predict_cli(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "planner", "predict", *args], cwd=ROOT,
-                          env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+    return planner_cli("predict", *args)
 
 
 def answer(*args: str) -> dict:
