@@ -208,8 +208,8 @@ def analyze(raw: RawTrace) -> RankResult:
     dropped = detected - len(found)  # steps that owned no GPU event (windows.py)
     busy = metrics.union(start, end)
     if not found:  # no step marks, or none of them launched anything: split at idle gaps
-        found = steps_mod.gap_steps(busy.start, busy.end)
         del step
+        found = steps_mod.gap_steps(busy.start, busy.end)
         step = windows.assign(found, None, start, end)
         found, step, step_win = windows.own_windows(found, step, start, end)
     step = step.astype(np.int32, copy=False)  # step indices: int32 halves the column
