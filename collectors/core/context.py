@@ -118,6 +118,9 @@ class Context:
         from store.commit import commit_then_flush
 
         claim = spool_claimed(bundle, self.loc.spool_dir)  # no other flush reads it meanwhile
+        # the spool holds the tables now: the commit reads them from there, so their memory
+        # (a 10-million-kernel trace's ~0.4 GB) is released before DuckDB takes its own
+        bundle.tables.clear()
         entry = claim.entry
         self.log.debug(f"spooled {entry}")
         try:

@@ -7,6 +7,7 @@ GPU activity on its top-level CPU ops (kind ``cpu_op``).
 
 from __future__ import annotations
 
+from array import array
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -94,8 +95,8 @@ def _nccl_annotations(raw: RawTrace) -> list[tuple[float, float, int]]:
 def _gpu_categories(raw: RawTrace, name: np.ndarray, kind: np.ndarray, launch: np.ndarray,
                     coll: np.ndarray, enclosing: np.ndarray) -> np.ndarray:  # fmt: skip
     names = raw.names
-    by_name = np.array([CAT_INDEX[taxonomy.kernel_category(n)] for n in names], dtype=np.int64)
-    cat = by_name[name]
+    by_name = np.array([CAT_INDEX[taxonomy.kernel_category(n)] for n in names], dtype=np.int8)
+    cat = by_name[name]  # int8 (as every per-event code here): 1 byte, not 8, per event
     cat[kind != 0] = CAT_INDEX["memory"]
     generic = np.array([taxonomy.needs_collective(n) for n in names], dtype=bool)
     copy = np.array([taxonomy.is_direct_copy(n) for n in names], dtype=bool)
@@ -130,7 +131,7 @@ def _enclosing(raw: RawTrace, kind: np.ndarray, launch: np.ndarray) -> np.ndarra
     (correlation id -> runtime call -> CPU time), or -1."""
     wanted = {i: CAT_INDEX[c] for i, n in enumerate(raw.names)
               if (c := taxonomy.enclosing_op_category(n))}  # fmt: skip
-    out = metrics.containing(*_cpu_intervals(raw, wanted), launch)
+    out = metrics.containing(*_cpu_intervals(raw, wanted), launch, dtype=np.int8)
     out[kind != 0] = -1
     return out
 
@@ -160,6 +161,8 @@ def _top_level_cpu(raw: RawTrace) -> np.ndarray:
 
 
 def analyze(raw: RawTrace) -> RankResult:
+    """One rank's analysis. ``raw``'s launch-only columns (``g_corr``, ``g_coll``,
+    ``g_dtype``) are emptied once read: 16 bytes per GPU event (docs/benchmarks.md)."""
     has_gpu = len(raw.g_ts) > 0
     if has_gpu:
         kind = np.frombuffer(raw.g_kind, dtype=np.int8)
@@ -182,44 +185,70 @@ def analyze(raw: RawTrace) -> RankResult:
         kind = np.full(len(top), 3, dtype=np.int8)
         launch = start.copy()
         graph = np.zeros(len(top), dtype=bool)
-        enclosing = np.full(len(top), -1, dtype=np.int64)
+        enclosing = np.full(len(top), -1, dtype=np.int8)
         by_name = [CAT_INDEX[taxonomy.cpu_op_category(n)] for n in raw.names]
-        category = np.array(by_name, dtype=np.int64)[name] if len(name) else name
+        category = np.array(by_name, dtype=np.int8)[name]
         arg_dtype = _cpu_dtypes(raw, top, category)
+        coll = None
     order = anatomy.issue_order(launch, start)
     relabelled = anatomy.moe_in_graphs(category, graph, order) if graph.any() else 0
     dtypes, dtype_of = _dtypes(raw, name, category, arg_dtype)
+    del arg_dtype, coll
+    raw.g_corr, raw.g_coll, raw.g_dtype = array("q"), array("i"), array("i")
     end = start + dur
-    busy = metrics.union(start, end)
+    # Memory (a 10-million-event rank, docs/benchmarks.md): each per-event array is freed
+    # once its last user has run; the launch times before the busy union is built.
+    in_embedding = _in_embedding(raw, launch)
     launches = np.frombuffer(raw.r_ts, dtype=np.float64)[np.frombuffer(raw.r_graph, np.int8) > 0]
     found = _find_steps(raw, launches, graph)
     step = windows.assign(found, launch, start, end, raw.gpu_annotations)
+    del launch
     detected = len(found)
     found, step, step_win = windows.own_windows(found, step, start, end)
     dropped = detected - len(found)  # steps that owned no GPU event (windows.py)
+    busy = metrics.union(start, end)
     if not found:  # no step marks, or none of them launched anything: split at idle gaps
+        del step
         found = steps_mod.gap_steps(busy.start, busy.end)
-        step = windows.assign(found, np.full(len(start), np.nan), start, end)
+        step = windows.assign(found, None, start, end)
         found, step, step_win = windows.own_windows(found, step, start, end)
-    is_comm = np.isin(category, _COMM_IDX)
-    comm = metrics.union(start[is_comm], end[is_comm])
-    compute_sel = ~is_comm & (kind != 1) & (kind != 2)
-    compute = metrics.union(start[compute_sel], end[compute_sel])
-    # Busy, span and communication describe the rank: every GPU event of it, in a step or
-    # not (HTA's and TraceLens's busy time: the union of kernel and memcpy/memset
-    # intervals); the steps have their own windows and busy time.
-    times = metrics.rank_times(busy, comm, compute)
+    step = step.astype(np.int32, copy=False)  # step indices: int32 halves the column
     step_busy = busy.within(step_win[:, 0], step_win[:, 1]) if len(step_win) else np.zeros(0)
-    marks = anatomy.Marks(enclosing, _in_embedding(raw, launch), graph,
+    busy_us, span_us = busy.total, busy.span
+    del busy
+    times = _rank_times(busy_us, span_us, start, end, category, kind)
+    del end
+    marks = anatomy.Marks(enclosing, in_embedding, graph,
                           anatomy.embedding_names(raw.names, name))  # fmt: skip
+    source = anatomy.comm_sources(category, step, order, marks)
     return RankResult(
         raw=raw, has_gpu=has_gpu, trace_start_us=_trace_start(raw), steps=found,
         step_windows=step_win, step_busy=step_busy, kind=kind, start=start, dur=dur,
         stream=stream, name=name, category=category, dtype=dtypes, dtype_of=dtype_of,
         step=step, times=times, graph=graph, graph_launches=len(launches),
-        relabelled_moe=relabelled, steps_without_gpu=dropped,
-        source=anatomy.comm_sources(category, step, order, marks),
+        relabelled_moe=relabelled, steps_without_gpu=dropped, source=source,
     )  # fmt: skip
+
+
+def _rank_times(busy_us: float, span_us: float, start: np.ndarray, end: np.ndarray,
+                category: np.ndarray, kind: np.ndarray) -> metrics.RankTimes:  # fmt: skip
+    """Busy, span and communication describe the rank: every GPU event of it, in a step or
+    not (HTA's and TraceLens's busy time: the union of kernel and memcpy/memset
+    intervals); the steps have their own windows and busy time. Exposed communication is
+    communication during which no compute kernel runs: only the compute kernels that touch
+    a communication interval can hide any, so only theirs are merged."""
+    is_comm = np.isin(category, _COMM_IDX)
+    comm = metrics.union(start[is_comm], end[is_comm])
+    near = np.zeros(len(start), dtype=bool)
+    if len(comm.start):
+        for lo in range(0, len(start), 1 << 18):
+            part = slice(lo, lo + (1 << 18))
+            k = np.searchsorted(comm.start, end[part], side="right") - 1
+            near[part] = (k >= 0) & (comm.end[np.maximum(k, 0)] >= start[part])
+    near &= ~is_comm & (kind != 1) & (kind != 2)
+    del is_comm
+    compute = metrics.union(start[near], end[near])
+    return metrics.times_of(busy_us, span_us, comm, compute)
 
 
 def _find_steps(raw: RawTrace, launches: np.ndarray, graph: np.ndarray) -> list[steps_mod.Step]:
@@ -277,7 +306,7 @@ def _cpu_dtypes(raw: RawTrace, top: np.ndarray, category: np.ndarray) -> np.ndar
 def _dtypes(raw: RawTrace, name, category, arg_dtype) -> tuple[list[str | None], np.ndarray]:
     """Normalised dtype for collective events; None elsewhere."""
     values: list[str | None] = [None]
-    out = np.zeros(len(name), dtype=np.int64)
+    out = np.zeros(len(name), dtype=np.int32)
     comm = np.flatnonzero(np.isin(category, _COMM_IDX))
     if not len(comm):
         return values, out
@@ -288,7 +317,7 @@ def _dtypes(raw: RawTrace, name, category, arg_dtype) -> tuple[list[str | None],
     for n, d in uniq:
         value = taxonomy.collective_dtype(raw.names[n], raw.names[d] if d >= 0 else None)
         codes.append(intern(index, values, value))
-    out[comm] = np.array(codes, dtype=np.int64)[inverse.reshape(-1)]
+    out[comm] = np.array(codes, dtype=np.int32)[inverse.reshape(-1)]
     return values, out
 
 

@@ -53,7 +53,8 @@ _FILLER = np.array([_CAT[c] for c in ("gemm", "elementwise", "cast_quant", "memo
 def issue_order(launch: np.ndarray, start: np.ndarray) -> np.ndarray:
     """Event indices in issue order: launch time (GPU start where unknown), then start."""
     key = np.where(np.isnan(launch), start, launch)
-    return np.lexsort((start, key))
+    order = np.lexsort((start, key))
+    return order.astype(np.int32) if len(order) < 2**31 else order  # half the bytes held
 
 
 def moe_in_graphs(category: np.ndarray, graph: np.ndarray, order: np.ndarray) -> int:
@@ -95,7 +96,7 @@ class Marks:
 def comm_sources(category: np.ndarray, step: np.ndarray, order: np.ndarray,
                  marks: Marks) -> np.ndarray:  # fmt: skip
     """Source index (into COMM_SOURCES) per event; -1 for non-collectives."""
-    out = np.full(len(category), -1, dtype=np.int64)
+    out = np.full(len(category), -1, dtype=np.int8)
     comm_sel = np.isin(category, _COMM)
     if not comm_sel.any():
         return out
@@ -106,7 +107,7 @@ def comm_sources(category: np.ndarray, step: np.ndarray, order: np.ndarray,
     del comm_sel
     m = marker[order]
     del marker
-    st = step[order].astype(np.int32)
+    st = step[order].astype(np.int32, copy=False)
     last_d = _last_before(m, (m != _NONE) & (m != _GEMM))  # last distinctive marker
     last_g = _last_before(m, m == _GEMM)  # and last GEMM, strictly before each position
     allgather = {_CAT["allgather"], _CAT["other_comm"]}

@@ -74,7 +74,9 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         tables.update(config_file_tables(args.model) if Path(args.model).exists() else {})
     if args.json:
         summary = {**summary, "floors": floors(args, record.host, result)}
-    return ctx.submit(Bundle(record, tables), summary)
+    bundle = Bundle(record, tables)
+    del result, tables  # the bundle holds the only reference: submit frees them once spooled
+    return ctx.submit(bundle, summary)
 
 
 def check_floor_inputs(args: argparse.Namespace) -> None:

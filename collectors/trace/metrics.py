@@ -12,6 +12,10 @@ import numpy as np
 
 from collectors.trace.npx import unique_sorted
 
+# elements per slice of the chunked functions: their work arrays stay a few MB on any rank
+_CHUNK = 1 << 18
+_SLICE = 1 << 18  # a + b intervals per slice of ``uncovered`` (~100 bytes each in difference)
+
 
 @dataclass(frozen=True)
 class Intervals:
@@ -24,6 +28,11 @@ class Intervals:
     @property
     def total(self) -> float:
         return float(self.before[-1] + (self.end[-1] - self.start[-1])) if len(self.start) else 0.0
+
+    @property
+    def span(self) -> float:
+        """From the first start to the last end."""
+        return float(self.end[-1] - self.start[0]) if len(self.start) else 0.0
 
     def covered_upto(self, x: np.ndarray) -> np.ndarray:
         """Length of the union that lies in (-inf, x], for each x."""
@@ -41,7 +50,7 @@ class Intervals:
 
 
 def union(start: np.ndarray, end: np.ndarray) -> Intervals:
-    """Merge possibly overlapping intervals into sorted disjoint ones."""
+    """Merge possibly overlapping intervals into sorted disjoint ones (``end >= start``)."""
     start = np.asarray(start, dtype=np.float64)
     end = np.asarray(end, dtype=np.float64)
     if not len(start):
@@ -53,11 +62,24 @@ def union(start: np.ndarray, end: np.ndarray) -> Intervals:
         del order
     s, e = start, end  # sorted: a trace's events mostly come in time order, no copy then
     run_end = np.maximum.accumulate(e)
-    # merged intervals start at the first start and at each start past every earlier end
-    idx = np.r_[0, np.flatnonzero(s[1:] > run_end[:-1]) + 1]
-    ms = s[idx]
-    me = np.maximum.reduceat(e, idx)
-    before = np.concatenate(([0.0], np.cumsum(me - ms)[:-1]))
+    # merged intervals start at the first start and at each start past every earlier end;
+    # one ends where the next starts, at the running end (its own events' largest end:
+    # each of them ends after every earlier interval did). Masks, not index arrays: a
+    # 10-million-event rank's union costs one byte per event besides its result.
+    first = np.empty(len(s), dtype=bool)
+    first[0] = True
+    np.greater(s[1:], run_end[:-1], out=first[1:])
+    last = np.empty(len(s), dtype=bool)
+    last[-1] = True
+    last[:-1] = first[1:]
+    ms = s[first]
+    del first
+    me = run_end[last]
+    del run_end, last
+    before = np.empty(len(ms))
+    before[0] = 0.0
+    np.subtract(me[:-1], ms[:-1], out=before[1:])
+    np.cumsum(before[1:], out=before[1:])  # in place: add.accumulate reads i before it writes i
     return Intervals(ms, me, before)
 
 
@@ -91,21 +113,63 @@ def rank_times(busy: Intervals, comm: Intervals, compute: Intervals) -> RankTime
     """The rank's figures over all its events: span from the first start to the last end,
     busy = the union's length, idle = span - busy; exposed communication = communication
     time during which no compute kernel runs."""
-    span = float(busy.end[-1] - busy.start[0]) if len(busy.start) else 0.0
-    return RankTimes(busy.total, max(span - busy.total, 0.0), span, comm.total,
-                     difference(comm, compute).total)  # fmt: skip
+    return times_of(busy.total, busy.span, comm, compute)
+
+
+def times_of(busy_us: float, span_us: float, comm: Intervals, compute: Intervals) -> RankTimes:
+    """``rank_times`` from the busy union's length and span (the union itself may be gone)."""
+    return RankTimes(busy_us, max(span_us - busy_us, 0.0), span_us, comm.total,
+                     uncovered(comm, compute))  # fmt: skip
+
+
+def uncovered(a: Intervals, b: Intervals) -> float:
+    """``difference(a, b).total``, taken a slice of time at a time: each slice ends
+    between two of ``a``'s intervals (disjoint, never touching), so it holds whole pieces
+    of the difference, the same ones, summed in the same order. One ``difference`` of a
+    10-million-event rank at once holds ~100 bytes per event (docs/benchmarks.md)."""
+    if not len(a.start) or not len(b.start):
+        return a.total
+    # cost of the slices ending after each of a's intervals: a's intervals + b's begun
+    cost = np.arange(1, len(a.start) + 1) + np.searchsorted(b.start, a.end, side="right")
+    cuts = np.searchsorted(cost, np.arange(_SLICE, int(cost[-1]), _SLICE), side="right")
+    del cost
+    lengths = []
+    for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, len(a.start)], strict=True):
+        if lo >= hi:
+            continue
+        part = Intervals(a.start[lo:hi], a.end[lo:hi], a.before[lo:hi])
+        first = np.searchsorted(b.end, part.start[0], side="left")  # b's that reach the slice
+        last = np.searchsorted(b.start, part.end[-1], side="right")
+        piece = difference(part, Intervals(b.start[first:last], b.end[first:last],
+                                           b.before[first:last]))  # fmt: skip
+        lengths.append(piece.end - piece.start)
+    joined = np.concatenate(lengths)
+    return float(np.cumsum(joined)[-1]) if len(joined) else 0.0
 
 
 def containing(
-    starts: np.ndarray, ends: np.ndarray, labels: np.ndarray, t: np.ndarray, depth: int = 4
+    starts: np.ndarray, ends: np.ndarray, labels: np.ndarray, t: np.ndarray, depth: int = 4,
+    dtype: type[np.signedinteger] = np.int64,
 ) -> np.ndarray:
-    """For each time t, the label of the innermost interval containing it, else -1.
+    """For each time t, the label (as ``dtype``) of the innermost interval containing it,
+    else -1.
 
-    ``starts`` must be sorted; nesting deeper than ``depth`` falls back to outer ones.
+    ``starts`` must be sorted; nesting deeper than ``depth`` falls back to outer ones. The
+    times are taken a slice at a time: the search's work arrays stay a few MB whatever
+    the rank's size.
     """
-    out = np.full(len(t), -1, dtype=np.int64)
+    out = np.full(len(t), -1, dtype=dtype)
     if not len(starts) or not len(t):
         return out
+    for lo in range(0, len(t), _CHUNK):
+        out[lo : lo + _CHUNK] = _containing(starts, ends, labels, t[lo : lo + _CHUNK], depth)
+    return out
+
+
+
+def _containing(starts: np.ndarray, ends: np.ndarray, labels: np.ndarray, t: np.ndarray,
+                depth: int) -> np.ndarray:  # fmt: skip
+    out = np.full(len(t), -1, dtype=np.int64)
     k = np.searchsorted(starts, t, side="right") - 1
     todo = np.ones(len(t), dtype=bool)
     for _ in range(depth):

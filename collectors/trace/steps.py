@@ -124,8 +124,13 @@ def gap_steps(start: np.ndarray, end: np.ndarray) -> list[Step]:
         return []
     gaps = start[1:] - end[:-1]
     positive = gaps[gaps > 0]
-    threshold = max(MIN_GAP_US, GAP_FACTOR * float(np.median(positive))) if len(positive) else 0
-    cuts = np.flatnonzero(gaps > threshold) if len(positive) else np.zeros(0, dtype=int)
+    # the median's partition in place: no third copy of a 10-million-gap array
+    median = float(np.median(positive, overwrite_input=True)) if len(positive) else 0.0
+    some = len(positive) > 0
+    del positive
+    threshold = max(MIN_GAP_US, GAP_FACTOR * median) if some else 0
+    cuts = np.flatnonzero(gaps > threshold) if some else np.zeros(0, dtype=int)
+    del gaps
     firsts = np.r_[0, cuts + 1]
     lasts = np.r_[cuts, len(start) - 1]
     return [Step(f"gap#{i}", "gap", float(start[a]), float(end[b]))

@@ -8,7 +8,7 @@ import numpy as np
 
 from collectors.trace import taxonomy
 from collectors.trace.analyze import KINDS, RankResult
-from collectors.trace.npx import unique_sorted
+from collectors.trace.npx import distinct_per_group, groups
 from collectors.trace.table import Column, Table
 from store.trace_vocab import COMM_SOURCES
 
@@ -105,9 +105,10 @@ def _categories(res: RankResult, rank: int, in_steps: bool):
     """Calls and time per (step, category) of the events inside steps, or per category of
     the GPU events launched outside every step (the page's "outside steps")."""
     sel = res.step >= 0 if in_steps else res.step < 0
-    key = (res.step[sel] if in_steps else 0) * len(CATS) + res.category[sel]
-    uniq, inverse, calls = np.unique(key, return_inverse=True, return_counts=True)
-    total = np.bincount(inverse.reshape(-1), weights=res.dur[sel], minlength=len(uniq))
+    key = (res.step[sel] if in_steps else 0) * np.int64(len(CATS)) + res.category[sel]
+    uniq, inverse, calls = groups(key)
+    del key
+    total = np.bincount(inverse, weights=res.dur[sel], minlength=len(uniq))
     step = {"step": Column("int32", uniq // len(CATS))} if in_steps else {}
     return {
         "rank": Column("int32", np.full(len(uniq), rank)),
@@ -123,8 +124,8 @@ def _comm_sources(res: RankResult, rank: int):
     sel = res.source >= 0
     n_src = len(SOURCES)
     key = ((res.step[sel] >= 0) * len(CATS) + res.category[sel]) * n_src + res.source[sel]
-    uniq, inverse, calls = np.unique(key, return_inverse=True, return_counts=True)
-    total = np.bincount(inverse.reshape(-1), weights=res.dur[sel], minlength=len(uniq))
+    uniq, inverse, calls = groups(key)
+    total = np.bincount(inverse, weights=res.dur[sel], minlength=len(uniq))
     in_steps, rest = np.divmod(uniq, len(CATS) * n_src)
     cat, src = np.divmod(rest, n_src)
     return {
@@ -139,9 +140,9 @@ def _comm_sources(res: RankResult, rank: int):
 
 def _kernel_stats(res: RankResult, rank: int):
     n_cat, n_dtype = len(CATS), max(len(res.dtype), 1)
-    key = (res.name * n_cat + res.category) * n_dtype + res.dtype_of
-    uniq, inverse, calls = np.unique(key, return_inverse=True, return_counts=True)
-    inverse = inverse.reshape(-1)
+    key = (res.name.astype(np.int64) * n_cat + res.category) * n_dtype + res.dtype_of
+    uniq, inverse, calls = groups(key)
+    del key
     name_of, rest = np.divmod(uniq, n_cat * n_dtype)
     cat_of, dtype_of = np.divmod(rest, n_dtype)
     m = len(uniq)
@@ -151,9 +152,7 @@ def _kernel_stats(res: RankResult, rank: int):
     np.minimum.at(lo, inverse, res.dur)
     np.maximum.at(hi, inverse, res.dur)
     sel = res.step >= 0
-    pairs = unique_sorted(inverse[sel].astype(np.int64) * (int(res.step.max(initial=0)) + 1)
-                      + res.step[sel])  # fmt: skip
-    steps_seen = np.bincount(pairs // (int(res.step.max(initial=0)) + 1), minlength=m)
+    steps_seen = distinct_per_group(inverse[sel], res.step[sel], m)
     names = res.raw.names
     return {
         "rank": Column("int32", np.full(m, rank)),
@@ -171,15 +170,15 @@ def _kernel_stats(res: RankResult, rank: int):
 
 def _kernels(res: RankResult, rank: int):
     n = len(res.name)
-    used, name_codes = np.unique(res.name, return_inverse=True) if n else (res.name, res.name)
+    used, name_codes, _calls = groups(res.name)
     names = res.raw.names
     return {
-        "rank": Column("int32", np.full(n, rank)),
+        "rank": Column("int32", np.full(n, rank, dtype=np.int32)),
         "step": Column("int32", res.step, res.step < 0),
         "stream": Column("int64", res.stream),
         "start_us": Column("double", res.start - res.trace_start_us),
         "dur_us": Column("double", res.dur),
-        "name": Column("string", np.asarray(name_codes).reshape(-1),
+        "name": Column("string", name_codes,
                        dictionary=[names[int(i)] for i in used]),
         "category": Column("string", res.category, dictionary=list(taxonomy.CATEGORIES)),
         "dtype": Column("string", res.dtype_of, dictionary=[d for d in res.dtype]),

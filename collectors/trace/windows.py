@@ -28,6 +28,8 @@ import numpy as np
 
 from collectors.trace.steps import Step
 
+_CHUNK = 1 << 18  # events per slice of the chunked searches (~10 MB of work arrays)
+
 
 def locate(a: np.ndarray, b: np.ndarray, t: np.ndarray) -> np.ndarray:
     """Index of the window [a_i, b_i] holding each t (-1: none); windows sorted by a."""
@@ -37,23 +39,30 @@ def locate(a: np.ndarray, b: np.ndarray, t: np.ndarray) -> np.ndarray:
     return np.where(hit, kk, -1)
 
 
-def _place(out: np.ndarray, rows: np.ndarray, a: np.ndarray, b: np.ndarray,
+def _place(out: np.ndarray, rows: np.ndarray | None, a: np.ndarray, b: np.ndarray,
            t: np.ndarray) -> None:  # fmt: skip
-    """out[rows] = index of the window [a, b] (NaN: none) holding t, where still -1."""
+    """out[rows] = index of the window [a, b] (NaN: none) holding t[rows], where still -1
+    (``rows`` None: every row); a slice of rows at a time."""
     ok = np.flatnonzero(~np.isnan(a))
     o = ok[np.argsort(a[ok], kind="stable")]
-    got = locate(a[o], b[o], t)
-    free = out[rows] < 0
-    out[rows[free & (got >= 0)]] = o[got[free & (got >= 0)]]
+    a, b = a[o], b[o]
+    n = len(t) if rows is None else len(rows)
+    for lo in range(0, n, _CHUNK):
+        part = np.arange(lo, min(lo + _CHUNK, n)) if rows is None else rows[lo : lo + _CHUNK]
+        got = locate(a, b, t[part])
+        free = (out[part] < 0) & (got >= 0)
+        out[part[free]] = o[got[free]]
 
 
 def extents(n: int, step: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
     """(n, 2) first start and last end of each step's events; NaN where it has none."""
     lo = np.full(n, np.inf)
     hi = np.full(n, -np.inf)
-    sel = step >= 0
-    np.minimum.at(lo, step[sel], start[sel])
-    np.maximum.at(hi, step[sel], end[sel])
+    for at in range(0, len(step), _CHUNK):
+        part = slice(at, at + _CHUNK)
+        sel = step[part] >= 0
+        np.minimum.at(lo, step[part][sel], start[part][sel])
+        np.maximum.at(hi, step[part][sel], end[part][sel])
     empty = ~np.isfinite(lo)
     lo[empty] = hi[empty] = np.nan
     return np.stack([lo, hi], axis=1)
@@ -80,28 +89,35 @@ def match_annotations(steps: list[Step],
     return out
 
 
-def assign(steps: list[Step], when: np.ndarray, start: np.ndarray, end: np.ndarray,
+def assign(steps: list[Step], when: np.ndarray | None, start: np.ndarray, end: np.ndarray,
            annotations: list[tuple[str, float, float]] = ()) -> np.ndarray:  # fmt: skip
-    """Step index of every event (-1: outside all steps); see the module docstring.
+    """Step index (int32) of every event (-1: outside all steps); see the module docstring.
 
-    ``when``: CPU time of the runtime call that launched each event (NaN: unknown)."""
-    out = np.full(len(start), -1, dtype=np.int64)
+    ``when``: CPU time of the runtime call that launched each event (NaN: unknown; None:
+    none known)."""
+    out = np.full(len(start), -1, dtype=np.int32)
     if not steps or not len(start):
         return out
     cpu_a = np.array([s.cpu_start for s in steps])
     cpu_b = np.array([s.cpu_end for s in steps])
-    known = np.flatnonzero(~np.isnan(when))
-    _place(out, known, cpu_a, cpu_b, when[known])
-    rest = np.flatnonzero(np.isnan(when))
-    if not len(rest):
-        return out
+    rest = None  # the events placed by GPU time: every one, or those of unknown launch
+    if when is not None:
+        unknown = np.isnan(when)
+        _place(out, np.flatnonzero(~unknown), cpu_a, cpu_b, when)
+        if unknown.all():
+            del unknown
+        else:
+            rest = np.flatnonzero(unknown)
+            del unknown
+            if not len(rest):
+                return out
     launched = extents(len(steps), out, start, end)
-    _place(out, rest, *disjoint(launched).T, start[rest])
+    _place(out, rest, *disjoint(launched).T, start)
     own = match_annotations(steps, list(annotations))
     own[~np.isnan(launched[:, 0])] = np.nan  # a step with launched work has its window
-    _place(out, rest, *disjoint(own).T, start[rest])
+    _place(out, rest, *disjoint(own).T, start)
     bare = np.isnan(launched[:, 0]) & np.isnan(own[:, 0])  # neither: its CPU range
-    _place(out, rest, np.where(bare, cpu_a, np.nan), cpu_b, start[rest])
+    _place(out, rest, np.where(bare, cpu_a, np.nan), cpu_b, start)
     return out
 
 

@@ -34,6 +34,7 @@ BUNDLE_FORMAT_JSON = 2  # some tables as JSON columns (an older reader sets it a
 # Up to this many rows a table's JSON costs less than the pyarrow import it spares: 1,707
 # kernel rows +5 ms, 10,242 +39 ms, 20,484 +88 ms against 47 ms (benchmarks/spool_format.py).
 JSON_MAX_ROWS = 10_000
+PARQUET_SLICE_ROWS = 1 << 20  # pyarrow's default row group: a bigger typed table is written in slices
 SQL_TYPES = ("BOOLEAN", "INTEGER", "BIGINT", "DOUBLE", "VARCHAR")  # of a JSON table's columns
 DEFAULT_COMMIT_TIMEOUT_S = 30.0  # how long a commit retries while the store is busy
 CORRUPT_DIR = "corrupt"
@@ -117,6 +118,33 @@ def _to_arrow(table: Any) -> Any:
     return pa.Table.from_pandas(table, preserve_index=False)  # pandas DataFrame
 
 
+def _write_slices(name: str, table: Any, path: Path) -> int:
+    """A big typed table (collectors/trace/table.py) as Parquet, one row group per slice of
+    PARQUET_SLICE_ROWS (pyarrow's own row group size): only one slice is Arrow at a time."""
+    import pyarrow.parquet as pq
+
+    rows = 0
+    writer = None
+    try:
+        for piece in table.arrow_slices(PARQUET_SLICE_ROWS):
+            if writer is None:
+                _no_run_id(name, piece.column_names)
+                writer = pq.ParquetWriter(path, piece.schema)
+            if not piece.schema.equals(writer.schema):  # another rank's part: as the first
+                piece = piece.cast(writer.schema)
+            writer.write_table(piece)
+            rows += piece.num_rows
+    finally:
+        if writer is not None:
+            writer.close()
+    return rows
+
+
+def _no_run_id(name: str, columns: list[str]) -> None:
+    if "run_id" in columns:
+        raise ValueError(f"bundle table {name} must not carry run_id; the commit adds it")
+
+
 def _json_columns(table: Any) -> tuple[bytes, list[list[str]]] | None:
     """The JSON file and ``[[column, SQL type], ...]`` of a table that offers its typed
     columns; None when it cannot give them exactly (it is spooled as Parquet)."""
@@ -181,12 +209,14 @@ def _write_tables(bundle: Bundle, folder: Path) -> None:
             path = folder / f"{name}.json"
             path.write_bytes(data)
             tables[name] = {"file": path.name, "rows": len(table), "columns": columns}
+        elif hasattr(table, "arrow_slices") and len(table) > PARQUET_SLICE_ROWS:
+            path = folder / f"{name}.parquet"
+            tables[name] = {"file": path.name, "rows": _write_slices(name, table, path)}
         else:
             import pyarrow.parquet as pq
 
             arrow = _to_arrow(table)
-            if "run_id" in arrow.column_names:
-                raise ValueError(f"bundle table {name} must not carry run_id; the commit adds it")
+            _no_run_id(name, arrow.column_names)
             path = folder / f"{name}.parquet"
             pq.write_table(arrow, path)
             tables[name] = {"file": path.name, "rows": arrow.num_rows}

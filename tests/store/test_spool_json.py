@@ -61,6 +61,29 @@ def test_a_small_trace_spools_as_json_and_commits_the_rows_parquet_would(tmp_pat
             assert con.execute("SELECT run_id, verb FROM runs").fetchall() == [("trace-json", "trace")]
 
 
+def test_a_big_table_is_written_in_slices_with_the_rows_of_one_write(tmp_path: Path,
+                                                                    monkeypatch) -> None:  # fmt: skip
+    """Past PARQUET_SLICE_ROWS rows a typed table goes to Parquet a slice at a time (two
+    ranks' parts, each with its own dictionaries, several slices each): the store gets the
+    rows one whole Arrow table gives."""
+    tables = ingest_traces(RANKS).tables
+    kernels = tables["trace_kernels"]
+    monkeypatch.setattr(bundle_mod, "JSON_MAX_ROWS", 0)
+    monkeypatch.setattr(bundle_mod, "PARQUET_SLICE_ROWS", 500)
+    assert all(len(next(iter(p.values())).values) > 500 for p in kernels.parts)
+    sliced, whole = resolve(tmp_path / "s.duckdb"), resolve(tmp_path / "w.duckdb")
+    entry = write_spool(Bundle(_run(), {"trace_kernels": kernels}), sliced.spool_dir)
+    assert read_manifest(entry)["tables"]["trace_kernels"]["rows"] == len(kernels)
+    import pyarrow.parquet as pq
+
+    assert pq.ParquetFile(entry / "trace_kernels.parquet").num_row_groups > 2
+    commit_entry(sliced, entry)
+    entry = write_spool(Bundle(_run(), {"trace_kernels": kernels.to_arrow()}), whole.spool_dir)
+    commit_entry(whole, entry)
+    rows = _rows(sliced, "trace_kernels")
+    assert len(rows) == len(kernels) and rows == _rows(whole, "trace_kernels")
+
+
 def _steps(names: list[str | None], wall: list[float]) -> Table:
     n = len(names)
     return Table([{"rank": Column("int32", np.zeros(n)), "step": Column("int32", np.arange(n)),

@@ -24,8 +24,10 @@ import os
 import pickle
 import subprocess
 import sys
+from array import array
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from collectors.trace.columns import (
     CPU_COLUMNS,
@@ -45,6 +47,7 @@ _GZIP_RATIO = 12  # a Kineto trace inflates 13-20x; be conservative
 # Smaller reads than one pass uses (~1 MB of JSON per chunk, not ~8 MB): the two shares
 # stay even on files of a few dozen chunks; per chunk overhead is negligible
 _BLOCK_GZ, _BLOCK_PLAIN = 64 << 10, 1 << 20
+_COLUMNS = (*GPU_COLUMNS, *CPU_COLUMNS, *RUNTIME_COLUMNS)
 # the columns of name ids (renumbered by the merge, as c_tid's thread indices are)
 _NAME_COLUMNS = {"g_name", "g_coll", "g_dtype", "c_name", "c_dtype"}
 
@@ -103,21 +106,20 @@ def read_parallel(path: Path, all_cpu_ops: bool | None, all_runtime: bool,
         stop_workers(procs)
         return scan(path, all_cpu_ops, all_runtime)
     part = Part(mine=0, parts=parts)
+    shares: list[tuple[RawTrace, list[tuple[int, ...]]]] = []
     try:
         raw, used = scan(path, all_cpu_ops, all_runtime, part, block)
-        outs = [(proc.communicate()[0], proc.returncode) for proc in procs]
-    except Exception:  # the one pass raises it (or shows it was the split's fault)
+        shares.append((raw, part.marks))
+        del raw
+        shares += [receive(proc) for proc in procs]  # a worker's error: one pass raises it
+        return merge(shares), used
+    except Exception:  # noqa: BLE001 - whatever went wrong, one pass is the reference
         stop_workers(procs)
+        shares.clear()
         return scan(path, all_cpu_ops, all_runtime)
     except BaseException:  # KeyboardInterrupt: no orphan workers
         stop_workers(procs)
         raise
-    if any(code != 0 for _out, code in outs):  # a worker met an error: one pass raises it
-        return scan(path, all_cpu_ops, all_runtime)
-    try:
-        return merge([(raw, part.marks), *(pickle.loads(out) for out, _code in outs)]), used
-    except Exception:  # noqa: BLE001 - whatever went wrong, one pass is the reference
-        return scan(path, all_cpu_ops, all_runtime)
 
 
 def start_worker(module: str, arg: str) -> subprocess.Popen:
@@ -127,6 +129,51 @@ def start_worker(module: str, arg: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", module, arg],
                             env={**os.environ, "PYTHONPATH": path},
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)  # fmt: skip
+
+
+def send(raw: RawTrace, marks: list[tuple[int, ...]], out: BinaryIO) -> None:
+    """A worker's share on ``out``: its length, the pickled RawTrace without its columns
+    (names, lists, counts) with the marks and the columns' sizes, then each column's raw
+    bytes. Never the whole share as one pickle: that held it twice in the worker and
+    three times in the caller (docs/benchmarks.md, Import memory)."""
+    columns = {key: getattr(raw, key) for key in _COLUMNS}
+    for key, col in columns.items():
+        setattr(raw, key, array(col.typecode))
+    head = pickle.dumps((raw, marks, {k: len(c) * c.itemsize for k, c in columns.items()}),
+                        protocol=pickle.HIGHEST_PROTOCOL)  # fmt: skip
+    out.write(len(head).to_bytes(8, "little"))
+    out.write(head)
+    for key in _COLUMNS:
+        out.write(memoryview(columns.pop(key)))  # each column freed once written
+    out.flush()
+
+
+def receive(proc: subprocess.Popen) -> tuple[RawTrace, list[tuple[int, ...]]]:
+    """A worker's share (``send``), read a piece at a time; raises if it failed."""
+    pipe = proc.stdout
+    assert pipe is not None
+    size = int.from_bytes(b"".join(_pieces(pipe, 8)), "little")
+    raw, marks, sizes = pickle.loads(b"".join(_pieces(pipe, size)))
+    for key in _COLUMNS:
+        col = array(getattr(raw, key).typecode)
+        for piece in _pieces(pipe, sizes[key]):
+            col.frombytes(piece)
+        setattr(raw, key, col)
+    extra = pipe.read(1)
+    pipe.close()
+    if extra or proc.wait() != 0:
+        raise RuntimeError(f"worker exited with {proc.returncode}")
+    return raw, marks
+
+
+def _pieces(pipe: BinaryIO, n: int) -> Iterator[bytes]:
+    """The next ``n`` bytes of ``pipe`` in pieces of at most 16 MB (never ``n`` at once)."""
+    while n > 0:
+        piece = pipe.read(min(n, 16 << 20))
+        if not piece:
+            raise RuntimeError("a worker's share ended early")
+        n -= len(piece)
+        yield piece
 
 
 def stop_workers(procs: list[subprocess.Popen]) -> None:
@@ -172,11 +219,16 @@ def merge(shares: list[tuple[RawTrace, list[tuple[int, ...]]]]) -> RawTrace:
     # -1 (no name) indexes the extra last entry
     names_np = [np.array([*m, -1], dtype=np.int64) for m in name_map]
     tids_np = [np.array([*m, -1], dtype=np.int64) for m in tid_map]
+    # one column at a time, each source's freed once merged: the shares and one merged
+    # column are held at once, not the shares and the whole merged trace
+    for columns, at in ((GPU_COLUMNS, 1), (CPU_COLUMNS, 2), (RUNTIME_COLUMNS, 3)):
+        for key in columns:
+            for src, prev, cur in spans:
+                _copy(out, sources[src], key, prev[at], cur[at], names_np[src], tids_np[src])
+            for raw in sources:
+                setattr(raw, key, array(getattr(raw, key).typecode))
     for src, prev, cur in spans:
         raw = sources[src]
-        _copy(out, raw, GPU_COLUMNS, prev[1], cur[1], names_np[src], None)
-        _copy(out, raw, CPU_COLUMNS, prev[2], cur[2], names_np[src], tids_np[src])
-        _copy(out, raw, RUNTIME_COLUMNS, prev[3], cur[3], None, None)
         for i, key in enumerate(LIST_FIELDS, start=4):
             rows = getattr(raw, key)[prev[i] : cur[i]]
             if key == "comm_annotation_dtypes":  # (ts, name, label name id)
@@ -185,18 +237,17 @@ def merge(shares: list[tuple[RawTrace, list[tuple[int, ...]]]]) -> RawTrace:
     return out
 
 
-def _copy(out: RawTrace, raw: RawTrace, columns: tuple[str, ...], a: int, b: int, names: Any,
+def _copy(out: RawTrace, raw: RawTrace, key: str, a: int, b: int, names: Any,
           tids: Any) -> None:  # fmt: skip
     import numpy as np
 
-    for key in columns:
-        col = getattr(raw, key)
-        if key == "c_tid" or key in _NAME_COLUMNS:
-            local = np.frombuffer(col, dtype=f"i{col.itemsize}")[a:b]
-            merged = (tids if key == "c_tid" else names)[local]
-            getattr(out, key).frombytes(merged.astype(f"i{col.itemsize}").tobytes())
-        else:
-            getattr(out, key).extend(col[a:b])
+    col = getattr(raw, key)
+    if key == "c_tid" or key in _NAME_COLUMNS:
+        local = np.frombuffer(col, dtype=f"i{col.itemsize}")[a:b]
+        merged = (tids if key == "c_tid" else names)[local]
+        getattr(out, key).frombytes(merged.astype(f"i{col.itemsize}").tobytes())
+    else:
+        getattr(out, key).extend(col[a:b])
 
 
 def main() -> None:
@@ -204,7 +255,7 @@ def main() -> None:
     path, all_cpu_ops, all_runtime, block, mine, parts = json.loads(sys.argv[1])
     part = Part(mine=mine, parts=parts)
     raw, _used = scan(Path(path), all_cpu_ops, all_runtime, part, block)
-    sys.stdout.buffer.write(pickle.dumps((raw, part.marks), protocol=pickle.HIGHEST_PROTOCOL))
+    send(raw, part.marks, sys.stdout.buffer)
 
 
 if __name__ == "__main__":
