@@ -357,64 +357,13 @@ def vllm_launch(row: Row) -> tuple[str, int]:
     return "", 0
 
 
-# SGLang rows ran with the --chunked-prefill-size, --max-running-requests, --kv-cache-dtype and
-# --mem-fraction-static of their InferenceX launch script (benchmarks/ and
-# benchmarks/single_node/, git history) as it stood when they were measured; without a script
-# for the row's GPU at its date, SGLang's defaults (the planner's rules):
-# - dsr1_fp8_b200*.sh (since 425f74d51, 2025-09-12), dsr1_fp8_b300.sh (5b302f147, 2026-04-17):
-#   TP=8 chunk 32768, max running 128, memory 0.82; TP=4 (8k/1k only) 8192, 32, 0.95; FP8 KV.
-# - dsr1_fp4_b200*.sh (every version since 2025-09-19): 16384, 256, 0.85, FP8 KV.
-# - qwen3.5_bf16_b200.sh from 9dc87a68c (2026-02-19), qwen3.5_bf16_b300.sh (77c8b9657,
-#   2026-04-17): 32768, 128, 0.82; qwen3.5_fp8_b200.sh (6a5dad463, in force 2026-03-23 to
-#   515294190, 2026-04-30): 32768, 128, 0.82, FP8 KV; qwen3.5_fp4_b200.sh (48d35c480,
-#   2026-04-08): 32768, 128, 0.85, FP8 KV; qwen3.5_fp4_b300.sh (8acbd08b7, 2026-04-17): 32768,
-#   128, 0.8, FP8 KV; qwen3.5_fp8_b300.sh (c0f62a2ef, 2026-04-17): 16384, C, 0.8, FP8 KV.
-# - glm5_fp8_b200.sh (13930ca61, 2026-03-20): 32768, C, 0.85, FP8 KV.
-# Rows measured before their GPU's script existed (Qwen3.5 FP8 and GLM-5 FP8 on B300 on
-# 2026-04-03, GLM-5 NVFP4 on 2026-03-29) keep the defaults: what ran them is unknown.
-SGLANG_SCRIPTED = {  # (model, format, system) -> (first day, chunk, max running (0: C), KV, memory)
-    ("Qwen/Qwen3.5-397B-A17B", "", "b200_sxm"): ("2026-02-19", 32768, 128, "", 0.82),
-    ("Qwen/Qwen3.5-397B-A17B", "", "b300_sxm"): ("2026-04-17", 32768, 128, "", 0.82),
-    ("Qwen/Qwen3.5-397B-A17B", "fp8_block", "b200_sxm"): ("2026-03-03", 32768, 128, FP8, 0.82),
-    ("Qwen/Qwen3.5-397B-A17B", "fp8_block", "b300_sxm"): ("2026-04-17", 16384, 0, FP8, 0.8),
-    ("Qwen/Qwen3.5-397B-A17B", "nvfp4", "b200_sxm"): ("2026-04-08", 32768, 128, FP8, 0.85),
-    ("Qwen/Qwen3.5-397B-A17B", "nvfp4", "b300_sxm"): ("2026-04-17", 32768, 128, FP8, 0.8),
-    ("zhipuai/GLM-5", "fp8_block", "b200_sxm"): ("2026-03-20", 32768, 0, FP8, 0.85),
-}  # fmt: skip
-DSR1_SGLANG = ("deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-V3")
-
-
-def sglang_launch(row: Row) -> tuple[int, int, str, float]:
-    """(--chunked-prefill-size, --max-running-requests, --kv-cache-dtype,
-    --mem-fraction-static) the row's SGLang server ran with; 0 / "" = SGLang's default (and
-    (0, 0, "", 0.0) for the other engines)."""
-    none = (0, 0, "", 0.0)
-    if row.engine != "sglang":
-        return none
-    day = row.measured
-    if row.model_path in DSR1_SGLANG:
-        if row.quant == "nvfp4":
-            return (16384, 256, FP8, 0.85) if row.system == "b200_sxm" else none
-        first = {"b200_sxm": "2025-09-12", "b300_sxm": "2026-04-17"}.get(row.system)
-        if first is None or day and day < first:
-            return none
-        return (32768, 128, FP8, 0.82) if row.layout.tp == 8 else (8192, 32, FP8, 0.95)
-    got = SGLANG_SCRIPTED.get((row.model_path, row.quant, row.system))
-    if got is None or day and day < got[0]:
-        return none
-    first, chunk, running, kv, memory = got
-    return chunk, running or row.concurrency, kv, memory
-
-
 def workload_for(row: Row) -> Workload:
     balance = 0
     if row.engine == "trtllm" and row.layout.dp > 1:
         balance = ADP_BALANCE_ITERS.get((row.model_path, row.system), 0)
     tokens, wait_iters, wait_ratio = trtllm_launch(row)
     kv_dtype, vllm_tokens = vllm_launch(row)
-    chunk, running, sglang_kv, memory = sglang_launch(row)
     return Workload(isl=row.isl, osl=row.osl, engine=row.engine, adp_balance_iters=balance,
-                    recv_interval=sglang_recv_interval(row), max_running=running,
-                    token_budget=tokens or vllm_tokens or chunk, mem_fraction=memory,
-                    kv_dtype=kv_dtype or sglang_kv,
+                    recv_interval=sglang_recv_interval(row), token_budget=tokens or vllm_tokens,
+                    kv_dtype=kv_dtype,
                     batch_wait_iters=wait_iters, batch_wait_ratio=wait_ratio)

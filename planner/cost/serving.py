@@ -149,8 +149,7 @@ def kv_capacity(m: ModelSpec, hw: HardwareSpec, lay: ServeLayout, w: Workload,
     one clear line when the layout does not fit."""
     held = weights_per_gpu(m, lay)
     budget = ENGINES[w.engine].kv_budget_bytes(hw, held, lay.tp, w.isl, p.memory_utilization,
-                                               p.reserve_gb * 1e9, w.token_budget,
-                                               w.mem_fraction)  # fmt: skip
+                                               p.reserve_gb * 1e9, w.token_budget)  # fmt: skip
     if budget <= 0:
         raise PlannerInputError(
             f"{m.name} does not fit on {lay.gpus}x {hw.gpu_model} as {lay.describe()}: "

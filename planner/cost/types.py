@@ -71,5 +71,3 @@ class Workload:
     # requests the engine runs at once per instance (vLLM --max-num-seqs, SGLang
     # --max-running-requests, TRT-LLM --max_batch_size); 0 = the engine's default
     max_running: int = 0
-    # SGLang --mem-fraction-static (weights and KV pool's share of the GPU); 0 = SGLang's rule
-    mem_fraction: float = 0.0

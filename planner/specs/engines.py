@@ -102,14 +102,10 @@ class Engine:
 
     def kv_budget_bytes(self, hw: HardwareSpec, weights: float, tp: int, isl: int,
                         memory_utilization: float, reserve: float,
-                        launched_chunk: int = 0, mem_fraction: float = 0.0) -> float:  # fmt: skip
-        """Bytes per GPU the engine gives its KV cache (may be <= 0: does not fit).
-        ``mem_fraction``: SGLang's ``--mem-fraction-static`` as launched (the weights' and
-        the KV pool's share of the GPU); 0 = derived as above."""
+                        launched_chunk: int = 0) -> float:  # fmt: skip
+        """Bytes per GPU the engine gives its KV cache (may be <= 0: does not fit)."""
         mem = hw.memory_bytes
         if self.name == "sglang":
-            if mem_fraction > 0:
-                return mem * mem_fraction - weights
             chunk = launched_chunk or self.sglang_chunk(hw)
             mib = 512 + 1.5 * max(chunk, 2048) + 2 * 512 + tp / 8 * 1024
             reserved = max(mib, 10 * 1024 if mem > 60 * GIB else 0.0) * 2**20

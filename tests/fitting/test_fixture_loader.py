@@ -69,37 +69,6 @@ def test_sglang_rows_carry_their_scripts_recv_interval(tmp_path: Path) -> None:
                                                                      1, 1]  # fmt: skip
 
 
-def test_sglang_rows_carry_their_scripts_chunk_running_cap_kv_and_memory(tmp_path: Path) -> None:
-    """InferenceX's SGLang scripts as they stood at each row's date: DeepSeek-R1 FP8 TP=8
-    chunk 32768, 128 running, memory 0.82, TP=4 8192 / 32 / 0.95; FP4 16384 / 256 / 0.85; all
-    with FP8 KV; Qwen3.5 BF16 on B200 32768 / 128 / 0.82 from 2026-02-19 only; GLM-5 FP8 on
-    B200 32768, C running, 0.85, FP8 KV; a row before its GPU's script existed (GLM-5 FP8 on
-    B300, 2026-04-03), Hopper rows and other engines keep SGLang's defaults."""
-    ds, qwen, glm = "deepseek-ai/DeepSeek-R1", "Qwen/Qwen3.5-397B-A17B", "zhipuai/GLM-5"
-    day = "2026-03-25T00:00:00Z"
-    rows = [_row(0, "sglang", ds, "b200_sxm", 8, 1, 1, conc=64, quant="fp8_block", measured=day),
-            _row(1, "sglang", ds, "b200_sxm", 4, 1, 1, conc=16, quant="fp8_block", isl=8192,
-                 measured=day),
-            _row(2, "sglang", ds, "b200_sxm", 8, 1, 1, conc=8, quant="nvfp4", measured=day),
-            _row(3, "sglang", qwen, "b200_sxm", 8, 1, 1, conc=4, quant="",
-                 measured="2026-02-20T00:00:00Z"),
-            _row(4, "sglang", qwen, "b200_sxm", 8, 1, 1, conc=8, quant="",
-                 measured="2026-02-17T00:00:00Z"),
-            _row(5, "sglang", glm, "b200_sxm", 8, 1, 1, conc=64, quant="fp8_block", measured=day),
-            _row(6, "sglang", glm, "b300_sxm", 8, 1, 1, conc=64, quant="fp8_block",
-                 measured="2026-04-03T00:00:00Z"),
-            _row(7, "sglang", ds, "h200_sxm", 8, 1, 1, conc=64, quant="fp8_block", measured=day),
-            _row(8, "vllm", ds, "b200_sxm", 8, 1, 1, conc=64, quant="fp8_block", measured=day)]  # fmt: skip
-    kept, _ = _load(tmp_path, rows)
-    by_id = {r.id: fixture.workload_for(r) for r in kept}
-    got = [(w.token_budget, w.max_running, w.kv_dtype, w.mem_fraction)
-           for w in (by_id[f"r{i}"] for i in range(len(rows)))]  # fmt: skip
-    fp8 = fixture.FP8
-    assert got == [(32768, 128, fp8, 0.82), (8192, 32, fp8, 0.95), (16384, 256, fp8, 0.85),
-                   (32768, 128, "", 0.82), (0, 0, "", 0.0), (32768, 64, fp8, 0.85),
-                   (0, 0, "", 0.0), (0, 0, "", 0.0), (0, 0, "", 0.0)]  # fmt: skip
-
-
 def test_trtllm_rows_carry_their_scripts_token_budget_and_batch_waiting(tmp_path: Path) -> None:
     """InferenceX's TensorRT-LLM scripts as they stood at each row's date: Llama-3.1-70B
     --max_num_tokens 16384, batch waiting (20 steps, 0.9) at 1k/1k below TP=8; gpt-oss 20000;
