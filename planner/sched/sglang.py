@@ -18,8 +18,7 @@ otherwise).
   (after the batch's prompts) plus what the requests before have freed, less each one's
   remaining tokens times the requests still running then, must stay above one token per
   request (``IGNORE_EOS_RESERVE_TOKENS``). So a request starts only when every running
-  request can finish without retraction; the queue waits at its head otherwise, and (the
-  batch marked full) is tried again only once a running request has left.
+  request can finish without retraction; the queue waits at its head otherwise.
 - **Polling** (scheduler_recv_skipper.py ``SchedulerRecvSkipper``): with
   ``--scheduler-recv-interval R`` new requests are received only when a counter reaches R;
   a decode step adds 1, a prefill batch 1000 (so the loop after a prefill polls), and an
@@ -96,14 +95,10 @@ class SglangScheduler(Adapter):
             if rid == r.stuck and r.clock < r.stuck_until:
                 sim.blocked += 1
                 break
-            if self._fits(sim, r, rid, batch, caps.token_budget - chunk):
-                # NO_TOKEN sets ``running_batch.batch_is_full``; while it is set no prefill
-                # batch is tried, and only ``update_running_batch`` clears it, when the
-                # decode batch shrank (a request ended or was retracted): the queue's head
-                # waits for a running request to leave, even if decode steps alone would
-                # make room (scheduler.py ``_get_new_batch_prefill_raw`` /
-                # ``update_running_batch``, v0.5.9).
-                r.stuck, r.stuck_until = rid, INF
+            wait = self._fits(sim, r, rid, batch, caps.token_budget - chunk)
+            if wait:  # known not to fit for ``wait`` decode steps (or until one leaves)
+                if not batch:
+                    r.stuck, r.stuck_until = rid, r.clock + wait
                 sim.blocked += 1
                 break
             waiting.popleft()

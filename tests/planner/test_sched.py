@@ -71,15 +71,6 @@ def test_sglang_admits_only_when_every_running_request_can_finish() -> None:
     assert int(s.first[2]) > int(s.end[0])
 
 
-def test_sglang_retries_a_refused_request_only_once_a_running_one_has_left() -> None:
-    # 780 KV tokens. Request 1 (100 + 400) cannot start beside request 0 (100 + 300) at first;
-    # after 23 of request 0's decode steps the admission walk would pass, but SGLang marked
-    # the batch full (NO_TOKEN) and tries again only when a running request ends.
-    s = run(SglangScheduler(), [100, 100], [300, 400], 2, Caps(8192, BIG, 780))
-    assert s.blocked > 0
-    assert int(s.first[1]) > int(s.end[0])
-
-
 def test_sglang_polls_for_new_requests_every_recv_interval_decode_steps() -> None:
     # Request 1 outlives request 0, so request 0's replacement arrives while it decodes.
     outs = [200, 330, 200, 200, 200, 200]
