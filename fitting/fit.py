@@ -106,15 +106,18 @@ def means(gs: list[Group], p: ServingParams) -> list[tuple[np.ndarray, np.ndarra
                 g.refused = True
     live = [g for g in gs if not g.refused]
     key = tuple(id(g) for g in live)
-    stack = _STACKS.get(key)
-    if stack is None:
+    cached = _STACKS.get(key)
+    if cached is None:
         _STACKS.clear()  # one stack at a time: the fit's rows
-        stack = _STACKS[key] = serving_means.MeanStack([g.plan for g in live])
+        # The groups are kept with their stack: while they live no new group can take one of
+        # their ids (a freed group's id reused by the next call's groups read its stack).
+        cached = _STACKS[key] = (live, serving_means.MeanStack([g.plan for g in live]))
+    stack = cached[1]
     got = iter(stack.evaluate(p) if live else [])
     return [None if g.refused else next(got) for g in gs]
 
 
-_STACKS: dict[tuple, serving_means.MeanStack] = {}
+_STACKS: dict[tuple, tuple[list[Group], serving_means.MeanStack]] = {}
 
 
 def errors(gs: list[Group], p: ServingParams) -> list[tuple[fixture.Row, float, float]]:
