@@ -80,56 +80,22 @@ def run_hosts(store: Path | str, run_id: str, extra: str = "") -> tuple:
                  else "") + " FROM v_runs WHERE run_id = ?", [run_id])[0]  # fmt: skip
 
 
-def run_in_process(store: Path | str, *args: str, **extra_env: str) -> CliResult:
-    """``collectors.cli.main(ARGS)`` in this process, as ``run_cli`` runs it in a child (text
-    logs, its exit code, what it wrote): for tests that call an import verb many times
-    (fuzzing), where a fresh interpreter per call would cost most of the time."""
+def _as_child(entry, argv: list[str], env: dict[str, str]) -> tuple[int, str, str]:  # noqa: ANN001
+    """``entry(argv)`` in this process with ``env`` as the whole environment: (exit code,
+    stdout, stderr) as a child process would give them (a usage error's 2; an uncaught
+    exception's traceback on stderr and 1)."""
     import io
+    import traceback
     from contextlib import redirect_stderr, redirect_stdout
 
-    from collectors.cli import main
-
-    argv = list(args)
-    if argv and not argv[0].startswith("-") and "--log-format" not in argv:
-        argv += ["--log-format", "text"]
     out, err = io.StringIO(), io.StringIO()
-    saved, env = dict(os.environ), cli_env(store, **extra_env)
+    saved = dict(os.environ)
     os.environ.clear()
     os.environ.update(env)
     try:
         with redirect_stdout(out), redirect_stderr(err):
             try:
-                code = main(argv)
-            except SystemExit as exc:  # argparse's usage error (exit 2), as the child exits
-                code = exc.code if isinstance(exc.code, int) else 1
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
-    return CliResult(code, out.getvalue(), err.getvalue())
-
-
-def planner_cli(*args: str, store: Path | str | None = None,
-                **extra_env: str) -> subprocess.CompletedProcess:  # fmt: skip
-    """``python -m planner ARGS`` in this process (planner.__main__.run, what the child runs),
-    with ``store``'s CLI environment (else this one) and ``extra_env``: stdout, stderr and the
-    exit code as the child gives them (a usage error's 2; an uncaught exception's traceback
-    on stderr and 1). In-process because the tests call it hundreds of times and a fresh
-    interpreter's imports were most of each call."""
-    import io
-    import traceback
-    from contextlib import redirect_stderr, redirect_stdout
-
-    from planner.__main__ import run
-
-    out, err = io.StringIO(), io.StringIO()
-    env = cli_env(store) if store else {**os.environ, "PYTHONPATH": str(ROOT)}
-    saved = dict(os.environ)
-    os.environ.clear()
-    os.environ.update({**env, **extra_env})
-    try:
-        with redirect_stdout(out), redirect_stderr(err):
-            try:
-                code = run(list(args))
+                code = entry(argv)
             except SystemExit as exc:
                 code = exc.code if isinstance(exc.code, int) else 1
             except Exception:  # noqa: BLE001 - as the child would: a traceback, exit 1
@@ -138,7 +104,31 @@ def planner_cli(*args: str, store: Path | str | None = None,
     finally:
         os.environ.clear()
         os.environ.update(saved)
-    return subprocess.CompletedProcess(["planner", *args], code, out.getvalue(), err.getvalue())
+    return code, out.getvalue(), err.getvalue()
+
+
+def run_in_process(store: Path | str, *args: str, **extra_env: str) -> CliResult:
+    """``collectors.cli.main(ARGS)`` in this process, as ``run_cli`` runs it in a child (text
+    logs, its exit code, what it wrote): for tests that call a verb many times (fuzzing, one
+    store read many times), where a fresh interpreter per call would cost most of the time."""
+    from collectors.cli import main
+
+    argv = list(args)
+    if argv and not argv[0].startswith("-") and "--log-format" not in argv:
+        argv += ["--log-format", "text"]
+    return CliResult(*_as_child(main, argv, cli_env(store, **extra_env)))
+
+
+def planner_cli(*args: str, store: Path | str | None = None,
+                **extra_env: str) -> subprocess.CompletedProcess:  # fmt: skip
+    """``python -m planner ARGS`` in this process (planner.__main__.run, what the child runs),
+    with ``store``'s CLI environment (else this one) and ``extra_env``. In-process because the
+    tests call it hundreds of times and a fresh interpreter's imports were most of each call."""
+    from planner.__main__ import run
+
+    env = cli_env(store) if store else {**os.environ, "PYTHONPATH": str(ROOT)}
+    code, out, err = _as_child(run, list(args), {**env, **extra_env})
+    return subprocess.CompletedProcess(["planner", *args], code, out, err)
 
 
 def one_line(stderr: str) -> str:
