@@ -7,7 +7,8 @@ spool entry is either complete or absent, and claimed by its writer before it ap
 cannot disagree with itself.
 
 A table file is Parquet, or JSON when every table of the bundle is small and offers its
-typed columns (``spool_columns()``, collectors/trace/table.py): one object of column lists,
+typed columns (``spool_columns()``, collectors/trace/table.py; a plain table's columns of one
+Python type each, store/spool/plain.py): one object of column lists,
 written with orjson from numpy, its SQL types in the manifest. That spares a small import
 pyarrow's import (~45 ms with pyarrow.parquet, after numpy); up to JSON_MAX_ROWS rows the
 JSON costs less than that (benchmarks/spool_format.py). JSON has no NaN or infinity, so a
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from store.spool.claim import EntryClaim, claim_entry
+from store.spool.plain import plain_columns
 
 BUNDLE_FORMAT = 1  # Parquet tables only
 BUNDLE_FORMAT_JSON = 2  # some tables as JSON columns (an older reader sets it aside, unread)
@@ -145,10 +147,15 @@ def _no_run_id(name: str, columns: list[str]) -> None:
         raise ValueError(f"bundle table {name} must not carry run_id; the commit adds it")
 
 
-def _json_columns(table: Any) -> tuple[bytes, list[list[str]]] | None:
-    """The JSON file and ``[[column, SQL type], ...]`` of a table that offers its typed
-    columns; None when it cannot give them exactly (it is spooled as Parquet)."""
-    if (columns := table.spool_columns()) is None:
+def _json_columns(table: Any) -> tuple[bytes, list[list[str]], int] | None:
+    """The JSON file, ``[[column, SQL type], ...]`` and row count of a small table that
+    offers its typed columns (or a plain table of plain types: store/spool/plain.py); None
+    when it is too big or cannot give them exactly (it is spooled as Parquet)."""
+    if hasattr(table, "spool_columns"):
+        columns = table.spool_columns() if len(table) <= JSON_MAX_ROWS else None
+    else:
+        columns = plain_columns(table, JSON_MAX_ROWS)
+    if columns is None:
         return None
     import orjson
 
@@ -156,7 +163,8 @@ def _json_columns(table: Any) -> tuple[bytes, list[list[str]]] | None:
     if not _valid_columns(types):  # what read_manifest would refuse (run_id: Parquet's check)
         return None
     values = {name: v for name, (_, v) in columns.items()}
-    return orjson.dumps(values, option=orjson.OPT_SERIALIZE_NUMPY), types
+    rows = len(next(iter(values.values())))
+    return orjson.dumps(values, option=orjson.OPT_SERIALIZE_NUMPY), types, rows
 
 
 def write_spool(bundle: Bundle, spool_dir: Path) -> Path:
@@ -198,17 +206,19 @@ def spool_claimed(bundle: Bundle, spool_dir: Path) -> EntryClaim:
 def _write_tables(bundle: Bundle, folder: Path) -> None:
     """The table files and ``manifest.json`` of an entry, each fsynced."""
     tables = {}
-    # JSON only when no table needs Parquet: once pyarrow is imported, Parquet is cheaper
-    small = all(hasattr(t, "spool_columns") and len(t) <= JSON_MAX_ROWS
-                for t in bundle.tables.values())  # fmt: skip
-    for name, table in bundle.tables.items():
+    for name in bundle.tables:
         if not _TABLE_NAME.match(name):
             raise ValueError(f"bad bundle table name {name!r}")
-        if small and (as_json := _json_columns(table)) is not None:
-            data, columns = as_json
+    # JSON only when no table needs Parquet: once pyarrow is imported, Parquet is cheaper
+    as_json = {name: _json_columns(table) for name, table in bundle.tables.items()}
+    if not all(as_json.values()):
+        as_json = {}
+    for name, table in bundle.tables.items():
+        if as_json:
+            data, columns, rows = as_json[name]
             path = folder / f"{name}.json"
             path.write_bytes(data)
-            tables[name] = {"file": path.name, "rows": len(table), "columns": columns}
+            tables[name] = {"file": path.name, "rows": rows, "columns": columns}
         elif hasattr(table, "arrow_slices") and len(table) > PARQUET_SLICE_ROWS:
             path = folder / f"{name}.parquet"
             tables[name] = {"file": path.name, "rows": _write_slices(name, table, path)}

@@ -119,8 +119,8 @@ def test_what_json_cannot_hold_exactly_goes_to_parquet(loc: StoreLocation, monke
     with connection(loc, read_only=True) as con:
         walls = con.execute("SELECT wall_us FROM trace_steps ORDER BY step").fetchall()
     assert walls[0] == (1.0,) and np.isnan(walls[1][0])
-    # a table of plain rows needs pyarrow anyway: then the small one is Parquet too
-    mixed = {"trace_steps": _steps(["a"], [1.0]), "vllm_load": [{"request": 0}]}
+    # a table that needs pyarrow anyway (a nested value): then the small one is Parquet too
+    mixed = {"trace_steps": _steps(["a"], [1.0]), "vllm_load": [{"request": [0]}]}
     entry = write_spool(Bundle(_run("trace-mixed"), mixed), loc.spool_dir)
     assert read_manifest(entry)["tables"]["trace_steps"]["file"] == "trace_steps.parquet"
     monkeypatch.setattr(bundle_mod, "JSON_MAX_ROWS", 1)  # a big table: Parquet
