@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import FIXTURES, run_cli
+from tests.helpers import FIXTURES, run_cli, run_in_process
 from tests.trace.conftest import fixture
 
 CONFIGS = FIXTURES / "serving" / "configs"
@@ -139,7 +139,7 @@ def one_host(tmp_path_factory) -> tuple[Path, dict[str, str]]:
 def test_no_floor_exceeds_its_measurement_on_any_real_trace(one_host, name: str) -> None:
     store, runs = one_host
     host = ["--host", "MI300X"] if name.startswith("vllm") else []  # it names no GPU
-    res = run_cli(store, "floor", runs[name], "--json", *host)
+    res = run_in_process(store, "floor", runs[name], "--json", *host)
     assert res.code == 0, res.stderr
     got = res.json
     for rank in [got, *got.get("per_rank", {}).values()]:
@@ -147,7 +147,7 @@ def test_no_floor_exceeds_its_measurement_on_any_real_trace(one_host, name: str)
             assert c["input_error"] is None, (cat, c)
             if c["floor_us_per_step"] is not None:
                 assert c["floor_us_per_step"] <= c["measured_us_per_step"], (cat, c)
-    assert "input error" not in run_cli(store, "floor", runs[name], *host).stdout
+    assert "input error" not in run_in_process(store, "floor", runs[name], *host).stdout
 
 
 def test_a_forced_mismatch_is_an_input_error_with_no_ratio(one_host) -> None:
@@ -155,12 +155,12 @@ def test_a_forced_mismatch_is_an_input_error_with_no_ratio(one_host) -> None:
     measured times, and the report names the inputs instead of a ratio or a win."""
     store, runs = one_host
     args = ["floor", runs["vllm_fullgraph"], "--host", "MI300X", "--batch", "100000"]
-    got = run_cli(store, *args, "--json").json
+    got = run_in_process(store, *args, "--json").json
     wrong = {c for c, v in got["categories"].items() if v["input_error"]}
     assert {"gemm", "moe", "attention"} <= wrong
     assert "the batch or the context (batch 100000" in got["categories"]["attention"]["input_error"]
     assert got["step"]["floor_us"] < got["step"]["measured_us"]  # the step leaves them out
-    text = run_cli(store, *args)
+    text = run_in_process(store, *args)
     assert text.code == 0
     rows = {line.split()[0]: line for line in text.stdout.splitlines() if line.strip()}
     assert rows["attention"].rstrip().endswith("input error               -")
