@@ -87,6 +87,8 @@ class Schedule:
     converged_after: int | None  # requests sent when two windows agreed (None: ran whole)
     blocked: int  # steps a waiting request could not start for KV room or the running cap
     reduced: dict = field(default_factory=dict, repr=False)  # planner.sched.metrics.reduced
+    # what planner.sched.metrics computes once from the schedule whatever the step times
+    derived: dict = field(default_factory=dict, repr=False)
 
     @property
     def simulated(self) -> int:

@@ -8,7 +8,7 @@ import pytest
 
 from planner.errors import PlannerInputError
 from planner.sched import simulate
-from planner.sched.bench import BENCHES, lengths
+from planner.sched.bench import BENCHES, PERCENTILES, lengths, percentiles
 from planner.sched.core import Caps, Sim
 from planner.sched.metrics import Shapes, measure, reduced, segment_weights
 from planner.sched.sglang import SglangScheduler
@@ -148,6 +148,17 @@ def test_benchmark_metrics_follow_the_client_definitions() -> None:
     assert float(w["ttft"] @ t) + 2.0 == pytest.approx(ttft.mean())
     shapes, weight = reduced(s, w["tpot"])
     assert isinstance(shapes, Shapes) and weight.sum() == pytest.approx(w["tpot"].sum())
+
+
+def test_percentiles_are_numpys_over_the_requests_each_simulated_one_stands_for() -> None:
+    rng = np.random.default_rng(3)
+    for n in (1, 2, 3, 7, 40, 101, 1000):
+        values = np.round(rng.normal(50.0, 20.0, n), 1 if n % 2 else 6)  # ties, and none
+        for weights in (np.ones(n, dtype=np.int64), rng.integers(1, 5, n)):
+            want = np.percentile(np.repeat(values, weights), PERCENTILES)
+            got = percentiles(values, weights)
+            assert [got[f"p{q}"] for q in PERCENTILES] == want.tolist()  # exactly numpy's
+    assert all(np.isnan(v) for v in percentiles(np.array([1.0, np.nan]), np.ones(2)).values())
 
 
 def test_a_replacement_waits_for_the_step_in_flight_but_an_idle_engine_takes_it_at_once() -> None:
