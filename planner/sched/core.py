@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
+from itertools import chain
 
 import numpy as np
 
@@ -376,7 +377,9 @@ class Sim:
                 self._finish(r, seg)
 
     def _schedule(self) -> Schedule:
-        seg = np.array(self.segs, dtype=float).reshape(-1, 11)
+        # (one pass over the flat rows: np.array on a list of tuples inspects every element)
+        seg = np.fromiter(chain.from_iterable(self.segs), dtype=float,
+                          count=11 * len(self.segs)).reshape(-1, 11)
         n = self.sent
         return Schedule(
             steps=seg[:, 0], batch=seg[:, 1], context=seg[:, 2], moe_tokens=seg[:, 3],
