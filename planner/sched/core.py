@@ -32,6 +32,7 @@ fitted GPU parameters and is computed once per workload.
 from __future__ import annotations
 
 import heapq
+from bisect import bisect_left, bisect_right
 from collections import deque
 from itertools import chain
 
@@ -115,9 +116,10 @@ class Sim:
         else:
             bucket.append(rid)
         if self.sorted_ends:
-            i = int(r.fcs.searchsorted(fc, side="right"))
-            r.fcs = np.concatenate((r.fcs[:i], (fc,), r.fcs[i:]))
-            r.wholes = np.concatenate((r.wholes[:i], (self.isl[rid] + self.osl[rid],), r.wholes[i:]))
+            i = bisect_right(r.fcs, fc)
+            r.fcs.insert(i, fc)
+            r.wholes.insert(i, self.isl[rid] + self.osl[rid])
+            r.ends_changed += 1
 
     def kv_held(self, r: Rank, rid: int) -> int:
         """KV tokens a decoding request holds now."""
@@ -128,8 +130,9 @@ class Sim:
         fc = self.fin[rid]
         r.due[fc].remove(rid)
         if self.sorted_ends:
-            i = int(np.searchsorted(r.fcs, fc))
-            r.fcs, r.wholes = np.delete(r.fcs, i), np.delete(r.wholes, i)
+            i = bisect_left(r.fcs, fc)
+            del r.fcs[i], r.wholes[i]
+            r.ends_changed += 1
         r.n_dec -= 1
         r.ctx_sum -= self.isl[rid] + self.produced[rid] + r.clock - self.join[rid]
         r.fin_sum -= fc
@@ -186,9 +189,10 @@ class Sim:
         heap, due, clock = r.heap, r.due, r.clock
         isl, osl, kv_join, join, end = self.isl, self.osl, self.kv_join, self.join, self.end
         released = self.sched.released
-        if self.sorted_ends:  # they end first in the sorted arrays
-            k = int(np.searchsorted(r.fcs, clock, side="right"))
-            r.fcs, r.wholes = r.fcs[k:], r.wholes[k:]
+        if self.sorted_ends:  # they end first in the sorted lists
+            k = bisect_right(r.fcs, clock)
+            del r.fcs[:k], r.wholes[:k]
+            r.ends_changed += 1
         while heap and heap[0] <= clock:
             fc = heapq.heappop(heap)
             for rid in due.pop(fc, ()):

@@ -29,7 +29,7 @@ class Rank:
 
     __slots__ = ("idx", "waiting", "inbox", "partial", "heap", "due", "n_dec", "ctx_sum",
                  "fin_sum", "clock", "kv_used", "order", "counter", "reserved", "held",
-                 "stuck", "stuck_until", "fcs", "wholes", "scratch")  # fmt: skip
+                 "stuck", "stuck_until", "fcs", "wholes", "ends_changed", "scratch")  # fmt: skip
 
     def __init__(self, idx: int) -> None:
         self.idx = idx
@@ -50,9 +50,11 @@ class Rank:
         self.stuck = -1  # a waiting request known not to fit before ``stuck_until`` (clock)
         self.stuck_until = 0  # or a running request leaves
         # the decoding requests' end clocks, sorted, and their whole lengths (isl + osl) in the
-        # same order, kept only for an adapter that reads them (``Adapter.sorted_ends``)
-        self.fcs = np.zeros(0, dtype=np.int64)
-        self.wholes = np.zeros(0, dtype=np.int64)
+        # same order, kept only for an adapter that reads them (``Adapter.sorted_ends``), and
+        # how many times they changed (what an adapter derived from them is stale when it moved)
+        self.fcs: list[int] = []
+        self.wholes: list[int] = []
+        self.ends_changed = 0
         self.scratch = None  # the adapter's own per-rank state
 
     def running(self) -> int:

@@ -224,7 +224,7 @@ def test_sglang_admission_summary_agrees_with_the_walk_and_its_wait() -> None:
         r = Rank(0)
         r.clock = int(rng.integers(0, 50))
         left = np.sort(rng.integers(2, 300, d))
-        r.fcs, r.wholes = r.clock + left, left + rng.integers(10, 400, d)
+        r.fcs, r.wholes = (r.clock + left).tolist(), (left + rng.integers(10, 400, d)).tolist()
         _Summary.of(r)  # summarised at this clock, then decode steps pass
         k = int(rng.integers(0, 2))
         r.clock += k
@@ -235,3 +235,49 @@ def test_sglang_admission_summary_agrees_with_the_walk_and_its_wait() -> None:
             later = r.clock + got
             assert _admits(r.fcs, r.wholes, later, cur - d * got, left_c, occ_c)
             assert not _admits(r.fcs, r.wholes, later - 1, cur - d * (got - 1), left_c, occ_c)
+
+
+def _walk_wait(fcs, wholes, clock, cur, news) -> int:
+    """The walk with several new requests ``news`` ((tokens left, held), the batch so far and
+    the candidate), running ones first among equals: 0 when it admits them, INF when a new
+    one fails or a running one with no new one after it, else the decode steps until every
+    failing running one has gained enough (a token a step per new request after it)."""
+    from planner.sched.core import INF
+
+    states = sorted([(fc - clock, w - (fc - clock), 0) for fc, w in zip(fcs, wholes, strict=True)]
+                    + [(c, o, 1) for c, o in news], key=lambda s: (s[0], s[2]))  # fmt: skip
+    wait, freed = 0, 0
+    for i, (tokens_left, occupied, new) in enumerate(states):
+        bs = len(states) - i
+        margin = cur + freed - (tokens_left + 1) * bs
+        if margin <= 0:
+            later_new = sum(s[2] for s in states[i + 1:])
+            if new or not later_new:
+                return INF
+            wait = max(wait, int(np.floor(-margin / later_new)) + 1)
+        freed += occupied
+    return wait
+
+
+def test_sglang_admission_of_a_batch_agrees_with_the_walk() -> None:
+    from planner.sched.core import Rank
+    from planner.sched.sglang import _Summary
+
+    rng = np.random.default_rng(11)
+    for _ in range(400):
+        d = int(rng.integers(0, 40))
+        r = Rank(0)
+        r.clock = int(rng.integers(0, 50))
+        left = np.sort(rng.integers(2, 300, d))
+        r.fcs, r.wholes = (r.clock + left).tolist(), (left + rng.integers(10, 400, d)).tolist()
+        _Summary.of(r)  # summarised at this clock, then decode steps pass
+        r.clock += int(rng.integers(0, 3))
+        m = int(rng.integers(2, 6))
+        lefts = rng.integers(1, 320, m).tolist()
+        lefts[0] = lefts[-1]  # a tie among the new ones
+        if d:  # and one with a running request (the running one walks first)
+            lefts[1] = r.fcs[int(rng.integers(0, d))] - r.clock
+        held = rng.integers(20, 900, m).tolist()
+        cur = int(rng.integers(-200, 9000))
+        want = _walk_wait(r.fcs, r.wholes, r.clock, cur, list(zip(lefts, held, strict=True)))
+        assert _Summary.of(r).wait_batch(r.clock, cur, lefts, held) == want
