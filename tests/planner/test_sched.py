@@ -214,20 +214,31 @@ def _admits(fcs, wholes, clock, cur, left_c, occ_c) -> bool:
     return True
 
 
+def _summarised_rank(rng, most: int, steps: int):
+    """A rank with up to ``most`` decoding requests, its admission summary taken, then up to
+    ``steps`` - 1 decode steps run: (the rank, their tokens left when summarised, the steps)."""
+    from planner.sched.core import Rank
+    from planner.sched.sglang import _Summary
+
+    d = int(rng.integers(0, most))
+    r = Rank(0)
+    r.clock = int(rng.integers(0, 50))
+    left = np.sort(rng.integers(2, 300, d))
+    r.fcs, r.wholes = (r.clock + left).tolist(), (left + rng.integers(10, 400, d)).tolist()
+    _Summary.of(r)  # summarised at this clock, then decode steps pass
+    k = int(rng.integers(0, steps))
+    r.clock += k
+    return r, left, k
+
+
 def test_sglang_admission_summary_agrees_with_the_walk_and_its_wait() -> None:
-    from planner.sched.core import INF, Rank
+    from planner.sched.core import INF
     from planner.sched.sglang import _Summary
 
     rng = np.random.default_rng(7)
     for _ in range(300):
-        d = int(rng.integers(0, 30))
-        r = Rank(0)
-        r.clock = int(rng.integers(0, 50))
-        left = np.sort(rng.integers(2, 300, d))
-        r.fcs, r.wholes = (r.clock + left).tolist(), (left + rng.integers(10, 400, d)).tolist()
-        _Summary.of(r)  # summarised at this clock, then decode steps pass
-        k = int(rng.integers(0, 2))
-        r.clock += k
+        r, left, k = _summarised_rank(rng, 30, 2)
+        d = left.size
         cur, left_c, occ_c = int(rng.integers(-200, 4000)) - d * k, int(rng.integers(1, 320)), 50
         got = _Summary.of(r).wait(r.clock, cur, left_c, occ_c)
         assert (got == 0) == _admits(r.fcs, r.wholes, r.clock, cur, left_c, occ_c)
@@ -260,18 +271,12 @@ def _walk_wait(fcs, wholes, clock, cur, news) -> int:
 
 
 def test_sglang_admission_of_a_batch_agrees_with_the_walk() -> None:
-    from planner.sched.core import Rank
     from planner.sched.sglang import _Summary
 
     rng = np.random.default_rng(11)
     for _ in range(400):
-        d = int(rng.integers(0, 40))
-        r = Rank(0)
-        r.clock = int(rng.integers(0, 50))
-        left = np.sort(rng.integers(2, 300, d))
-        r.fcs, r.wholes = (r.clock + left).tolist(), (left + rng.integers(10, 400, d)).tolist()
-        _Summary.of(r)  # summarised at this clock, then decode steps pass
-        r.clock += int(rng.integers(0, 3))
+        r, left, _ = _summarised_rank(rng, 40, 3)
+        d = left.size
         m = int(rng.integers(2, 6))
         lefts = rng.integers(1, 320, m).tolist()
         lefts[0] = lefts[-1]  # a tie among the new ones
