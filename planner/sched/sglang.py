@@ -169,11 +169,11 @@ class _Summary:
 
     def __init__(self, r: Rank) -> None:
         self.changed, self.clock = r.ends_changed, r.clock
-        fcs, wholes = np.array((r.fcs, r.wholes), dtype=np.int64).reshape(2, -1)
-        self.left = fcs - r.clock
+        self.left = np.array(r.fcs, dtype=np.int64) - r.clock
+        wholes = np.array(r.wholes, dtype=np.int64)
         d = self.d = int(self.left.size)
         self.f = np.zeros(d + 1, dtype=np.int64)  # F_i for i = 0..d
-        np.cumsum(wholes - self.left, out=self.f[1:])  # (held = whole length - tokens left)
+        (wholes - self.left).cumsum(out=self.f[1:])  # (held = whole length - tokens left)
         self.grow = self.left + RESERVE_TOKENS  # what each running request still needs, + 1
         self.a = self.f[:-1] - self.grow * np.arange(d, 0, -1)
         self._before = self._after = None  # (prefix and suffix minima, when first asked)
@@ -225,7 +225,7 @@ class _Summary:
         # the running requests, in runs between the new ones: each run's lowest margin
         edges = [0, *at, d]
         runs = [s for s in range(m + 1) if edges[s] < edges[s + 1]]
-        later = np.repeat(np.arange(m, -1, -1), [edges[s + 1] - edges[s] for s in range(m + 1)])
+        later = np.arange(m, -1, -1).repeat([edges[s + 1] - edges[s] for s in range(m + 1)])
         lows = np.minimum.reduceat(self.a - self.grow * later, [edges[s] for s in runs]).tolist()
         wait = 0
         for s, low in zip(runs, lows, strict=True):

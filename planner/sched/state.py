@@ -3,6 +3,7 @@ scheduler state and the recorded schedule."""
 
 from __future__ import annotations
 
+from array import array
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -52,8 +53,8 @@ class Rank:
         # the decoding requests' end clocks, sorted, and their whole lengths (isl + osl) in the
         # same order, kept only for an adapter that reads them (``Adapter.sorted_ends``), and
         # how many times they changed (what an adapter derived from them is stale when it moved)
-        self.fcs: list[int] = []
-        self.wholes: list[int] = []
+        self.fcs = array("q")  # (int64 arrays: numpy reads them without a per-item copy)
+        self.wholes = array("q")
         self.ends_changed = 0
         self.scratch = None  # the adapter's own per-rank state
 
