@@ -52,7 +52,8 @@ class Sim:
                  osl: np.ndarray, converge: bool = True) -> None:  # fmt: skip
         self.sched, self.caps, self.clients = sched, caps, clients
         self.ranks = [Rank(i) for i in range(ranks)]
-        self.isl, self.osl = [int(x) for x in isl], [int(x) for x in osl]
+        self.isl = np.asarray(isl, dtype=np.int64).tolist()  # (Python ints: the loop's arithmetic)
+        self.osl = np.asarray(osl, dtype=np.int64).tolist()
         n = len(self.isl)
         self.prompts = n
         self.target = list(self.isl)  # tokens to prefill (a preempted request recomputes more)
