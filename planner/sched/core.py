@@ -32,7 +32,9 @@ fitted GPU parameters and is computed once per workload.
 from __future__ import annotations
 
 import heapq
+from bisect import bisect_left, bisect_right
 from collections import deque
+from itertools import chain
 
 import numpy as np
 
@@ -50,7 +52,8 @@ class Sim:
                  osl: np.ndarray, converge: bool = True) -> None:  # fmt: skip
         self.sched, self.caps, self.clients = sched, caps, clients
         self.ranks = [Rank(i) for i in range(ranks)]
-        self.isl, self.osl = [int(x) for x in isl], [int(x) for x in osl]
+        self.isl = np.asarray(isl, dtype=np.int64).tolist()  # (Python ints: the loop's arithmetic)
+        self.osl = np.asarray(osl, dtype=np.int64).tolist()
         n = len(self.isl)
         self.prompts = n
         self.target = list(self.isl)  # tokens to prefill (a preempted request recomputes more)
@@ -71,14 +74,15 @@ class Sim:
         self.finished = 0
         self.segs: list[tuple] = []
         self.windows = Windows(self, clients, n, converge)
-        self._advances = type(sched).advance is not Adapter.advance  # else a no-op, skipped
+        # hooks an adapter leaves as Adapter's no-ops are not called
+        self._advances = type(sched).advance is not Adapter.advance
+        self._releases = type(sched).released is not Adapter.released
         self.sorted_ends = sched.sorted_ends
         # Whether a rank's KV can fill: below every client's longest prompt and output plus
         # an output's worth of decode tokens for each, the KV test of a decode run (steps
         # until the KV is full) can bind; above it, it never does and is skipped.
         self.kv_binds = caps.kv_tokens < clients * (max(self.isl, default=0)
                                                     + 2 * max(self.osl, default=0))
-        self._cum: tuple[int, float, float] = (0, 0.0, 0.0)  # steps, prompt tokens, batch
         for _ in range(min(clients, n)):
             self._send(self.ranks[self.sent % ranks], ready=0, seg=0)
 
@@ -114,9 +118,10 @@ class Sim:
         else:
             bucket.append(rid)
         if self.sorted_ends:
-            i = int(r.fcs.searchsorted(fc, side="right"))
-            r.fcs = np.concatenate((r.fcs[:i], (fc,), r.fcs[i:]))
-            r.wholes = np.concatenate((r.wholes[:i], (self.isl[rid] + self.osl[rid],), r.wholes[i:]))
+            i = bisect_right(r.fcs, fc)
+            r.fcs.insert(i, fc)
+            r.wholes.insert(i, self.isl[rid] + self.osl[rid])
+            r.ends_changed += 1
 
     def kv_held(self, r: Rank, rid: int) -> int:
         """KV tokens a decoding request holds now."""
@@ -127,8 +132,9 @@ class Sim:
         fc = self.fin[rid]
         r.due[fc].remove(rid)
         if self.sorted_ends:
-            i = int(np.searchsorted(r.fcs, fc))
-            r.fcs, r.wholes = np.delete(r.fcs, i), np.delete(r.wholes, i)
+            i = bisect_left(r.fcs, fc)
+            del r.fcs[i], r.wholes[i]
+            r.ends_changed += 1
         r.n_dec -= 1
         r.ctx_sum -= self.isl[rid] + self.produced[rid] + r.clock - self.join[rid]
         r.fin_sum -= fc
@@ -184,10 +190,12 @@ class Sim:
         """The decoding requests ending at this clock (``_end``, inlined: the hot path)."""
         heap, due, clock = r.heap, r.due, r.clock
         isl, osl, kv_join, join, end = self.isl, self.osl, self.kv_join, self.join, self.end
-        released = self.sched.released
-        if self.sorted_ends:  # they end first in the sorted arrays
-            k = int(np.searchsorted(r.fcs, clock, side="right"))
-            r.fcs, r.wholes = r.fcs[k:], r.wholes[k:]
+        released = self.sched.released if self._releases else None
+        ended_one = self.windows.ended_one
+        if self.sorted_ends:  # they end first in the sorted lists
+            k = bisect_right(r.fcs, clock)
+            del r.fcs[:k], r.wholes[:k]
+            r.ends_changed += 1
         while heap and heap[0] <= clock:
             fc = heapq.heappop(heap)
             for rid in due.pop(fc, ()):
@@ -196,7 +204,8 @@ class Sim:
                 r.ctx_sum -= isl[rid] + osl[rid]
                 r.fin_sum -= fc
                 r.kv_used -= kv_join[rid] + clock - join[rid]
-                released(self, r, rid)
+                if released is not None:
+                    released(self, r, rid)
                 self.finished += 1
                 if self.sent < self.to_send:
                     nxt = self.sent
@@ -204,7 +213,7 @@ class Sim:
                     self.rank_of[nxt] = r.idx
                     self.arrive[nxt] = seg + 1
                     r.inbox.append((self.step + 1, nxt))
-                self.windows.ended_one(rid)
+                ended_one(rid)
 
     # -- steps ------------------------------------------------------------------------------
     def run(self) -> Schedule:
@@ -229,7 +238,9 @@ class Sim:
         advance = sched.advance if self._advances else None
         grows, kv_cap = sched.grows_kv and self.kv_binds, self.caps.kv_tokens
         segs = self.segs
+        s_cum, t_cum, b_cum = 0, 0.0, 0.0  # steps, prompt tokens and batch so far
         while self.finished < self.to_send:
+            now = self.step
             planned: list[tuple[Rank, list[tuple[int, int]]]] = []  # ranks with prompt work
             movers: list[Rank] = []  # ranks whose decoding requests decode this step
             tmax = tsum = b = b_ctx = moe = run = queued = 0
@@ -282,7 +293,7 @@ class Sim:
                 # Nothing runs: the engine is idle until a request arrives, and takes it at
                 # once (no step is in flight to wait for).
                 for r in ranks:
-                    r.inbox = deque((min(ready, self.step), rid) for ready, rid in r.inbox)
+                    r.inbox = deque((min(ready, now), rid) for ready, rid in r.inbox)
                 continue
             if planned:
                 k = 1
@@ -291,9 +302,8 @@ class Sim:
                     k = min(k, quiet(self, r))
                 k = max(k, 1) if k < INF else 1
             ctx = b_ctx / b + (k - 1) / 2.0 if b else 0.0
-            s, t_cum, b_cum = self._cum
-            self._cum = cum = (s + k, t_cum + tmax * k, b_cum + b * k)
-            segs.append((k, b, ctx, moe, tmax, tsum, run, queued, *cum))
+            s_cum, t_cum, b_cum = s_cum + k, t_cum + tmax * k, b_cum + b * k
+            segs.append((k, b, ctx, moe, tmax, tsum, run, queued, s_cum, t_cum, b_cum))
             seg = len(segs) - 1
             for r in movers:
                 n = r.n_dec
@@ -328,11 +338,13 @@ class Sim:
         (most instances; the loop runs once per segment)."""
         r = self.ranks[0]
         sched = self.sched
-        plan, quiet, advance = sched.plan, sched.quiet, sched.advance
+        plan, quiet = sched.plan, sched.quiet
+        advance = sched.advance if self._advances else None
         grows, kv_cap = sched.grows_kv and self.kv_binds, self.caps.kv_tokens
         heap, segs = r.heap, self.segs
         partial = r.partial
         nothing: list[tuple[int, int]] = []
+        s_cum, t_cum, b_cum = 0, 0.0, 0.0  # steps, prompt tokens and batch so far
         while self.finished < self.to_send:
             if r.waiting or r.inbox or partial or grows and r.kv_used + r.n_dec > kv_cap:
                 prefill, dec = plan(self, r)
@@ -359,16 +371,16 @@ class Sim:
             for _, tok in prefill:
                 t += tok
             ctx = r.ctx_sum / n + (k - 1) / 2.0 if n else 0.0
-            s_cum, t_cum, b_cum = self._cum
-            self._cum = cum = (s_cum + k, t_cum + t * k, b_cum + n * k)
+            s_cum, t_cum, b_cum = s_cum + k, t_cum + t * k, b_cum + n * k
             segs.append((k, n, ctx, n, t, t, r.n_dec + max(len(prefill), len(partial)),
-                         len(r.waiting) + len(r.inbox), *cum))  # fmt: skip
+                         len(r.waiting) + len(r.inbox), s_cum, t_cum, b_cum))  # fmt: skip
             seg = len(segs) - 1
             if n:
                 r.clock += k
                 r.ctx_sum += n * k
                 r.kv_used += n * k
-            advance(self, r, k if n else 0)
+            if advance is not None:
+                advance(self, r, k if n else 0)
             if prefill:
                 self._prefilled(r, prefill, seg)
             self.step += k
@@ -376,7 +388,9 @@ class Sim:
                 self._finish(r, seg)
 
     def _schedule(self) -> Schedule:
-        seg = np.array(self.segs, dtype=float).reshape(-1, 11)
+        # (one pass over the flat rows: np.array on a list of tuples inspects every element)
+        seg = np.fromiter(chain.from_iterable(self.segs), dtype=float,
+                          count=11 * len(self.segs)).reshape(-1, 11)
         n = self.sent
         return Schedule(
             steps=seg[:, 0], batch=seg[:, 1], context=seg[:, 2], moe_tokens=seg[:, 3],

@@ -51,16 +51,24 @@ def _span_weights(n_seg: int, lo: np.ndarray, hi: np.ndarray, w: np.ndarray) -> 
 
 def segment_weights(s: Schedule) -> dict[str, np.ndarray]:
     """Per segment, what one millisecond of one of its steps adds to each mean: mean TTFT
-    (before the request path), mean TPOT, mean E2EL."""
-    n, w = s.steps.size, s.weight.astype(float)
-    total = w.sum()
-    many = s.osl > 1
-    out = {"ttft": _span_weights(n, s.arrive, s.first, w) / total,
-           "e2el": _span_weights(n, s.arrive, s.end, w) / total}  # fmt: skip
-    per_tok = np.where(many, w / np.maximum(s.osl - 1, 1), 0.0)
-    tpot_total = w[many].sum() or 1.0
-    out["tpot"] = _span_weights(n, s.first + 1, s.end, per_tok) / tpot_total
-    return {k: v * s.steps for k, v in out.items()}
+    (before the request path), mean TPOT, mean E2EL. Computed once per schedule (read-only)."""
+    got = s.derived.get("segment_weights")
+    if got is None:
+        n, w = s.steps.size, s.weight.astype(float)
+        total = w.sum()
+        many = s.osl > 1
+        out = {"ttft": _span_weights(n, s.arrive, s.first, w) / total,
+               "e2el": _span_weights(n, s.arrive, s.end, w) / total}  # fmt: skip
+        per_tok = np.where(many, w / np.maximum(s.osl - 1, 1), 0.0)
+        tpot_total = w[many].sum() or 1.0
+        out["tpot"] = _span_weights(n, s.first + 1, s.end, per_tok) / tpot_total
+        got = s.derived["segment_weights"] = {k: _frozen(v * s.steps) for k, v in out.items()}
+    return got
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False  # kept with the (shared, cached) schedule
+    return a
 
 
 # Buckets the fit aggregates segments into: the decode batch exact up to 16, then within 3%;
@@ -109,28 +117,60 @@ class Measured:
     queued_mean: float
 
 
+@dataclass(frozen=True)
+class _Requests:
+    """What :func:`measure` reads of a schedule whatever the step times: computed once per
+    schedule (a schedule is priced for every layout and parameter set that shares it)."""
+
+    first_end: np.ndarray  # the segment after each request's first token
+    last_end: np.ndarray  # the segment after its last token
+    many: np.ndarray  # requests of more than one output token (those with a TPOT)
+    gaps: np.ndarray  # their output tokens less one
+    w: np.ndarray  # weights, as floats
+    w_sum: float
+    wm: np.ndarray  # weights of the ``many`` requests
+    wm_sum: float
+    itl_w: np.ndarray  # per segment: token gaps in it, weighted (the pooled ITL's weights)
+    itl_sum: float
+
+    @staticmethod
+    def of(s: Schedule) -> _Requests:
+        got = s.derived.get("requests")
+        if got is None:
+            many = s.osl > 1
+            w = s.weight.astype(float)
+            itl_w = _span_weights(s.steps.size, s.first + 1, s.end, w) * s.steps
+            got = s.derived["requests"] = _Requests(
+                s.first + 1, s.end + 1, many, s.osl[many] - 1, w, float(w.sum()), w[many],
+                float(w[many].sum()), itl_w, max(float(itl_w.sum()), 1e-12))  # fmt: skip
+        return got
+
+
+def _mean(x: np.ndarray, w: np.ndarray, w_sum: float) -> float:
+    """``np.average(x, weights=w)`` (the same products and sums) with ``w`` as floats."""
+    return float(np.multiply(x, w).sum() / w_sum)
+
+
 def measure(s: Schedule, step_ms: np.ndarray, request_path_ms: float) -> Measured:
     """The client's metrics when one step of each segment takes ``step_ms``."""
+    q = _Requests.of(s)
     seg_ms = step_ms * s.steps
     cum = np.concatenate([[0.0], np.cumsum(seg_ms)])
     start = cum[s.arrive]
-    ttft = cum[s.first + 1] - start + request_path_ms
-    e2el = cum[s.end + 1] - start + request_path_ms
-    many = s.osl > 1
-    tpot = (e2el[many] - ttft[many]) / (s.osl[many] - 1)
-    w = s.weight
-    wm = w[many]
+    ttft = cum[q.first_end] - start + request_path_ms
+    e2el = cum[q.last_end] - start + request_path_ms
+    tpot = (e2el[q.many] - ttft[q.many]) / q.gaps
     # ITL: every gap between two tokens of a request, pooled (a decode step of its segment)
-    itl_w = _span_weights(s.steps.size, s.first + 1, s.end, w.astype(float)) * s.steps
-    itl = float((itl_w * step_ms).sum() / max(itl_w.sum(), 1e-12))
+    itl = float((q.itl_w * step_ms).sum() / q.itl_sum)
     total_ms = max(float(seg_ms.sum()), 1e-12)
     ranks = max(s.ranks, 1)
     return Measured(
-        ttft_ms=float(np.average(ttft, weights=w)),
-        tpot_ms=float(np.average(tpot, weights=wm)) if tpot.size else float("nan"),
-        itl_ms=itl, e2el_ms=float(np.average(e2el, weights=w)),
-        percentiles={"ttft_ms": percentiles(ttft, w), "tpot_ms": percentiles(tpot, wm),
-                     "e2el_ms": percentiles(e2el, w)},
+        ttft_ms=_mean(ttft, q.w, q.w_sum),
+        tpot_ms=_mean(tpot, q.wm, q.wm_sum) if tpot.size else float("nan"),
+        itl_ms=itl, e2el_ms=_mean(e2el, q.w, q.w_sum),
+        percentiles={"ttft_ms": percentiles(ttft, s.weight),
+                     "tpot_ms": percentiles(tpot, s.weight[q.many]),
+                     "e2el_ms": percentiles(e2el, s.weight)},
         running_mean=float((s.running * seg_ms).sum() / total_ms),
         queued_mean=float((s.queued * seg_ms).sum() / total_ms / ranks),
     )  # fmt: skip

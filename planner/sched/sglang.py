@@ -33,6 +33,8 @@ otherwise).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from planner.sched.core import Adapter, Sim
@@ -127,68 +129,66 @@ class SglangScheduler(Adapter):
         # tokens left to generate: the decoding ones (their end clocks less now), the batch's
         # and the candidate's
         news = [*batch, rid]
-        left = r.fin_sum - r.n_dec * r.clock + sum(osl[b] - produced[b] for b in news)
+        new_left = [osl[b] - produced[b] for b in news]
+        left = r.fin_sum - r.n_dec * r.clock + sum(new_left)
         n = r.n_dec + len(news)
         if cur_rem - left > RESERVE_TOKENS * n:
             return 0  # fits even if nothing ever ended
-        dec_left = r.fcs - r.clock
-        new_left = [osl[b] - produced[b] for b in news]
-        # The request that ends first binds most often: its test alone, without arrays.
+        # The request that ends first binds most often: its test alone, from the lists.
         lowest = min(new_left)
-        first_is_running = bool(dec_left.size) and dec_left[0] <= lowest
-        first = dec_left[0] if first_is_running else lowest
+        first_is_running = bool(r.fcs) and r.fcs[0] - r.clock <= lowest
+        first = r.fcs[0] - r.clock if first_is_running else lowest
         m0 = cur_rem - (first + RESERVE_TOKENS) * n
         if m0 <= 0:
             if batch or not first_is_running:
                 return INF
-            return int(-m0 // len(news)) + 1
+            return -m0 // len(news) + 1
+        held = [isl[b] + produced[b] for b in news]
         if not batch:  # the candidate alone: from the running set's summary
-            return _Summary.of(r).wait(r.clock, cur_rem, lowest, isl[rid] + produced[rid])
-        else:
-            lefts = np.concatenate([dec_left, new_left])
-            occ = np.concatenate([r.wholes - dec_left, [isl[b] + produced[b] for b in news]])
-            running = np.arange(n) < dec_left.size
-            order = np.argsort(lefts, kind="stable")
-            lefts, occ, running = lefts[order], occ[order], running[order]
-        margin = cur_rem + (np.cumsum(occ) - occ) - (lefts + RESERVE_TOKENS) * (n - np.arange(n))
-        bad = margin <= 0
-        if not bad.any():
-            return 0
-        later_new = np.cumsum((~running)[::-1])[::-1] - ~running  # new requests after each
-        rate = np.where(running, later_new, 0)
-        if (bad & (rate <= 0)).any():
-            return INF
-        return int((np.floor(-margin[bad] / rate[bad]) + 1).max())
+            return _Summary.of(r).wait(r.clock, cur_rem, lowest, held[0])
+        return _Summary.of(r).wait_batch(r.clock, cur_rem, new_left, held)
 
 
 class _Summary:
     """The admission test's terms for a rank's decoding requests, kept until the set
-    changes (the core replaces ``Rank.fcs`` when one joins or leaves). Sorted by tokens
-    left (``left``), with ``occ`` tokens held, F_i = the tokens held by those before i and
-    d of them: A_i = F_i - (left_i + 1)(d - i). A candidate placed at p (c tokens left, o
-    held) passes when, with ``cur`` free tokens after its prompt,
-    cur + A_i - (left_i + 1) > 0 for i < p, cur + F_p - (c + 1)(d + 1 - p) > 0 and
-    cur + o + A_i > 0 for i >= p. A decode step adds d to every A_i and takes d from cur
+    changes (``Rank.ends_changed``). Sorted by tokens left (``left``), with ``occ`` tokens
+    held, F_i = the tokens held by those before i and d of them: A_i = F_i - (left_i + 1)(d - i).
+    A candidate placed at p (c tokens left, o held) passes when, with ``cur`` free tokens
+    after its prompt, cur + A_i - (left_i + 1) > 0 for i < p, cur + F_p - (c + 1)(d + 1 - p) > 0
+    and cur + o + A_i > 0 for i >= p. A decode step adds d to every A_i and takes d from cur
     (and one from each left): the summary holds, shifted; the terms before p gain one."""
 
-    __slots__ = ("fcs", "clock", "left", "f", "before", "after", "d")
+    __slots__ = ("changed", "clock", "left", "grow", "f", "a", "_before", "_after", "d")
 
     @classmethod
     def of(cls, r: Rank) -> _Summary:
         got = r.scratch
-        if got is None or got.fcs is not r.fcs:
+        if got is None or got.changed != r.ends_changed:
             got = r.scratch = cls(r)
         return got
 
     def __init__(self, r: Rank) -> None:
-        self.fcs, self.clock = r.fcs, r.clock
-        self.left = r.fcs - r.clock
-        occ = r.wholes - self.left
+        self.changed, self.clock = r.ends_changed, r.clock
+        self.left = np.array(r.fcs, dtype=np.int64) - r.clock
+        wholes = np.array(r.wholes, dtype=np.int64)
         d = self.d = int(self.left.size)
-        self.f = np.concatenate(((0,), np.cumsum(occ)))  # F_i for i = 0..d
-        a = self.f[:-1] - (self.left + RESERVE_TOKENS) * (d - np.arange(d))
-        self.before = np.minimum.accumulate(a - self.left - RESERVE_TOKENS) if d else a
-        self.after = np.minimum.accumulate(a[::-1])[::-1] if d else a
+        self.f = np.zeros(d + 1, dtype=np.int64)  # F_i for i = 0..d
+        (wholes - self.left).cumsum(out=self.f[1:])  # (held = whole length - tokens left)
+        self.grow = self.left + RESERVE_TOKENS  # what each running request still needs, + 1
+        self.a = self.f[:-1] - self.grow * np.arange(d, 0, -1)
+        self._before = self._after = None  # (prefix and suffix minima, when first asked)
+
+    @property
+    def before(self) -> np.ndarray:  # min of A_j - left_j - 1 over j <= i
+        if self._before is None:
+            self._before = np.minimum.accumulate(self.a - self.grow) if self.d else self.a
+        return self._before
+
+    @property
+    def after(self) -> np.ndarray:  # min of A_j over j >= i
+        if self._after is None:
+            self._after = np.minimum.accumulate(self.a[::-1])[::-1] if self.d else self.a
+        return self._after
 
     def wait(self, clock: int, cur: int, left_c: int, occ_c: int) -> int:
         k, d = clock - self.clock, self.d
@@ -199,3 +199,40 @@ class _Summary:
             return INF  # no decode step helps these: a running request must leave
         m_before = cur + self.before[p - 1] + k * (d + 1) if p > 0 else INF
         return 0 if m_before > 0 else int(-m_before) + 1
+
+    def wait_batch(self, clock: int, cur: int, lefts: list[int], held: list[int]) -> int:
+        """The walk for several new requests (the batch so far and the candidate: tokens
+        left ``lefts``, held ``held``), placed among the running ones by tokens left (after
+        equal running ones, in their order among themselves). With s of them before running
+        request i and t = m - s after, its margin is cur + (their held tokens) + A_i -
+        (left_i + 1) t + k (d + t), k decode steps after the summary; a new one's is its
+        free tokens plus all held before it less its growth for every request from it on. A
+        failing new request, or running one with none after it, waits for a request to
+        leave (INF); a running one with t after it gains t tokens of margin a step."""
+        k, d = clock - self.clock, self.d
+        new = sorted(zip(lefts, held, strict=True), key=lambda x: x[0])  # stable, as the walk
+        m = len(new)
+        at = self.left.searchsorted([c + k for c, _ in new], side="right").tolist()
+        held_before = [0]  # tokens held by the new requests before each
+        for j, (c, o) in enumerate(new):
+            p = at[j]
+            f_p = int(self.f[p]) + p * k
+            if cur + f_p + held_before[j] - (c + RESERVE_TOKENS) * (d + m - p - j) <= 0:
+                return INF
+            held_before.append(held_before[j] + o)
+        if not d:
+            return 0
+        # the running requests, in runs between the new ones: each run's lowest margin
+        edges = [0, *at, d]
+        runs = [s for s in range(m + 1) if edges[s] < edges[s + 1]]
+        later = np.arange(m, -1, -1).repeat([edges[s + 1] - edges[s] for s in range(m + 1)])
+        lows = np.minimum.reduceat(self.a - self.grow * later, [edges[s] for s in runs]).tolist()
+        wait = 0
+        for s, low in zip(runs, lows, strict=True):
+            t = m - s
+            margin = cur + held_before[s] + low + k * (d + t)
+            if margin <= 0:
+                if not t:
+                    return INF
+                wait = max(wait, math.floor(-margin / t) + 1)
+        return wait

@@ -3,6 +3,7 @@ scheduler state and the recorded schedule."""
 
 from __future__ import annotations
 
+from array import array
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -29,7 +30,7 @@ class Rank:
 
     __slots__ = ("idx", "waiting", "inbox", "partial", "heap", "due", "n_dec", "ctx_sum",
                  "fin_sum", "clock", "kv_used", "order", "counter", "reserved", "held",
-                 "stuck", "stuck_until", "fcs", "wholes", "scratch")  # fmt: skip
+                 "stuck", "stuck_until", "fcs", "wholes", "ends_changed", "scratch")  # fmt: skip
 
     def __init__(self, idx: int) -> None:
         self.idx = idx
@@ -50,9 +51,11 @@ class Rank:
         self.stuck = -1  # a waiting request known not to fit before ``stuck_until`` (clock)
         self.stuck_until = 0  # or a running request leaves
         # the decoding requests' end clocks, sorted, and their whole lengths (isl + osl) in the
-        # same order, kept only for an adapter that reads them (``Adapter.sorted_ends``)
-        self.fcs = np.zeros(0, dtype=np.int64)
-        self.wholes = np.zeros(0, dtype=np.int64)
+        # same order, kept only for an adapter that reads them (``Adapter.sorted_ends``), and
+        # how many times they changed (what an adapter derived from them is stale when it moved)
+        self.fcs = array("q")  # (int64 arrays: numpy reads them without a per-item copy)
+        self.wholes = array("q")
+        self.ends_changed = 0
         self.scratch = None  # the adapter's own per-rank state
 
     def running(self) -> int:
@@ -87,6 +90,8 @@ class Schedule:
     converged_after: int | None  # requests sent when two windows agreed (None: ran whole)
     blocked: int  # steps a waiting request could not start for KV room or the running cap
     reduced: dict = field(default_factory=dict, repr=False)  # planner.sched.metrics.reduced
+    # what planner.sched.metrics computes once from the schedule whatever the step times
+    derived: dict = field(default_factory=dict, repr=False)
 
     @property
     def simulated(self) -> int:

@@ -8,7 +8,7 @@ import pytest
 
 from planner.errors import PlannerInputError
 from planner.sched import simulate
-from planner.sched.bench import BENCHES, lengths
+from planner.sched.bench import BENCHES, PERCENTILES, lengths, percentiles
 from planner.sched.core import Caps, Sim
 from planner.sched.metrics import Shapes, measure, reduced, segment_weights
 from planner.sched.sglang import SglangScheduler
@@ -150,6 +150,17 @@ def test_benchmark_metrics_follow_the_client_definitions() -> None:
     assert isinstance(shapes, Shapes) and weight.sum() == pytest.approx(w["tpot"].sum())
 
 
+def test_percentiles_are_numpys_over_the_requests_each_simulated_one_stands_for() -> None:
+    rng = np.random.default_rng(3)
+    for n in (1, 2, 3, 7, 40, 101, 1000):
+        values = np.round(rng.normal(50.0, 20.0, n), 1 if n % 2 else 6)  # ties, and none
+        for weights in (np.ones(n, dtype=np.int64), rng.integers(1, 5, n)):
+            want = np.percentile(np.repeat(values, weights), PERCENTILES)
+            got = percentiles(values, weights)
+            assert [got[f"p{q}"] for q in PERCENTILES] == want.tolist()  # exactly numpy's
+    assert all(np.isnan(v) for v in percentiles(np.array([1.0, np.nan]), np.ones(2)).values())
+
+
 def test_a_replacement_waits_for_the_step_in_flight_but_an_idle_engine_takes_it_at_once() -> None:
     one = run(VllmScheduler(), [10] * 3, [3] * 3, 1, Caps(8192, BIG, BIG))
     # one client: its next request finds the engine idle, prefilled in the next step
@@ -203,20 +214,31 @@ def _admits(fcs, wholes, clock, cur, left_c, occ_c) -> bool:
     return True
 
 
+def _summarised_rank(rng, most: int, steps: int):
+    """A rank with up to ``most`` decoding requests, its admission summary taken, then up to
+    ``steps`` - 1 decode steps run: (the rank, their tokens left when summarised, the steps)."""
+    from planner.sched.core import Rank
+    from planner.sched.sglang import _Summary
+
+    d = int(rng.integers(0, most))
+    r = Rank(0)
+    r.clock = int(rng.integers(0, 50))
+    left = np.sort(rng.integers(2, 300, d))
+    r.fcs, r.wholes = (r.clock + left).tolist(), (left + rng.integers(10, 400, d)).tolist()
+    _Summary.of(r)  # summarised at this clock, then decode steps pass
+    k = int(rng.integers(0, steps))
+    r.clock += k
+    return r, left, k
+
+
 def test_sglang_admission_summary_agrees_with_the_walk_and_its_wait() -> None:
-    from planner.sched.core import INF, Rank
+    from planner.sched.core import INF
     from planner.sched.sglang import _Summary
 
     rng = np.random.default_rng(7)
     for _ in range(300):
-        d = int(rng.integers(0, 30))
-        r = Rank(0)
-        r.clock = int(rng.integers(0, 50))
-        left = np.sort(rng.integers(2, 300, d))
-        r.fcs, r.wholes = r.clock + left, left + rng.integers(10, 400, d)
-        _Summary.of(r)  # summarised at this clock, then decode steps pass
-        k = int(rng.integers(0, 2))
-        r.clock += k
+        r, left, k = _summarised_rank(rng, 30, 2)
+        d = left.size
         cur, left_c, occ_c = int(rng.integers(-200, 4000)) - d * k, int(rng.integers(1, 320)), 50
         got = _Summary.of(r).wait(r.clock, cur, left_c, occ_c)
         assert (got == 0) == _admits(r.fcs, r.wholes, r.clock, cur, left_c, occ_c)
@@ -224,3 +246,43 @@ def test_sglang_admission_summary_agrees_with_the_walk_and_its_wait() -> None:
             later = r.clock + got
             assert _admits(r.fcs, r.wholes, later, cur - d * got, left_c, occ_c)
             assert not _admits(r.fcs, r.wholes, later - 1, cur - d * (got - 1), left_c, occ_c)
+
+
+def _walk_wait(fcs, wholes, clock, cur, news) -> int:
+    """The walk with several new requests ``news`` ((tokens left, held), the batch so far and
+    the candidate), running ones first among equals: 0 when it admits them, INF when a new
+    one fails or a running one with no new one after it, else the decode steps until every
+    failing running one has gained enough (a token a step per new request after it)."""
+    from planner.sched.core import INF
+
+    states = sorted([(fc - clock, w - (fc - clock), 0) for fc, w in zip(fcs, wholes, strict=True)]
+                    + [(c, o, 1) for c, o in news], key=lambda s: (s[0], s[2]))  # fmt: skip
+    wait, freed = 0, 0
+    for i, (tokens_left, occupied, new) in enumerate(states):
+        bs = len(states) - i
+        margin = cur + freed - (tokens_left + 1) * bs
+        if margin <= 0:
+            later_new = sum(s[2] for s in states[i + 1:])
+            if new or not later_new:
+                return INF
+            wait = max(wait, int(np.floor(-margin / later_new)) + 1)
+        freed += occupied
+    return wait
+
+
+def test_sglang_admission_of_a_batch_agrees_with_the_walk() -> None:
+    from planner.sched.sglang import _Summary
+
+    rng = np.random.default_rng(11)
+    for _ in range(400):
+        r, left, _ = _summarised_rank(rng, 40, 3)
+        d = left.size
+        m = int(rng.integers(2, 6))
+        lefts = rng.integers(1, 320, m).tolist()
+        lefts[0] = lefts[-1]  # a tie among the new ones
+        if d:  # and one with a running request (the running one walks first)
+            lefts[1] = r.fcs[int(rng.integers(0, d))] - r.clock
+        held = rng.integers(20, 900, m).tolist()
+        cur = int(rng.integers(-200, 9000))
+        want = _walk_wait(r.fcs, r.wholes, r.clock, cur, list(zip(lefts, held, strict=True)))
+        assert _Summary.of(r).wait_batch(r.clock, cur, lefts, held) == want
