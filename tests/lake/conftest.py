@@ -96,7 +96,13 @@ class PgServer:
         only in ``ducklake_metadata`` (key ``data_path``) and writes every schema's and table's
         path relative to it (ducklake.select/docs/stable/duckdb/usage/paths), and the template
         has no data files: the copy is the lake a writer would have created with that path."""
-        self.psql("postgres", f"CREATE DATABASE {name} TEMPLATE {self._migrated_template()}")
+        self.copy_lake(self._migrated_template(), name, data_path)
+
+    def copy_lake(self, source: str, name: str, data_path: str) -> None:
+        """Database ``name``: a copy of the lake catalog in database ``source`` (which nothing
+        may hold open), its data path set to ``data_path``, where the caller has copied the
+        source's data files if it has any (DuckLake names them relative to the data path)."""
+        self.psql("postgres", f"CREATE DATABASE {name} TEMPLATE {source}")
         literal = "'" + data_path.replace("'", "''") + "'"
         updated = self.psql(name, f"UPDATE ducklake_metadata SET value = {literal} "
                                   "WHERE key = 'data_path' AND scope IS NULL RETURNING value")  # fmt: skip
