@@ -257,7 +257,7 @@ class S3Lake:
 
     @property
     def data_path(self) -> str:
-        return f"s3://{self.server.bucket}/{self.prefix}/"
+        return self.url.partition(";data_path=")[2]
 
     def env(self, **overrides: str) -> dict[str, str]:
         """Environment for a process using this lake: the AWS SDKs' standard variables and
@@ -289,12 +289,12 @@ UNSET = ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL_S3", "AWS_DEFAULT
 
 
 def new_s3_lake(pg: PgServer, server: MotoServer, tmp_path: Path, endpoint: str | None = None,
-                migrated: bool = False) -> S3Lake:  # fmt: skip
-    """An empty catalog database for a lake in ``server``'s bucket, or with ``migrated`` a
-    lake there already created and migrated (PgServer.create_migrated_lake)."""
+                migrated: bool = False, bucket: str | None = None) -> S3Lake:  # fmt: skip
+    """An empty catalog database for a lake in ``bucket`` (default: ``server``'s), or with
+    ``migrated`` a lake there already created and migrated (PgServer.create_migrated_lake)."""
     name = f"lake_{uuid.uuid4().hex[:12]}"
     prefix = f"{name}/data"
-    data_path = f"s3://{server.bucket}/{prefix}/"
+    data_path = f"s3://{bucket or server.bucket}/{prefix}/"
     if migrated:
         pg.create_migrated_lake(name, data_path)
     else:

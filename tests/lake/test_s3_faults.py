@@ -11,6 +11,7 @@ that is over before the COMMIT is survived: the run commits whole, once.
 from __future__ import annotations
 
 import threading
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -243,10 +244,8 @@ def test_wrong_key(migrated_s3_lake: S3Lake, big_export, tmp_path: Path, env: di
 
 def test_missing_bucket(pg: PgServer, s3: MotoServer, big_export, tmp_path: Path,
                         monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
-    lake = new_s3_lake(pg, s3, tmp_path)
-    bucket = f"missing-{lake.prefix.split('/')[0].replace('_', '-')}"
-    lake = type(lake)(lake.url.replace(f"s3://{s3.bucket}/", f"s3://{bucket}/"), lake.spool,
-                      s3, lake.prefix, lake.endpoint)  # fmt: skip
+    bucket = f"missing-{uuid.uuid4().hex[:12]}"
+    lake = new_s3_lake(pg, s3, tmp_path, migrated=True, bucket=bucket)
     lake.apply(monkeypatch)
     res = import_big(lake, big_export.zip, tmp_path)
     run_id = assert_kept(res, lake, f"bucket '{bucket}' does not exist")
