@@ -215,11 +215,12 @@ def migrated_lake(pg: PgServer, tmp_path: Path) -> Iterator[Lake]:
 
 
 @pytest.fixture
-def loc(request: pytest.FixtureRequest, pg: PgServer,  # noqa: ARG001 - marks it `service`
+def loc(request: pytest.FixtureRequest, pg: PgServer,
         monkeypatch: pytest.MonkeyPatch) -> StoreLocation:  # fmt: skip
     """The store suite's ``loc``, on a DuckLake catalog in PostgreSQL instead of a file: a
     migrated lake, or for a test marked ``new_store`` (it starts from no store at all) an
-    empty database. A test that also takes the Lake gets the same one."""
+    empty database. A test that also takes the Lake gets the same one. (``pg`` is named so
+    that tests/conftest.py marks every test using ``loc`` here ``service``.)"""
     which, other = ("lake", "migrated_lake")
     if request.node.get_closest_marker("new_store") is None:
         which, other = other, which
