@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 
 from tests.e2e.conftest import Dashboard, open_app, start_dashboard, stop_dashboard
 from tests.helpers import ROOT, run_cli
-from tests.lake.conftest import Lake, lake, pg, s3  # noqa: F401 (PostgreSQL, S3 fixtures)
+from tests.lake.conftest import Lake, migrated_lake, pg, s3  # noqa: F401 (PostgreSQL, S3 fixtures)
 
 pytestmark = pytest.mark.e2e
 
@@ -20,18 +20,21 @@ def _dashboard(url: str, lake_env: dict[str, str], tmp_path: Path) -> Dashboard:
     return start_dashboard(url, tmp_path / "streamlit.log", env)
 
 
-def test_overview_reads_the_lake_and_sees_new_commits(lake: Lake, tmp_path: Path, page) -> None:  # noqa: F811
+def test_overview_reads_the_lake_and_sees_new_commits(migrated_lake: Lake,  # noqa: F811
+                                                      tmp_path: Path, page) -> None:  # fmt: skip
     unused = tmp_path / "unused.duckdb"
     for name in ("gpu-node-1", "gpu-node-2"):
-        res = run_cli(unused, "host", "--store", lake.url, "--host", name, **lake.env())
+        res = run_cli(unused, "host", "--store", migrated_lake.url, "--host", name,
+                      **migrated_lake.env())  # fmt: skip
         assert res.code == 0, res.stderr
-    dash = _dashboard(lake.url, lake.env(), tmp_path)
+    dash = _dashboard(migrated_lake.url, migrated_lake.env(), tmp_path)
     url = dash.url
     try:
         open_app(page, f"{url}/overview")
         expect(page.get_by_text("2 hosts report")).to_be_visible()
         # A commit from another process shows on the next view (cache keyed on the snapshot).
-        res = run_cli(unused, "host", "--store", lake.url, "--host", "gpu-node-3", **lake.env())
+        res = run_cli(unused, "host", "--store", migrated_lake.url, "--host", "gpu-node-3",
+                      **migrated_lake.env())  # fmt: skip
         assert res.code == 0, res.stderr
         open_app(page, f"{url}/overview")
         expect(page.get_by_text("3 hosts report")).to_be_visible()
@@ -55,7 +58,7 @@ def test_every_page_opens_on_a_lake_in_s3(pg, s3, tmp_path: Path, page,  # noqa:
     from tests.lake.conftest import new_s3_lake
     from tests.pages import apptest
 
-    lake_ = new_s3_lake(pg, s3, tmp_path)
+    lake_ = new_s3_lake(pg, s3, tmp_path, migrated=True)
     lake_.apply(monkeypatch)
     src = tmp_path / "src.duckdb"
     build_file(src, runs=11, kernel_rows=40_960, rank_steps=16, memory_limit="1GB", threads=2)

@@ -1,8 +1,12 @@
 """A real PostgreSQL for the DuckLake tests: Debian's binaries, a temp dir, a free port.
 
-One server per test session; each test gets its own database (a fresh lake catalog) and
-its own data path and spool. initdb refuses to run as root, so as root the server runs as
-the ``postgres`` system user (Debian's package creates it) in a folder that user owns.
+One server per test session; each test gets its own database and its own data path and
+spool. That database is empty (``lake``: the test's first writer creates the lake, as a
+new site's first collector does) or a copy of a lake created and migrated once per session
+(``migrated_lake``: creating a lake and applying every migration costs a few CPU-seconds of
+DuckLake catalog writes, most of a short test). initdb refuses to run as root, so as root
+the server runs as the ``postgres`` system user (Debian's package creates it) in a folder
+that user owns.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import subprocess
 import tempfile
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -41,6 +45,7 @@ class PgServer:
     user: str = "postgres"
     data: Path | None = None  # the cluster's folder and server options, for stop/start
     options: str = ""
+    template: list[str] = field(default_factory=list, compare=False)  # built on first use
 
     def _ctl(self, *args: str) -> None:
         assert self.data is not None
@@ -75,6 +80,51 @@ class PgServer:
              name],
             check=True, capture_output=True, timeout=30,
         )  # fmt: skip
+
+    def psql(self, dbname: str, sql: str) -> str:
+        """One statement through psql; what it printed (unaligned, tuples only)."""
+        return subprocess.run(
+            [str(PG_BIN / "psql"), "-X", "-q", "-t", "-A", "-v", "ON_ERROR_STOP=1", "-h",
+             self.host, "-p", str(self.port), "-U", self.user, "-d", dbname, "-c", sql],
+            check=True, capture_output=True, text=True, timeout=60,
+        ).stdout.strip()  # fmt: skip
+
+    def create_migrated_lake(self, name: str, data_path: str) -> None:
+        """Database ``name``: a lake with ``data_path``, created and migrated to this code's
+        schema, no runs. A copy (CREATE DATABASE ... TEMPLATE, ~0.1 s) of one such lake made
+        once per server, its data path then set to ``data_path``. DuckLake keeps the data path
+        only in ``ducklake_metadata`` (key ``data_path``) and writes every schema's and table's
+        path relative to it (ducklake.select/docs/stable/duckdb/usage/paths), and the template
+        has no data files: the copy is the lake a writer would have created with that path."""
+        self.copy_lake(self._migrated_template(), name, data_path)
+
+    def copy_lake(self, source: str, name: str, data_path: str) -> None:
+        """Database ``name``: a copy of the lake catalog in database ``source`` (which nothing
+        may hold open), its data path set to ``data_path``, where the caller has copied the
+        source's data files if it has any (DuckLake names them relative to the data path)."""
+        self.psql("postgres", f"CREATE DATABASE {name} TEMPLATE {source}")
+        literal = "'" + data_path.replace("'", "''") + "'"
+        updated = self.psql(name, f"UPDATE ducklake_metadata SET value = {literal} "
+                                  "WHERE key = 'data_path' AND scope IS NULL RETURNING value")  # fmt: skip
+        assert updated == data_path, updated
+
+    def _migrated_template(self) -> str:
+        if not self.template:
+            from store import migrate
+            from store.lake import catalog as lake_mod
+
+            name = "lake_migrated_template"
+            self.createdb(name)
+            with tempfile.TemporaryDirectory(prefix="stepscope-template-") as data:
+                # an uncached instance: closed here, so nothing holds the template database
+                # open (CREATE DATABASE ... TEMPLATE refuses a database in use)
+                con = lake_mod.open_private(resolve(self.url(name, f"{data}/")), read_only=False)
+                try:
+                    migrate.upgrade(con)
+                finally:
+                    con.close()
+            self.template.append(name)
+        return self.template[0]
 
 
 def _free_port() -> int:
@@ -138,12 +188,14 @@ class Lake:
         return {"STEPSCOPE_SPOOL": str(self.spool)}
 
 
-@pytest.fixture
-def lake(pg: PgServer, tmp_path: Path) -> Iterator[Lake]:
+def _new_lake(pg: PgServer, tmp_path: Path, migrated: bool) -> Iterator[Lake]:
     name = f"lake_{uuid.uuid4().hex[:12]}"
-    pg.createdb(name)
     data = tmp_path / "lake-data"
     data.mkdir()
+    if migrated:
+        pg.create_migrated_lake(name, f"{data}/")
+    else:
+        pg.createdb(name)
     yield Lake(pg.url(name, f"{data}/"), tmp_path / "spool", data)
     from store.lake import catalog as lake_mod
 
@@ -151,10 +203,32 @@ def lake(pg: PgServer, tmp_path: Path) -> Iterator[Lake]:
 
 
 @pytest.fixture
-def loc(lake: Lake, monkeypatch: pytest.MonkeyPatch) -> StoreLocation:
-    """The store suite's ``loc``, on a DuckLake catalog in PostgreSQL instead of a file."""
-    monkeypatch.setenv("STEPSCOPE_SPOOL", str(lake.spool))
-    return resolve(lake.url)
+def lake(pg: PgServer, tmp_path: Path) -> Iterator[Lake]:
+    """An empty catalog database: the test's first writer creates the lake."""
+    yield from _new_lake(pg, tmp_path, migrated=False)
+
+
+@pytest.fixture
+def migrated_lake(pg: PgServer, tmp_path: Path) -> Iterator[Lake]:
+    """A lake already created and migrated to this code's schema, with no runs."""
+    yield from _new_lake(pg, tmp_path, migrated=True)
+
+
+@pytest.fixture
+def loc(request: pytest.FixtureRequest, pg: PgServer,
+        monkeypatch: pytest.MonkeyPatch) -> StoreLocation:  # fmt: skip
+    """The store suite's ``loc``, on a DuckLake catalog in PostgreSQL instead of a file: a
+    migrated lake, or for a test marked ``new_store`` (it starts from no store at all) an
+    empty database. A test that also takes the Lake gets the same one. (``pg`` is named so
+    that tests/conftest.py marks every test using ``loc`` here ``service``.)"""
+    which, other = ("lake", "migrated_lake")
+    if request.node.get_closest_marker("new_store") is None:
+        which, other = other, which
+    if other in request.fixturenames:
+        raise pytest.UsageError(f"{request.node.nodeid}: `loc` is on `{which}` here, not `{other}`")
+    found: Lake = request.getfixturevalue(which)
+    monkeypatch.setenv("STEPSCOPE_SPOOL", str(found.spool))
+    return resolve(found.url)
 
 
 # --- S3: a real moto server (tests/lake/s3_server.py) for lakes with s3:// data paths ------
@@ -184,7 +258,7 @@ class S3Lake:
 
     @property
     def data_path(self) -> str:
-        return f"s3://{self.server.bucket}/{self.prefix}/"
+        return self.url.partition(";data_path=")[2]
 
     def env(self, **overrides: str) -> dict[str, str]:
         """Environment for a process using this lake: the AWS SDKs' standard variables and
@@ -215,22 +289,41 @@ UNSET = ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL_S3", "AWS_DEFAULT
          "STEPSCOPE_S3_CREDENTIAL_CHAIN", "STEPSCOPE_LAKE_DATA_PATH")  # fmt: skip
 
 
-def new_s3_lake(pg: PgServer, server: MotoServer, tmp_path: Path, endpoint: str | None = None
-                ) -> S3Lake:  # fmt: skip
+def new_s3_lake(pg: PgServer, server: MotoServer, tmp_path: Path, endpoint: str | None = None,
+                migrated: bool = False, bucket: str | None = None) -> S3Lake:  # fmt: skip
+    """An empty catalog database for a lake in ``bucket`` (default: ``server``'s), or with
+    ``migrated`` a lake there already created and migrated (PgServer.create_migrated_lake)."""
     name = f"lake_{uuid.uuid4().hex[:12]}"
-    pg.createdb(name)
     prefix = f"{name}/data"
-    url = pg.url(name, f"s3://{server.bucket}/{prefix}/")
-    return S3Lake(url, tmp_path / "spool", server, prefix, endpoint or server.url)
+    data_path = f"s3://{bucket or server.bucket}/{prefix}/"
+    if migrated:
+        pg.create_migrated_lake(name, data_path)
+    else:
+        pg.createdb(name)
+    return S3Lake(pg.url(name, data_path), tmp_path / "spool", server, prefix,
+                  endpoint or server.url)  # fmt: skip
+
+
+def _s3_lake(pg: PgServer, s3: MotoServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+             migrated: bool) -> Iterator[S3Lake]:  # fmt: skip
+    from store.lake import catalog as lake_mod
+
+    found = new_s3_lake(pg, s3, tmp_path, migrated=migrated)
+    found.apply(monkeypatch)
+    yield found
+    lake_mod.reset()
 
 
 @pytest.fixture
 def s3_lake(pg: PgServer, s3: MotoServer, tmp_path: Path,
             monkeypatch: pytest.MonkeyPatch) -> Iterator[S3Lake]:  # fmt: skip
-    """A fresh S3-backed lake, its environment applied to this process too."""
-    from store.lake import catalog as lake_mod
+    """A fresh S3-backed lake (an empty catalog database), its environment applied to this
+    process too."""
+    yield from _s3_lake(pg, s3, tmp_path, monkeypatch, migrated=False)
 
-    found = new_s3_lake(pg, s3, tmp_path)
-    found.apply(monkeypatch)
-    yield found
-    lake_mod.reset()
+
+@pytest.fixture
+def migrated_s3_lake(pg: PgServer, s3: MotoServer, tmp_path: Path,
+                     monkeypatch: pytest.MonkeyPatch) -> Iterator[S3Lake]:  # fmt: skip
+    """An S3-backed lake already created and migrated, no runs; its environment applied."""
+    yield from _s3_lake(pg, s3, tmp_path, monkeypatch, migrated=True)

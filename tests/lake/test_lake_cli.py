@@ -34,51 +34,57 @@ def test_host_collector_commits_to_the_lake(lake: Lake, tmp_path: Path) -> None:
     assert not any(lake.spool.iterdir()) if lake.spool.exists() else True
 
 
-def test_unreachable_catalog_exits_75_then_flush_commits(lake: Lake, pg: PgServer,
+def test_unreachable_catalog_exits_75_then_flush_commits(migrated_lake: Lake, pg: PgServer,
                                                          tmp_path: Path) -> None:  # fmt: skip
-    down = f"ducklake:postgres:dbname=x host=127.0.0.1 port=1 user=postgres;data_path={lake.data}/"
-    res = run_cli(tmp_path / "unused.duckdb", "host", "--store", down, "--json", **lake.env())
+    data = migrated_lake.data
+    down = f"ducklake:postgres:dbname=x host=127.0.0.1 port=1 user=postgres;data_path={data}/"
+    res = run_cli(tmp_path / "unused.duckdb", "host", "--store", down, "--json",
+                  **migrated_lake.env())  # fmt: skip
     assert res.code == 75, res.stderr
     assert "unreachable" in res.stderr and "flush" in res.stderr
     assert "Traceback" not in res.stderr
-    spooled = [p.name for p in lake.spool.iterdir()]
+    spooled = [p.name for p in migrated_lake.spool.iterdir()]
     assert spooled == [res.json["run_id"]]
     # The catalog is back (here: the right URL): flush commits what waited, once.
-    res2 = run_cli(tmp_path / "unused.duckdb", "flush", "--store", lake.url, **lake.env())
+    res2 = run_cli(tmp_path / "unused.duckdb", "flush", "--store", migrated_lake.url,
+                   **migrated_lake.env())  # fmt: skip
     assert res2.code == 0, res2.stderr
-    assert lake_rows(lake.url, "SELECT count(*) FROM runs WHERE run_id = ?", spooled) == [(1,)]
-    assert not any(lake.spool.iterdir())
+    assert lake_rows(migrated_lake.url, "SELECT count(*) FROM runs WHERE run_id = ?",
+                     spooled) == [(1,)]  # fmt: skip
+    assert not any(migrated_lake.spool.iterdir())
 
 
-def test_a_password_in_the_store_url_is_never_printed_nor_recorded(lake: Lake, pg: PgServer,
-                                                                   tmp_path: Path) -> None:  # fmt: skip
+def test_a_password_in_the_store_url_is_never_printed_nor_recorded(
+    migrated_lake: Lake, pg: PgServer, tmp_path: Path
+) -> None:
     """libpq's ``password=`` in a lake URL: hidden in the 'flush it later' hint (text and
     JSON logs), in a refusal, and in the run's recorded arguments every reader sees."""
     import json
 
     secret = "hunter2-pw"
-    data = f";data_path={lake.data}/"
+    data = f";data_path={migrated_lake.data}/"
     down = f"ducklake:postgres:dbname=x host=127.0.0.1 port=1 user=postgres password={secret}"
     for fmt in ("text", "json"):
         res = run_cli(tmp_path / "unused.duckdb", "host", "--store", down + data, "--json",
-                      "--log-format", fmt, **lake.env())  # fmt: skip
+                      "--log-format", fmt, **migrated_lake.env())  # fmt: skip
         assert res.code == 75, res.stderr
         assert secret not in res.stderr + res.stdout, res.stderr
         assert "flush --store 'ducklake:postgres:" in res.stderr and "password=***" in res.stderr
-    for entry in lake.spool.iterdir():  # the spooled run's arguments, as they will be stored
+    for entry in migrated_lake.spool.iterdir():  # the spooled run's arguments, to be stored
         assert secret not in json.dumps(read_manifest(entry)["run"])
-    refused = lake.url.replace("dbname=", "dbname=no_such_db_", 1).replace(
+    refused = migrated_lake.url.replace("dbname=", "dbname=no_such_db_", 1).replace(
         " user=", f" password={secret} user=", 1)  # fmt: skip
-    res = run_cli(tmp_path / "unused.duckdb", "host", "--store", refused, **lake.env())
+    res = run_cli(tmp_path / "unused.duckdb", "host", "--store", refused, **migrated_lake.env())
     assert res.code == 1 and "no_such_db_" in res.stderr, res.stderr
     assert secret not in res.stderr
-    waiting = len(list(lake.spool.iterdir()))  # the refused run is kept too
+    waiting = len(list(migrated_lake.spool.iterdir()))  # the refused run is kept too
     # PostgreSQL here trusts local users, so the URL with a password commits for real.
-    with_password = lake.url.replace(" user=", f" password={secret} user=", 1)
-    res = run_cli(tmp_path / "unused.duckdb", "flush", "--store", with_password, **lake.env())
+    with_password = migrated_lake.url.replace(" user=", f" password={secret} user=", 1)
+    res = run_cli(tmp_path / "unused.duckdb", "flush", "--store", with_password,
+                  **migrated_lake.env())  # fmt: skip
     assert res.code == 0, res.stderr
     assert secret not in res.stderr + res.stdout
-    rows = lake_rows(lake.url, "SELECT args::VARCHAR FROM runs")
+    rows = lake_rows(migrated_lake.url, "SELECT args::VARCHAR FROM runs")
     assert len(rows) == waiting == 3 and all(secret not in r[0] and "password=***" in r[0] for r in rows)
 
 
@@ -129,10 +135,11 @@ def test_migrate_refuses_bad_targets_in_one_line(lake: Lake, tmp_path: Path) -> 
         assert len(res.stderr.strip().splitlines()) == 1 and "Traceback" not in res.stderr
 
 
-def test_compact_merges_files_and_keeps_every_row(lake: Lake, tmp_path: Path) -> None:
-    loc = resolve(lake.url)
+def test_compact_merges_files_and_keeps_every_row(migrated_lake: Lake, tmp_path: Path) -> None:
+    loc = resolve(migrated_lake.url)
     for i in range(6):
-        commit_entry(loc, write_spool(host_bundle(f"h{i}", gpus=24 if i % 2 else 3), lake.spool))
+        bundle = host_bundle(f"h{i}", gpus=24 if i % 2 else 3)
+        commit_entry(loc, write_spool(bundle, migrated_lake.spool))
 
     def state() -> tuple:
         with connection(loc, read_only=True) as con:
@@ -144,8 +151,8 @@ def test_compact_merges_files_and_keeps_every_row(lake: Lake, tmp_path: Path) ->
             return rows, files.fetchone()[0]
 
     rows_before, files_before = state()
-    res = run_cli(tmp_path / "unused.duckdb", "compact", "--store", lake.url, "--keep-days", "0",
-                  "--json", **lake.env())  # fmt: skip
+    res = run_cli(tmp_path / "unused.duckdb", "compact", "--store", migrated_lake.url,
+                  "--keep-days", "0", "--json", **migrated_lake.env())  # fmt: skip
     assert res.code == 0, res.stderr
     assert [s["step"] for s in res.json["steps"]][0] == "flush inlined rows to Parquet"
     rows_after, files_after = state()
@@ -156,7 +163,7 @@ def test_compact_merges_files_and_keeps_every_row(lake: Lake, tmp_path: Path) ->
     assert run_cli(tmp_path / "e.duckdb", "compact").code == 0
 
 
-def test_relabel_moves_a_run_on_the_lake(lake: Lake, tmp_path: Path) -> None:
+def test_relabel_moves_a_run_on_the_lake(migrated_lake: Lake, tmp_path: Path) -> None:
     """Issue 57: a real nccl-tests log that names no host lands under `unknown` on the lake
     too; `relabel` names its host there, and running it again changes nothing."""
     from tests.helpers import FIXTURES
@@ -165,21 +172,21 @@ def test_relabel_moves_a_run_on_the_lake(lake: Lake, tmp_path: Path) -> None:
     bare = tmp_path / "bare_all_reduce_perf.log"
     bare.write_text("\n".join(x for x in log.read_text().splitlines() if "Rank" not in x) + "\n")
     unused = tmp_path / "unused.duckdb"
-    res = run_cli(unused, "nccl-tests", str(bare), "--world-size", "8", "--store", lake.url,
-                  "--json", **lake.env())  # fmt: skip
+    res = run_cli(unused, "nccl-tests", str(bare), "--world-size", "8", "--store",
+                  migrated_lake.url, "--json", **migrated_lake.env())  # fmt: skip
     assert res.code == 0, res.stderr
     run_id = res.json["run_id"]
     sql = "SELECT host, imported_on FROM v_runs WHERE run_id = ?"
-    ((host, imported_on),) = lake_rows(lake.url, sql, [run_id])
+    ((host, imported_on),) = lake_rows(migrated_lake.url, sql, [run_id])
     assert host == "unknown" and imported_on
-    moved = run_cli(unused, "relabel", run_id, "--host", "h100-box", "--store", lake.url,
-                    "--json", **lake.env())  # fmt: skip
+    moved = run_cli(unused, "relabel", run_id, "--host", "h100-box", "--store", migrated_lake.url,
+                    "--json", **migrated_lake.env())  # fmt: skip
     assert moved.code == 0, moved.stderr
     assert moved.json["changed"] is True and moved.json["before"] == "unknown"
-    assert lake_rows(lake.url, sql, [run_id]) == [("h100-box", imported_on)]
-    assert lake_rows(lake.url, "SELECT count(*) FROM v_comm_results WHERE host = 'h100-box'") \
-        == [(12,)]  # fmt: skip
-    again = run_cli(unused, "relabel", run_id, "--host", "h100-box", "--store", lake.url,
-                    "--json", **lake.env())  # fmt: skip
+    assert lake_rows(migrated_lake.url, sql, [run_id]) == [("h100-box", imported_on)]
+    assert lake_rows(migrated_lake.url, "SELECT count(*) FROM v_comm_results "
+                     "WHERE host = 'h100-box'") == [(12,)]  # fmt: skip
+    again = run_cli(unused, "relabel", run_id, "--host", "h100-box", "--store", migrated_lake.url,
+                    "--json", **migrated_lake.env())  # fmt: skip
     assert again.code == 0 and again.json["changed"] is False
     assert not unused.exists()

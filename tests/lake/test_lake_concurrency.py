@@ -84,22 +84,22 @@ def test_four_writers_two_readers_lose_nothing(lake: Lake, tmp_path: Path) -> No
     )
 
 
-def test_two_flushes_of_one_spool_store_each_run_once(lake: Lake, tmp_path: Path) -> None:
+def test_two_flushes_of_one_spool_store_each_run_once(migrated_lake: Lake, tmp_path: Path) -> None:
     """No UNIQUE in a lake: the per-entry lock keeps two flushes from doubling a run."""
     import os
 
     from store.spool.bundle import write_spool
     from tests.store.bundles import host_bundle
 
-    loc = resolve(lake.url)
-    os.environ["STEPSCOPE_SPOOL"] = str(lake.spool)
+    loc = resolve(migrated_lake.url)
+    os.environ["STEPSCOPE_SPOOL"] = str(migrated_lake.spool)
     try:
-        ids = [write_spool(host_bundle(gpus=2), lake.spool).name for _ in range(6)]
+        ids = [write_spool(host_bundle(gpus=2), migrated_lake.spool).name for _ in range(6)]
     finally:
         del os.environ["STEPSCOPE_SPOOL"]
-    env = {**os.environ, "PYTHONPATH": str(ROOT), **lake.env()}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **migrated_lake.env()}
     procs = [
-        _spawn("collectors", "flush", "--store", lake.url, "--log-format", "text", env=env)
+        _spawn("collectors", "flush", "--store", migrated_lake.url, "--log-format", "text", env=env)
         for _ in range(2)
     ]
     for p in procs:

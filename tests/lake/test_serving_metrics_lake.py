@@ -46,18 +46,19 @@ def test_an_older_lake_keeps_every_scrape_row(lake: Lake, tmp_path: Path, monkey
             ("vllm", "Qwen/Qwen2.5-Coder-1.5B-Instruct", 0.0, 0.0)]  # fmt: skip
 
 
-def test_an_older_export_and_an_older_store_go_into_a_lake(lake: Lake, tmp_path: Path) -> None:
+def test_an_older_export_and_an_older_store_go_into_a_lake(migrated_lake: Lake,
+                                                           tmp_path: Path) -> None:  # fmt: skip
     folder = old_export(tmp_path, "old-vllm")  # also leaves tmp_path/old/ at schema v9
-    imp = run_cli(tmp_path / "unused.duckdb", "import", str(folder), "--store", lake.url,
-                  **lake.env())  # fmt: skip
+    imp = run_cli(tmp_path / "unused.duckdb", "import", str(folder), "--store", migrated_lake.url,
+                  **migrated_lake.env())  # fmt: skip
     assert imp.code == 0, imp.stderr
-    assert _lake_rows(lake, "SELECT engine, count(*) FROM serving_metrics_samples "
+    assert _lake_rows(migrated_lake, "SELECT engine, count(*) FROM serving_metrics_samples "
                       "GROUP BY ALL") == [("vllm", 29)]  # fmt: skip
     src = tmp_path / "src" / "stepscope.duckdb"
     before = v9_store(src)  # the same two scrapes: old-vllm is in the lake already
-    res = run_cli(src, "migrate", "--to", lake.url, "--json", **lake.env())
+    res = run_cli(src, "migrate", "--to", migrated_lake.url, "--json", **migrated_lake.env())
     assert res.code == 0, res.stderr
     assert res.json["new_runs"] == 1 and res.json["ok"]
     assert res.json["tables"]["serving_metrics_samples"] == {"source": 120, "copied": 91,
                                                              "target": 120}  # fmt: skip
-    assert canon_rows(_lake_rows(lake, NEW_AS_OLD)) == canon_rows(before)
+    assert canon_rows(_lake_rows(migrated_lake, NEW_AS_OLD)) == canon_rows(before)

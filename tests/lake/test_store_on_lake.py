@@ -1,6 +1,7 @@
 """The store suite (tests/store/test_store.py) again, on DuckLake with a PostgreSQL catalog.
 
-Every test that takes ``loc`` runs here with ``loc`` a fresh lake (tests/lake/conftest.py);
+Every test that takes ``loc`` runs here with ``loc`` a lake of its own (tests/lake/conftest.py):
+a migrated one with no runs, or an empty catalog database for a test marked ``new_store``;
 tests about the embedded file itself are replaced by lake equivalents below.
 """
 
@@ -45,6 +46,7 @@ def test_lake_url_syntax_and_data_path_precedence(monkeypatch: pytest.MonkeyPatc
     assert resolve("ducklake:postgres:dbname=x").data_path == "/from/env/"
 
 
+@pytest.mark.new_store
 def test_migrations_and_information_schema_on_the_lake(loc: StoreLocation) -> None:
     commit_entry(loc, write_spool(host_bundle(gpus=1), loc.spool_dir))
     with connection(loc, read_only=True) as con:
@@ -63,6 +65,7 @@ def test_migrations_and_information_schema_on_the_lake(loc: StoreLocation) -> No
     assert {"v_runs", "v_freshness", "v_hosts"} <= views
 
 
+@pytest.mark.new_store
 def test_writer_upgrades_an_older_lake(loc: StoreLocation) -> None:
     first = migrate.migrations()[0]
     with connection(loc, read_only=False) as con:
@@ -110,11 +113,12 @@ def test_new_lake_without_data_path_says_how_to_give_one(lake: Lake) -> None:
         commit_entry(bare, write_spool(host_bundle(), lake.spool))
 
 
-def test_large_table_goes_to_parquet_in_the_data_path(loc: StoreLocation, lake: Lake) -> None:
+def test_large_table_goes_to_parquet_in_the_data_path(loc: StoreLocation,
+                                                      migrated_lake: Lake) -> None:
     """Beyond DuckLake's inlining limit rows land as Parquet files under the data path."""
     bundle = host_bundle(gpus=64)
     commit_entry(loc, write_spool(bundle, loc.spool_dir))
-    assert list(lake.data.rglob("*.parquet"))
+    assert list(migrated_lake.data.rglob("*.parquet"))
     rows = query_df(
         loc, "SELECT count(*) AS n FROM host_gpus WHERE run_id = ?", [bundle.run.run_id]
     )

@@ -38,6 +38,7 @@ def test_resolve_precedence(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> 
     assert lake.kind == "ducklake" and "secret" not in lake.describe()
 
 
+@pytest.mark.new_store
 def test_commit_applies_migrations_and_inserts_whole_run(loc: StoreLocation) -> None:
     bundle = host_bundle(gpus=2)
     entry = write_spool(bundle, loc.spool_dir)
@@ -191,6 +192,7 @@ def test_a_writer_left_inside_a_transaction_rolls_it_back_and_releases_the_store
     assert commit_entry(loc, write_spool(host_bundle(gpus=1), loc.spool_dir)).inserted
 
 
+@pytest.mark.new_store
 def test_reader_sees_new_commits_and_caches_on_data_version(loc: StoreLocation) -> None:
     clear_cache()
     with pytest.raises(StoreMissing):
