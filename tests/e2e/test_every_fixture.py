@@ -194,13 +194,8 @@ def filled_store(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def filled(filled_store, browser) -> Dashboard:
+def filled(filled_store) -> Dashboard:
     d = start_dashboard(filled_store, filled_store.parent / "streamlit.log")
-    # app.py must run once before a deep link is served as its page (tests/e2e/test_hardware.py)
-    context = browser.new_context()
-    context.add_init_script(RUN_COUNTER)
-    _load(context.new_page(), d.url)
-    context.close()
     yield d
     stop_dashboard(d)
 
@@ -230,6 +225,12 @@ new MutationObserver((records) => {
 }).observe(document, {attributes: true, attributeOldValue: true, subtree: true,
                       attributeFilter: ['data-test-script-state']});
 """
+
+
+@pytest.fixture(scope="module")
+def counted(module_context) -> None:
+    """Every page this module's tab loads counts its script runs (RUN_COUNTER)."""
+    module_context.add_init_script(RUN_COUNTER)
 
 
 def _runs(pg) -> int:
@@ -406,9 +407,8 @@ def click_walk(pg, dash: Dashboard, path: str, problems: list[str]) -> list[str]
 
 
 @pytest.mark.parametrize("path", app_pages(), ids=lambda p: p or "default")
-def test_every_picker_on_every_page_works_by_a_click(filled, page, path, record_property
-                                                     ) -> None:  # fmt: skip
-    page.add_init_script(RUN_COUNTER)
+def test_every_picker_on_every_page_works_by_a_click(filled, counted, page, path,
+                                                     record_property) -> None:  # fmt: skip
     problems: list[str] = []
     clicked = click_walk(page, filled, path, problems)
     record_property("clicked", clicked)

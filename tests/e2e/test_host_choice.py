@@ -143,7 +143,6 @@ def test_uploaded_host_file_then_bad_files_show_one_line(dash, page) -> None:
 
 def test_serving_page_predicts_for_an_uploaded_host(dash, page) -> None:
     d, _, files = dash
-    open_app(page, d.url)
     open_app(page, d.link("serving"))
     main = _main(page)
     expect(main.get_by_text("planner predicts").first).to_be_visible()
