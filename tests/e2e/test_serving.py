@@ -19,13 +19,13 @@ from tests.e2e.conftest import (
     Dashboard,
     on_first_screen,
     open_app,
-    open_tab,
     start_dashboard,
     stop_dashboard,
     wait_app,
 )
 from tests.gpu.conftest import PCIE, fake_env
 from tests.helpers import ROOT, run_cli
+from tests.pages import apptest
 from tests.sglang import fixtures as sglang_fixtures
 from tests.vllm import bench_fixtures
 
@@ -187,20 +187,16 @@ def test_copied_link_reopens_the_same_view(serving, page, browser) -> None:
         fresh.close()
 
 
-def test_tradeoff_sglang_only_layout_names_its_measure_command(serving, page) -> None:
+def test_tradeoff_sglang_only_layout_names_its_measure_command(serving) -> None:
     """The Tradeoff page's SGLang-only layout (TP attention + EP MoE at DP=1) says how to
-    launch and measure it (planner/tradeoff/engine_commands.py)."""
+    launch and measure it (planner/tradeoff/engine_commands.py): its words, through AppTest."""
     dash, _ = serving
-    open_app(page, dash.link("tradeoff"))
-    open_tab(page, "Commands to measure")
-    main = page.get_by_role("tabpanel")
-    expect(main.get_by_text("runs on SGLang only").first).to_be_visible()
-    # Code blocks: each may render a moment after the text around it.
-    expect(main).to_contain_text("python -m sglang.launch_server --model-path MODEL --tp 8 "
-                                 "--ep 8 --moe-a2a-backend deepep "
-                                 "--deepep-dispatcher-output-dtype bf16")  # fmt: skip
-    expect(main).to_contain_text(
-        "python -m collectors sglang-bench --url http://HOST:30000 --concurrency")
+    at = apptest.open_clean(dash.store, "pages/tradeoff.py")
+    text = apptest.read_text(at, tab="Commands to measure")
+    assert "runs on SGLang only" in text
+    assert ("python -m sglang.launch_server --model-path MODEL --tp 8 --ep 8 --moe-a2a-backend "
+            "deepep --deepep-dispatcher-output-dtype bf16") in text  # fmt: skip
+    assert "python -m collectors sglang-bench --url http://HOST:30000 --concurrency" in text
 
 
 def test_sglang_metrics_open_from_a_link(serving, page) -> None:
