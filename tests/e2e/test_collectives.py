@@ -1,5 +1,6 @@
 """Collectives in a real browser: curves, the cliff annotation, PCIe vs NVLink side by side,
-and a copied link reopening the same view in a fresh browser context."""
+and a copied link reopening the same view in a fresh browser context; the nccl-tests figure's
+words through AppTest on the same store."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from tests.e2e.conftest import (
     wait_app,
 )
 from tests.helpers import query, run_cli
+from tests.pages import apptest
 
 pytestmark = pytest.mark.e2e
 TOKENS = (1, 2, 4, 8, 16, 32)
@@ -114,17 +116,16 @@ def test_default_view_link_reopens_in_fresh_context(dash: Dashboard, page, brows
         fresh.close()
 
 
-def test_nccl_tests_figure_puts_comm_and_imports_on_one_axis(dash: Dashboard, page) -> None:
-    """?figure=nccl-tests: comm's burst mean over ranks, imports' own time, one chart."""
+def test_nccl_tests_figure_puts_comm_and_imports_on_one_axis(dash: Dashboard) -> None:
+    """?figure=nccl-tests: comm's burst mean over ranks, imports' own time, one chart (the
+    page's words, through AppTest on the module's store)."""
     pcie, comm = _run_id(dash.store, "pcie-box"), query(
         dash.store, "SELECT run_id FROM runs WHERE verb = 'comm'")[0][0]  # fmt: skip
     burst = query(dash.store, "SELECT nccl_tests_us FROM v_comm_results WHERE run_id = ? "
                   "ORDER BY tokens_per_rank", [comm])  # fmt: skip
-    open_app(page, dash.link(f"collectives?runs={pcie}&runs={comm}&figure=nccl-tests"))
-    main = _main(page)
-    expect(main.get_by_text("Figure: nccl-tests style: burst mean, averaged over ranks")
-           ).to_be_visible()  # fmt: skip
-    text = main.inner_text()
+    text = apptest.words(dash.store, "pages/collectives.py", {"runs": [pcie, comm],
+                                                              "figure": "nccl-tests"})  # fmt: skip
+    assert "Figure: nccl-tests style: burst mean, averaged over ranks" in text
     comm_line = next(line for line in text.splitlines() if "all_reduce" in line and "→" in line)
     assert f"1 tokens → {burst[0][0]:.1f} us" in comm_line
-    expect(main).to_contain_text("cliff at 16 tokens: 1007 us")  # the import is unchanged
+    assert "cliff at 16 tokens: 1007 us" in text  # the import is unchanged

@@ -1,4 +1,4 @@
-"""One store filled from every real fixture the project holds, through the real CLI; then
+"""One store filled from every real fixture the project holds, through the collectors' CLI; then
 every page of app.py, and every stored run each page's run pickers offer.
 
 What goes in: the traces of tests/fixtures/traces (vLLM full graph and piecewise, SGLang,
@@ -33,7 +33,8 @@ from collectors.serving.load import LoadSpec, run_load
 from tests.comm import nccl_samples as nccl
 from tests.e2e.conftest import Dashboard, start_dashboard, stop_dashboard, wait_app
 from tests.gpu.conftest import MIXED, NVLINK, PCIE, fake_env
-from tests.helpers import FIXTURES, query, run_cli
+from tests.helpers import FIXTURES, query
+from tests.helpers import run_in_process as collect
 from tests.pages import apptest
 from tests.sglang import era_fixtures
 from tests.sglang import fixtures as sglang_fixtures
@@ -112,18 +113,20 @@ def _ok(res, what: str) -> dict:
 
 
 def fill(store: Path, tmp: Path) -> None:
-    """Every fixture into ``store`` through ``python -m collectors``."""
+    """Every fixture into ``store`` through the collectors' CLI, ``collectors.cli.main`` in
+    this process (tests.helpers.run_in_process: a child's exit code, output and store). The
+    same store as 22 child processes: 7 s instead of 23 s of mostly interpreter start-up."""
     # Traces: each file one run; HTA's two ranks of one job are one run.
     lens = TRACES / "tracelens"
     for name in ("vllm_mi300x_decode_fullgraph_bs32", "vllm_mi300x_prefilldecode_piecewise",
                  "sglang_qwen3_8b_decode", "h100_qwen1.5_0.5b"):  # fmt: skip
-        _ok(run_cli(store, "trace", str(lens / f"{name}.json.gz"), "--label", name), name)
+        _ok(collect(store, "trace", str(lens / f"{name}.json.gz"), "--label", name), name)
     hta = TRACES / "hta"
-    _ok(run_cli(store, "trace", *map(str, sorted(hta.glob("sampled_rank-*.json.gz")))), "hta")
-    _ok(run_cli(store, "trace", str(hta / "ns_resolution_rank-0.pt.trace.json.gz")), "ns trace")
+    _ok(collect(store, "trace", *map(str, sorted(hta.glob("sampled_rank-*.json.gz")))), "hta")
+    _ok(collect(store, "trace", str(hta / "ns_resolution_rank-0.pt.trace.json.gz")), "ns trace")
     # vLLM results: --save-result JSON, and printed blocks of v0.4, v0.6 and v0.10+ in logs.
     bench_fixtures.write_sweep(tmp / "vllm-json", tp=8)
-    _ok(run_cli(store, "vllm-bench", "--results", str(tmp / "vllm-json"), "--host", HOST),
+    _ok(collect(store, "vllm-bench", "--results", str(tmp / "vllm-json"), "--host", HOST),
         "vllm json")  # fmt: skip
     logs = tmp / "vllm-logs"
     logs.mkdir()
@@ -131,19 +134,19 @@ def fill(store: Path, tmp: Path) -> None:
     (logs / "v06.txt").write_text("\n".join([pf.namespace(MODEL, 16), pf.v06(pf.case(16))]))
     (logs / "slurm.out").write_text("\n".join([pf.SERVER_NOISE, pf.namespace(MODEL, 4),
                                                pf.v10(pf.case(4))]))  # fmt: skip
-    _ok(run_cli(store, "vllm-bench", "--results", str(logs), "--server-args", "-tp 8"),
+    _ok(collect(store, "vllm-bench", "--results", str(logs), "--server-args", "-tp 8"),
         "vllm logs")  # fmt: skip
     # SGLang results: JSONL of every era (one file each), today's JSONL and a printed block.
     eras = tmp / "sglang-eras"
     eras.mkdir()
     for commit, line in era_fixtures.ERAS.items():
         (eras / f"{commit}.jsonl").write_text(line + "\n")
-    _ok(run_cli(store, "sglang-bench", "--results", str(eras), "--model", MODEL, "--server-args",
+    _ok(collect(store, "sglang-bench", "--results", str(eras), "--model", MODEL, "--server-args",
                 "--tp 8"), "sglang eras")  # fmt: skip
     sglang_fixtures.write_jsonl(tmp / "sglang.jsonl", levels=(1, 4, 16))
     log = tmp / "sglang-bench.log"
     log.write_text("\n".join([pf.namespace(MODEL, 64, tool="sglang"), pf.sgl(pf.case(64))]))
-    _ok(run_cli(store, "sglang-bench", "--results", str(tmp / "sglang.jsonl"), str(log),
+    _ok(collect(store, "sglang-bench", "--results", str(tmp / "sglang.jsonl"), str(log),
                 "--model", MODEL, "--server-args", "--tp 8 --ep 8", "--sglang-version",
                 "0.5.4", "--host", HOST), "sglang now")  # fmt: skip
     # /metrics: SGLang's docs example twice and, as another host's server, once (the scrape
@@ -159,11 +162,11 @@ def fill(store: Path, tmp: Path) -> None:
                                              tmp / f"server-{i}.json", tmp))  # fmt: skip
         sgl, vllm_recorded, vllm_live = (server.url for server in servers)
         for _ in range(2):
-            _ok(run_cli(store, "sglang-metrics", "--url", sgl), "sglang metrics")
-        _ok(run_cli(store, "sglang-metrics", "--url", sgl, "--host", "sglang-once"), "one scrape")
-        _ok(run_cli(store, "vllm-metrics", "--url", vllm_recorded), "vllm recorded metrics")
+            _ok(collect(store, "sglang-metrics", "--url", sgl), "sglang metrics")
+        _ok(collect(store, "sglang-metrics", "--url", sgl, "--host", "sglang-once"), "one scrape")
+        _ok(collect(store, "vllm-metrics", "--url", vllm_recorded), "vllm recorded metrics")
         for _ in range(2):
-            _ok(run_cli(store, "vllm-metrics", "--url", vllm_live, "--host", HOST), "vllm metrics")
+            _ok(collect(store, "vllm-metrics", "--url", vllm_live, "--host", HOST), "vllm metrics")
             run_load(LoadSpec(vllm_live, MODEL, num_requests=4, concurrency=2, input_len=8,
                               output_len=16))  # fmt: skip
     finally:
@@ -177,12 +180,12 @@ def fill(store: Path, tmp: Path) -> None:
                "report.json": nccl.json_report()}  # fmt: skip
     for name, text in samples.items():
         (tmp / name).write_text(text)
-    _ok(run_cli(store, "nccl-tests", *(str(tmp / n) for n in samples)), "nccl-tests")
+    _ok(collect(store, "nccl-tests", *(str(tmp / n) for n in samples)), "nccl-tests")
     # This machine; three GPU hosts through the NVML stand-in, one through the real pynvml.
-    _ok(run_cli(store, "host"), "host")
+    _ok(collect(store, "host"), "host")
     for host, spec in ((HOST, PCIE), ("nvl-node", NVLINK), ("mixed-node", MIXED)):
-        _ok(run_cli(store, "gpu", "--host", host, **fake_env(spec)), f"gpu {spec.name}")
-    _ok(run_cli(store, "gpu", "--host", "cpu-box", STEPSCOPE_NVML_MODULE="pynvml"), "gpu none")
+        _ok(collect(store, "gpu", "--host", host, **fake_env(spec)), f"gpu {spec.name}")
+    _ok(collect(store, "gpu", "--host", "cpu-box", STEPSCOPE_NVML_MODULE="pynvml"), "gpu none")
 
 
 @pytest.fixture(scope="module")
@@ -194,13 +197,8 @@ def filled_store(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def filled(filled_store, browser) -> Dashboard:
+def filled(filled_store) -> Dashboard:
     d = start_dashboard(filled_store, filled_store.parent / "streamlit.log")
-    # app.py must run once before a deep link is served as its page (tests/e2e/test_hardware.py)
-    context = browser.new_context()
-    context.add_init_script(RUN_COUNTER)
-    _load(context.new_page(), d.url)
-    context.close()
     yield d
     stop_dashboard(d)
 
@@ -230,6 +228,12 @@ new MutationObserver((records) => {
 }).observe(document, {attributes: true, attributeOldValue: true, subtree: true,
                       attributeFilter: ['data-test-script-state']});
 """
+
+
+@pytest.fixture(scope="module")
+def counted(module_context) -> None:
+    """Every page this module's tab loads counts its script runs (RUN_COUNTER)."""
+    module_context.add_init_script(RUN_COUNTER)
 
 
 def _runs(pg) -> int:
@@ -372,15 +376,18 @@ def _views(pick: Picker, values: list[str]) -> list[str | list[str]]:
 
 def click_walk(pg, dash: Dashboard, path: str, problems: list[str]) -> list[str]:
     """In Chromium: the page's default view (and each base view of its mode), every run
-    picker on it listed in PICKERS, and per picker one real click from the base view (a
-    multiselect's from one run, to add another): the URL then names what PICKERS says the
-    picker writes. Returns the pickers used by a click. Every stored run through the URL is
-    test_every_stored_run_opens_in_its_picker's (AppTest)."""
+    picker on it listed in PICKERS, and per picker one real click, each from the view the
+    previous click left (a multiselect's from a link naming one run, to add another; the base
+    view again where that view hides the picker): the URL then names what PICKERS says the
+    picker writes, and the view after each click shows no problem. Returns the pickers used by
+    a click. Every stored run through the URL is test_every_stored_run_opens_in_its_picker's
+    (AppTest). (Clicks follow each other instead of each reloading the base view: a Tradeoff
+    view costs Chromium 6-8 CPU s to draw.)"""
     table, clicked, name = PICKERS.get(path, {}), [], path or "(default page)"
     for base in BASES.get(path, [{}]):
         where = f"{name}{'?' + urlencode(base) if base else ''}"
         _view(pg, dash, path, base, where, problems)
-        at: dict | None = base  # the link the browser shows
+        at: dict | None = base  # the link the browser shows; None: a click moved the view
         found = {(t, lab) for t in ("stSelectbox", "stMultiSelect") for lab in _labels(pg, t)}
         unlisted = [lab for _, lab in found if PICKER.search(lab) and lab not in table]
         problems += [f"{where}: run picker {lab!r} has no entry in PICKERS" for lab in unlisted]
@@ -388,27 +395,25 @@ def click_walk(pg, dash: Dashboard, path: str, problems: list[str]) -> list[str]
             pick = table.get(label)
             if pick is None or label in clicked:
                 continue
+            if at is None and not _widget(pg, testid, label).count():
+                _view(pg, dash, path, at := base, where, problems)  # the click hid this picker
             if pick.runs is None:
-                if at != base:
-                    _view(pg, dash, path, at := base, where, problems)
                 values, _ = _bound_values(pg, label)
             else:
                 values = _values(dash.store, pick, [])
             assert values, f"{where}: {label!r}: the store holds no run for it"
-            start = {**base, **(_query(pick, _views(pick, values)[0]) if pick.multi else {})}
-            if at != start:
+            if pick.multi and at != (start := {**base, **_query(pick, _views(pick, values)[0])}):
                 _view(pg, dash, path, at := start, where, problems)
             if _real_click(pg, testid, label, pick, values):
                 clicked.append(label)
+                at = None
             problems += [f"{where} [{label}: clicked]: {p}" for p in _problems(pg)]
-            at = None  # the click moved the view away from any link: reload before the next
     return clicked
 
 
 @pytest.mark.parametrize("path", app_pages(), ids=lambda p: p or "default")
-def test_every_picker_on_every_page_works_by_a_click(filled, page, path, record_property
-                                                     ) -> None:  # fmt: skip
-    page.add_init_script(RUN_COUNTER)
+def test_every_picker_on_every_page_works_by_a_click(filled, counted, page, path,
+                                                     record_property) -> None:  # fmt: skip
     problems: list[str] = []
     clicked = click_walk(page, filled, path, problems)
     record_property("clicked", clicked)

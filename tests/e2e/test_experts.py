@@ -1,6 +1,7 @@
 """Expert load page in a real browser: a DeepSeek-V3 recording (SGLang's JSON form) beside a
-profiled trace of the same model (sglang-profile against the SGLang-shaped test server),
-URL-bound choices, the empty state, and the Tradeoff page pricing on the recording."""
+profiled trace of the same model (sglang-profile against the SGLang-shaped test server) and
+URL-bound choices; the empty state and the Tradeoff page pricing on the recording are the
+pages' words, through AppTest on the same store."""
 
 from __future__ import annotations
 
@@ -14,12 +15,12 @@ from tests.e2e.conftest import (
     choose,
     on_first_screen,
     open_app,
-    open_tab,
     start_dashboard,
     stop_dashboard,
 )
 from tests.expert_load import recordings as rec
 from tests.helpers import run_cli
+from tests.pages import apptest
 from tests.trace.synth import graph_decode_trace
 from tests.vllm.conftest import ServerProc
 
@@ -101,21 +102,22 @@ def test_ep_size_is_bound_to_the_url(dash, page) -> None:
     expect(_main(page).get_by_text(re.compile(r"At EP=16:"))).to_be_visible()
 
 
-def test_empty_state_names_the_command(dash, page) -> None:
+def test_empty_state_names_the_command(dash) -> None:
+    """The page's words (AppTest): a host with no recording is told the commands."""
     d, _, _ = dash
-    open_app(page, d.link("experts?host=nobody"))
-    main = _main(page)
-    expect(main.get_by_text("python -m collectors expert-load expert_distribution_recorder_*.pt "
-                            "--model deepseek-v3")).to_be_visible()  # fmt: skip
-    expect(main.get_by_text(re.compile(r"expert-load --url http://127\.0\.0\.1:30000"))).to_be_visible()
+    text = apptest.read_text(apptest.open_clean(d.store, "pages/experts.py", {"host": "nobody"}))
+    assert "No expert-load runs for host nobody yet" in text
+    assert ("python -m collectors expert-load expert_distribution_recorder_*.pt --model "
+            "deepseek-v3") in text  # fmt: skip
+    assert re.search(r"expert-load --url http://127\.0\.0\.1:30000", text), text
 
 
-def test_tradeoff_prices_the_recorded_routing(dash, page) -> None:
+def test_tradeoff_prices_the_recorded_routing(dash) -> None:
+    """The Tradeoff page's words (AppTest) on the recording named by the link."""
     d, load, _ = dash
-    open_app(page, d.link(f"tradeoff?setup=custom&model=deepseek-v3&hw=preset:h200-sxm-8x"
-                          f"&experts={load['run_id']}&cmax=32"))  # fmt: skip
-    expect(page.get_by_text("Assumptions and sources")).to_be_visible()
-    text = open_tab(page, "Findings")
-    assert re.search(r"a balanced placement would win", text)
-    text = open_tab(page, "Assumptions and sources")
+    at = apptest.open_clean(d.store, "pages/tradeoff.py", {
+        "setup": "custom", "model": "deepseek-v3", "hw": "preset:h200-sxm-8x",
+        "experts": load["run_id"], "cmax": "32"})  # fmt: skip
+    assert re.search(r"a balanced placement would win", apptest.read_text(at, tab="Findings"))
+    text = apptest.read_text(at, tab="Assumptions and sources")
     assert "measured (contiguous placement)" in text and load["run_id"] in text

@@ -1,5 +1,6 @@
 """Hardware page in a real browser: stores filled by the real ``gpu`` CLI (NVML stand-in
-specs for a PCIe-only and an NVSwitch host, the real pynvml for this GPU-less machine)."""
+specs for a PCIe-only and an NVSwitch host, the real pynvml for this GPU-less machine); what
+the page says of a host without GPUs, through AppTest on the same store."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from tests.e2e.conftest import (
 )
 from tests.gpu.conftest import NVLINK, PCIE, fake_env
 from tests.helpers import run_cli
+from tests.pages import apptest
 
 pytestmark = pytest.mark.e2e
 
@@ -42,17 +44,9 @@ def _main(pg):
     return pg.locator("[data-testid='stMain']")
 
 
-def _open(pg, dash: Dashboard, path: str) -> None:
-    # Streamlit runs a fresh server in pages/-folder mode until app.py has run once; a first
-    # request straight to /hardware would bypass app.py (reported to the lead). Load the
-    # root first so every test sees the app as users do after its first visit.
-    open_app(pg, dash.url)
-    open_app(pg, dash.link(path))
-
-
 def test_pcie_host_sentence_and_matrices(hw, page) -> None:
     dash, runs = hw
-    _open(page, dash, "hardware?host=pcie-box")
+    open_app(page, dash.link("hardware?host=pcie-box"))
     main = _main(page)
     expect(
         main.get_by_text("8x NVIDIA RTX PRO 6000 Blackwell Server Edition, PCIe-only")
@@ -85,7 +79,7 @@ def test_pcie_host_sentence_and_matrices(hw, page) -> None:
 
 def test_nvlink_host_view_reopens_from_a_copied_link(hw, page, browser) -> None:
     dash, runs = hw
-    _open(page, dash, "hardware")
+    open_app(page, dash.link("hardware"))
     main = _main(page)
     choose(page, main.get_by_test_id("stSelectbox"),
            page.get_by_role("option", name=re.compile(runs["hgx"])))  # fmt: skip
@@ -122,17 +116,17 @@ def test_nvlink_host_view_reopens_from_a_copied_link(hw, page, browser) -> None:
         fresh.close()
 
 
-def test_host_without_gpu_says_so(hw, page) -> None:
+def test_host_without_gpu_says_so(hw) -> None:
+    """The page's words (AppTest, on the module's store), as for the two below."""
     dash, runs = hw
-    _open(page, dash, f"hardware?host=cpu-box&run={runs['cpu-box']}")
-    # The command is a code block, the page's last element: it may render a moment after.
-    expect(_main(page)).to_contain_text("python -m collectors gpu")
-    text = _main(page).inner_text()
+    text = apptest.words(dash.store, "pages/hardware.py", {"host": "cpu-box",
+                                                           "run": runs["cpu-box"]})  # fmt: skip
+    assert "python -m collectors gpu" in text
     assert "Host cpu-box has no NVIDIA GPU" in text and "Interconnect class: none" in text
 
 
-def test_host_with_no_gpu_run_shows_the_command(hw, page) -> None:
+def test_host_with_no_gpu_run_shows_the_command(hw) -> None:
     dash, _ = hw
-    _open(page, dash, "hardware?host=nobody")
-    expect(_main(page)).to_contain_text("python -m collectors gpu")  # a code block, as above
-    assert "No GPU inventory for host nobody yet" in _main(page).inner_text()
+    text = apptest.words(dash.store, "pages/hardware.py", {"host": "nobody"})
+    assert "python -m collectors gpu" in text
+    assert "No GPU inventory for host nobody yet" in text

@@ -24,6 +24,7 @@ from tests.e2e.conftest import (
 )
 from tests.gpu.conftest import PCIE, fake_env
 from tests.helpers import run_cli
+from tests.pages import apptest
 from tests.planner.test_host_file import H20_141, TOML
 from tests.vllm import bench_fixtures
 
@@ -110,12 +111,15 @@ def _planner_answer(store: Path, *argv: str):
     return best
 
 
-def test_older_links_with_a_bare_preset_still_open(dash, page) -> None:
+def test_older_links_with_a_bare_preset_still_open(dash) -> None:
+    """The page's logic (AppTest): an older link's bare preset name plans for that preset,
+    and the link the page keeps names it as today's ``preset:`` choice."""
     d, _, _ = dash
-    open_app(page, d.link(f"{TRADEOFF}&hw=h20-141g-8x"))
-    expect(page.get_by_text("Assumptions and sources")).to_be_visible(timeout=SLOW_MS)
-    assert "8x NVIDIA H20-3e" in _main(page).inner_text()
-    page.wait_for_url("**hw=preset%3Ah20-141g-8x**")
+    at = apptest.open_clean(d.store, "pages/tradeoff.py", {"setup": "custom", "model": "kimi-k2.5",
+                                                          "hw": "h20-141g-8x"})  # fmt: skip
+    assert "Assumptions and sources" in [t.label for t in at.tabs]
+    assert "8x NVIDIA H20-3e" in apptest.read_text(at)
+    assert at.query_params["hw"] == "preset:h20-141g-8x"
 
 
 def test_uploaded_host_file_then_bad_files_show_one_line(dash, page) -> None:
@@ -143,7 +147,6 @@ def test_uploaded_host_file_then_bad_files_show_one_line(dash, page) -> None:
 
 def test_serving_page_predicts_for_an_uploaded_host(dash, page) -> None:
     d, _, files = dash
-    open_app(page, d.url)
     open_app(page, d.link("serving"))
     main = _main(page)
     expect(main.get_by_text("planner predicts").first).to_be_visible()

@@ -1,5 +1,6 @@
-"""The Kernel page leads with the floors of a stored real trace, in a real browser, and names
-the inputs a trace lacks instead of guessing them."""
+"""The Kernel page leads with the floors of a stored real trace, in a real browser; its words
+(AppTest, on the same store) name the inputs a trace lacks instead of guessing them, and the
+Tradeoff page's reference case says how much of its AllReduce is above the floor."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.conftest import Dashboard, open_app, open_tab, start_dashboard, stop_dashboard
+from tests.e2e.conftest import Dashboard, open_app, start_dashboard, stop_dashboard
 from tests.helpers import FIXTURES, run_cli
+from tests.pages import apptest
 
 pytestmark = pytest.mark.e2e
 LENS = FIXTURES / "traces" / "tracelens"
@@ -65,26 +67,27 @@ def test_the_page_leads_with_the_floors_of_a_real_trace(dash, page) -> None:
     expect(main.get_by_role("button", name="CSV").first).to_be_visible()
 
 
-def test_missing_inputs_are_named_on_the_page(dash, page) -> None:
+def _floor_warning(at) -> str:  # noqa: ANN001 - an AppTest
+    (warning,) = [apptest.as_read(w.value) for w in at.warning
+                  if "Missing floor inputs" in w.value]  # fmt: skip
+    return warning
+
+
+def test_missing_inputs_are_named_on_the_page(dash) -> None:
+    """The page's words (AppTest): the inputs the trace lacks, each named."""
     d, _, vllm = dash
-    open_app(page, d.link(f"kernels?run={vllm}"))
-    warning = _main(page).get_by_test_id("stAlertContentWarning").filter(
-        has_text="Missing floor inputs")
-    expect(warning).to_contain_text("model:")
-    expect(warning).to_contain_text("host: the trace names no GPU")
+    warning = _floor_warning(apptest.open_clean(d.store, "pages/kernels.py", {"run": vllm}))
+    assert "model:" in warning and "host: the trace names no GPU" in warning
     # the host given by the link: only the model is missing now, and bytes floors are drawn
-    open_app(page, d.link(f"kernels?run={vllm}&fhost=MI300X"))
-    warning = _main(page).get_by_test_id("stAlertContentWarning").filter(
-        has_text="Missing floor inputs")
-    expect(warning).to_contain_text("model:")
-    expect(warning).not_to_contain_text("host:")
-    assert "fhost=MI300X" in page.url
+    at = apptest.open_clean(d.store, "pages/kernels.py", {"run": vllm, "fhost": "MI300X"})
+    warning = _floor_warning(at)
+    assert "model:" in warning and "host:" not in warning
+    assert at.query_params["fhost"] == "MI300X"  # kept in the link
 
 
-def test_the_reference_case_says_how_much_allreduce_is_above_its_floor(dash, page) -> None:
-    d, _, _ = dash
-    open_app(page, d.link("tradeoff"))  # the published reference case is its default view
-    expect(page.get_by_text("Published figures vs the model")).to_be_visible()
-    text = open_tab(page, "Published figures vs the model")
+def test_the_reference_case_says_how_much_allreduce_is_above_its_floor(dash) -> None:
+    """The Tradeoff page's default view (the published reference case), its words (AppTest)."""
+    at = apptest.open_clean(dash[0].store, "pages/tradeoff.py")
+    text = apptest.read_text(at, tab="Published figures vs the model")
     assert "127 calls x 26.9 us at 14,336 B = 3.42 ms" in text
     assert "at most 7.75 ms (69%) of the published 11.17 ms is above the PCIe latency floor" in text

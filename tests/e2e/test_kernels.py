@@ -1,4 +1,5 @@
-"""Kernel breakdown in a real browser: a real profile run and a real imported trace set."""
+"""Kernel breakdown in a real browser: a real profile run and a real imported trace set; what
+the page says of each run (its sentences' numbers), through AppTest on the same store."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from tests.e2e.conftest import (
     stop_dashboard,
 )
 from tests.helpers import FIXTURES, query, run_cli
+from tests.pages import apptest
 from tests.trace.graph_synth import TPOT_US, graph_run
 from tests.trace.synth import graph_decode_trace
 
@@ -105,14 +107,15 @@ ANATOMY = re.compile(r"([\w ]+) (AllReduce|AllGather): (\d+) calls/step, ([\d.]+
                      r"\(([\d.]+)% of step\)")  # fmt: skip
 
 
-def test_profile_run_step_anatomy(dash, page) -> None:
+def _words(d: Dashboard, **params: str) -> str:
+    return apptest.words(d.store, "pages/kernels.py", params)  # AppTest, the module's store
+
+
+def test_profile_run_step_anatomy(dash) -> None:
     """The profile workload: per layer one attention and one MoE AllReduce, one logits
     AllGather per step; the MoE one says what expert parallelism would remove."""
     d, prof_id, _ = dash
-    open_app(page, d.link(f"kernels?run={prof_id}"))
-    main = _main(page)
-    expect(main.get_by_text(re.compile(r"MoE AllReduce: \d+ calls/step"))).to_be_visible()
-    text = main.inner_text()
+    text = _words(d, run=prof_id)
     found = {f"{m[0].strip()} {m[1]}": m for m in ANATOMY.findall(text)}
     assert found["MoE AllReduce"][2] == "2" and found["Attention AllReduce"][2] == "2", text
     assert found["Logits AllGather"][2] == "1", text
@@ -124,12 +127,10 @@ def test_profile_run_step_anatomy(dash, page) -> None:
     assert re.search(r"All [\d,]+ top-level CPU ops \(CPU-only trace\) counted once", text)
 
 
-def test_graph_run_shows_outside_steps_and_where_categories_come_from(dash, page) -> None:
+def test_graph_run_shows_outside_steps_and_where_categories_come_from(dash) -> None:
     d, _, _ = dash
-    open_app(page, d.link(f"kernels?run={d.graph_id}"))
-    main = _main(page)
-    expect(main.get_by_text(re.compile(r"MoE AllReduce: 3 calls/step"))).to_be_visible()
-    text = main.inner_text()
+    text = _words(d, run=d.graph_id)
+    assert "MoE AllReduce: 3 calls/step" in text
     m = re.search(r"All ([\d,]+) GPU events counted once: ([\d,]+) in steps, ([\d,]+) outside "
                   r"steps \(memory (\d+)", text)  # fmt: skip
     assert m, text
@@ -143,15 +144,12 @@ HEADLINE = re.compile(r"Step: ([\d.]+) ms mean wall per step and rank; largest c
                       r"(\w+) \(([\d.]+)% of step\)")  # fmt: skip
 
 
-def test_cuda_graph_run_headline_is_the_step_spacing(dash, page) -> None:
+def test_cuda_graph_run_headline_is_the_step_spacing(dash) -> None:
     """Issue 20: a vLLM CUDA-graph run (31 ms TPOT built in) shows a step wall close to the
     step spacing, MoE at its share of GPU time, and the embedding AllReduce by name."""
     d, _, _ = dash
     run_id, facts = d.vllm_graph
-    open_app(page, d.link(f"kernels?run={run_id}"))
-    main = _main(page)
-    expect(main.get_by_text(re.compile(r"Step: [\d.]+ ms mean wall"))).to_be_visible()
-    text = main.inner_text()
+    text = _words(d, run=run_id)
     m = HEADLINE.search(text)
     assert m, text
     assert float(m[1]) == pytest.approx(TPOT_US / 1000, rel=0.06), text  # was 137.99 ms
@@ -162,10 +160,9 @@ def test_cuda_graph_run_headline_is_the_step_spacing(dash, page) -> None:
     assert found["MoE AllReduce"] == facts.layers - facts.dense_layers, text
 
 
-def test_imported_trace_shows_its_collectives(dash, page) -> None:
+def test_imported_trace_shows_its_collectives(dash) -> None:
     d, _, trace_id = dash
-    open_app(page, d.link(f"kernels?run={trace_id}"))
-    text = _main(page).inner_text()
+    text = _words(d, run=trace_id)
     cats = {m[0] for m in SENTENCE.findall(text)}
     assert cats and cats <= {"allreduce", "all_to_all", "allgather", "reduce_scatter",
                              "other_comm"}, text  # fmt: skip

@@ -19,13 +19,13 @@ from tests.e2e.conftest import (
     Dashboard,
     on_first_screen,
     open_app,
-    open_tab,
     start_dashboard,
     stop_dashboard,
     wait_app,
 )
 from tests.gpu.conftest import PCIE, fake_env
 from tests.helpers import ROOT, run_cli
+from tests.pages import apptest
 from tests.sglang import fixtures as sglang_fixtures
 from tests.vllm import bench_fixtures
 
@@ -107,14 +107,9 @@ def _main(pg):
     return pg.locator("[data-testid='stMain']")
 
 
-def _open(pg, dash: Dashboard, path: str) -> None:
-    open_app(pg, dash.url)  # app.py must run once before a deep link (see test_hardware.py)
-    open_app(pg, dash.link(path))
-
-
 def test_measured_tpot_with_planner_prediction_and_metrics(serving, page) -> None:
     dash, runs = serving
-    _open(page, dash, "serving?calibrate=true")  # calibrated mode: opt-in (seconds per host)
+    open_app(page, dash.link("serving?calibrate=true"))  # calibrated mode: opt-in (seconds per host)
     main = _main(page)
     expect(main.get_by_text("planner predicts").first).to_be_visible()
     # The first screen (1400x900): the sentences and the measured-vs-predicted TPOT chart;
@@ -149,7 +144,7 @@ def test_measured_tpot_with_planner_prediction_and_metrics(serving, page) -> Non
     assert (f"{HOST}: not applied: it did not beat the fitted model on your held-back points "
             "(checked on 12 points of TP=1 DP=8 (attention) EP=8, TP=8: ") in text
     # the band is drawn on the mean's prediction (the median view above says so)
-    _open(page, dash, "serving?calibrate=true&stat=mean")
+    open_app(page, dash.link("serving?calibrate=true&stat=mean"))
     expect(main.get_by_text("Shaded around each prediction: where the measured TPOT")).to_be_visible()
     wait_app(page)  # the caption is drawn before the charts: read them once the run finished
     bands = page.evaluate("""() => [...document.querySelectorAll('.js-plotly-plot')]
@@ -169,7 +164,7 @@ def test_measured_tpot_with_planner_prediction_and_metrics(serving, page) -> Non
 
 def test_copied_link_reopens_the_same_view(serving, page, browser) -> None:
     dash, runs = serving
-    _open(page, dash, "serving")
+    open_app(page, dash.link("serving"))
     main = _main(page)
     main.get_by_test_id("stRadioOption").filter(has_text="p99").click()
     wait_app(page)
@@ -182,7 +177,7 @@ def test_copied_link_reopens_the_same_view(serving, page, browser) -> None:
     fresh = browser.new_context()
     other = fresh.new_page()
     try:
-        _open(other, dash, link.split("/", 3)[3])
+        open_app(other, link)
         m = _main(other)
         expect(m.get_by_text("p99 TPOT").first).to_be_visible()
         text = m.inner_text()
@@ -192,26 +187,22 @@ def test_copied_link_reopens_the_same_view(serving, page, browser) -> None:
         fresh.close()
 
 
-def test_tradeoff_sglang_only_layout_names_its_measure_command(serving, page) -> None:
+def test_tradeoff_sglang_only_layout_names_its_measure_command(serving) -> None:
     """The Tradeoff page's SGLang-only layout (TP attention + EP MoE at DP=1) says how to
-    launch and measure it (planner/tradeoff/engine_commands.py)."""
+    launch and measure it (planner/tradeoff/engine_commands.py): its words, through AppTest."""
     dash, _ = serving
-    _open(page, dash, "tradeoff")
-    open_tab(page, "Commands to measure")
-    main = page.get_by_role("tabpanel")
-    expect(main.get_by_text("runs on SGLang only").first).to_be_visible()
-    # Code blocks: each may render a moment after the text around it.
-    expect(main).to_contain_text("python -m sglang.launch_server --model-path MODEL --tp 8 "
-                                 "--ep 8 --moe-a2a-backend deepep "
-                                 "--deepep-dispatcher-output-dtype bf16")  # fmt: skip
-    expect(main).to_contain_text(
-        "python -m collectors sglang-bench --url http://HOST:30000 --concurrency")
+    at = apptest.open_clean(dash.store, "pages/tradeoff.py")
+    text = apptest.read_text(at, tab="Commands to measure")
+    assert "runs on SGLang only" in text
+    assert ("python -m sglang.launch_server --model-path MODEL --tp 8 --ep 8 --moe-a2a-backend "
+            "deepep --deepep-dispatcher-output-dtype bf16") in text  # fmt: skip
+    assert "python -m collectors sglang-bench --url http://HOST:30000 --concurrency" in text
 
 
 def test_sglang_metrics_open_from_a_link(serving, page) -> None:
     dash, runs = serving
     key = quote(f"SGLang · {HOST} · {runs['sglang_url']} · {MODEL}")
-    _open(page, dash, f"serving?server={key}")
+    open_app(page, dash.link(f"serving?server={key}"))
     main = _main(page)
     expect(main.get_by_text("ITL between scrapes").first).to_be_visible()
     text = main.inner_text()

@@ -1,7 +1,8 @@
 """Tradeoff calculator in a real browser: the published reference case (the answer and the
 Pareto chart on the first 1400x900 screen, every moved block in its tab: bands on the charts,
 the hypothesis label, "too close to call"), a stored host with a measured comm run picked by
-absolute run id, and a copied link reopening the same view."""
+absolute run id, and a copied link reopening the same view; what a trace's calibration says,
+through AppTest on the same store."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from tests.e2e.conftest import (
     stop_dashboard,
     wait_app,
 )
+from tests.pages import apptest
 from tests.planner.conftest import PlannerStore, fill_store
 
 pytestmark = pytest.mark.e2e
@@ -165,11 +167,11 @@ def test_stored_host_link_reopens_same_view(dash: Dashboard, filled: PlannerStor
         fresh.close()
 
 
-def test_calibration_from_a_trace_names_the_measured_moe_allreduce(dash: Dashboard,
-                                                                   filled: PlannerStore,
-                                                                   tmp_path: Path, page) -> None:  # fmt: skip
+def test_calibration_from_a_trace_names_the_measured_moe_allreduce(filled: PlannerStore,
+                                                                   tmp_path: Path) -> None:  # fmt: skip
     """A CUDA-graph decode trace (Kineto-shaped, tests/trace/synth.py) calibrates the page;
-    its step anatomy says how much AllReduce is the MoE output."""
+    its step anatomy says how much AllReduce is the MoE output. The page's words, through
+    AppTest on the module's store."""
     from tests.helpers import run_cli
     from tests.trace.synth import graph_decode_trace
 
@@ -179,13 +181,13 @@ def test_calibration_from_a_trace_names_the_measured_moe_allreduce(dash: Dashboa
     res = run_cli(filled.path, "trace", str(tmp_path), "--json")
     assert res.code == 0, res.stderr
     run = res.json["run_id"]
-    open_app(page, dash.link(f"tradeoff?setup=custom&model=kimi-k2.5&hw=preset:"
-                             f"rtx-pro-6000-pcie-8x&calib={run}&view=calibrated"))  # fmt: skip
-    expect(page.get_by_text("Assumptions and sources")).to_be_visible()
-    text = open_tab(page, "Assumptions and sources")
+    at = apptest.open_clean(filled.path, "pages/tradeoff.py", {
+        "setup": "custom", "model": "kimi-k2.5", "hw": "preset:rtx-pro-6000-pcie-8x", "calib": run,
+        "view": "calibrated"})  # fmt: skip
+    text = apptest.read_text(at, tab="Assumptions and sources")
     assert f"measured in {run}: MoE AllReduce 3 calls/step, 0.01 ms" in text
     assert "what expert parallelism would remove" in text and "(6 calls/step measured)" in text
-    text = open_tab(page, "Calibration check")
+    text = apptest.read_text(at, tab="Calibration check")
     # A trace gives the collectives' transfer, never a time: the check says so and why this
     # one (two ranks, taken as TP=2) could not be used for this model.
     assert "Calibration: not applied: a trace alone gives no time" in text

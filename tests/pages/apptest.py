@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from unittest import mock
 
 from tests.helpers import ROOT
 
@@ -68,13 +69,42 @@ def _components():  # noqa: ANN202 - streamlit's BidiComponentManager
     return manager
 
 
+@contextmanager
+def _through_app_py() -> Iterator[None]:
+    """A run through app.py's ``st.navigation``, as the dashboard's server runs every page
+    once its first run left Streamlit's legacy multipage mode (pages/helpers/ui.py).
+
+    AppTest resets ``PagesManager.uses_pages_directory`` before each run (streamlit 1.67,
+    testing/v1/app_test.py ``_run``), and the pages/ folder beside app.py turns it on again:
+    the page file then runs alone, without app.py's sidebar and host filter. ui.py turns it
+    off only when first imported, so only a process's first AppTest ran through app.py."""
+    from streamlit.runtime.pages_manager import PagesManager
+
+    init = PagesManager.__init__
+
+    def navigation_mode(self, *args, **kwargs) -> None:  # noqa: ANN001, ANN002, ANN003
+        init(self, *args, **kwargs)
+        PagesManager.uses_pages_directory = False
+
+    with mock.patch.object(PagesManager, "__init__", navigation_mode):
+        yield
+
+
 def new_app(timeout_s: float = 120):  # noqa: ANN201 - an AppTest
-    """A fresh AppTest of app.py (a new browser tab's session), the components found once."""
+    """A fresh AppTest of app.py (a new browser tab's session), the components found once,
+    each run through app.py (``_through_app_py``)."""
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(str(APP), default_timeout=timeout_s)
     if hasattr(at, "_bidi_component_manager"):  # another Streamlit: it scans, as it did
         at._bidi_component_manager = _components()
+    run = at._run
+
+    def run_through_app_py(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        with _through_app_py():
+            return run(*args, **kwargs)
+
+    at._run = run_through_app_py
     return at
 
 
@@ -113,14 +143,45 @@ def widget_labels(at) -> dict[str, str]:  # noqa: ANN001
             **{w.label: "multiselect" for w in at.multiselect}}  # fmt: skip
 
 
+def _values(block) -> Iterator[str]:  # noqa: ANN001 - an AppTest area or block
+    """The texts of ``block`` and everything in it (element values and labels), in order."""
+    for node in block:
+        for attr in ("label", "value"):
+            value = getattr(node, attr, None)
+            if isinstance(value, str) and value:
+                yield value
+
+
 def page_text(at, area: str = "main") -> str:  # noqa: ANN001
     """Every text the page shows in ``area`` (``main`` or ``sidebar``): element values and
     labels (tabs, expanders, metrics, widgets), in page order, as the reader sees them; the
     contents of closed expanders and of every tab included (AppTest renders them all)."""
-    parts = []
-    for node in getattr(at, area):
-        for attr in ("label", "value"):
-            value = getattr(node, attr, None)
-            if isinstance(value, str) and value:
-                parts.append(unescaped(value))
-    return "\n".join(parts)
+    return "\n".join(unescaped(v) for v in _values(getattr(at, area)))
+
+
+def as_read(markdown: str) -> str:
+    """The words a reader sees of markdown: bold and code marks dropped, escapes undone (as
+    a browser's ``inner_text`` reads the rendered element)."""
+    return unescaped(re.sub(r"(?<!\\)(\*\*|`)", "", markdown))
+
+
+def read_text(at, tab: str | None = None) -> str:  # noqa: ANN001
+    """The main area's texts (or only those of the tab labelled ``tab``) as ``as_read``
+    gives them: what the same view's ``inner_text`` shows in a browser, tab by tab."""
+    block = at.main if tab is None else next(t for t in at.tabs if t.label == tab)
+    return "\n".join(as_read(v) for v in _values(block))
+
+
+def open_clean(store: Path | str, script: str,
+               params: dict[str, str | list[str]] | None = None):  # noqa: ANN201  # fmt: skip
+    """``open_page`` on ``store``, failing on any problem the page shows (``problems``)."""
+    with store_env(store):
+        at = open_page(script, params)
+    assert not problems(at), problems(at)
+    return at
+
+
+def words(store: Path | str, script: str,
+          params: dict[str, str | list[str]] | None = None) -> str:  # fmt: skip
+    """``read_text`` of ``script`` opened on ``store`` with ``params`` (``open_clean``)."""
+    return read_text(open_clean(store, script, params))

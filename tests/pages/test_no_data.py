@@ -32,10 +32,7 @@ def missing(tmp_path_factory) -> Path:
 
 
 def shown(store: Path, script: str, params: dict[str, str] | None = None) -> str:
-    with apptest.store_env(store):
-        at = apptest.open_page(script, params)
-    assert not apptest.problems(at), apptest.problems(at)
-    return apptest.page_text(at)
+    return apptest.page_text(apptest.open_clean(store, script, params))
 
 
 @pytest.mark.parametrize("script, commands", [
