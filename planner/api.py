@@ -87,6 +87,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "load_policy": ("planner.policy.check", "load_policy"),
     "lint_text": ("planner.policy.lint", "lint_text"),
     "check_kernels": ("planner.policy.trace_check", "check_kernels"),
+    "check_runs": ("planner.policy.trace_check", "check_runs"),
     "quantize_candidates": ("planner.policy.trace_check", "quantize_candidates"),
     "run_verdict": ("planner.policy.trace_check", "run_verdict"),
 }  # fmt: skip
