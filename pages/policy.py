@@ -189,8 +189,8 @@ if run != NO_RUN:
         st.dataframe(frame[["level", "rule_id", "rank", "kernel", "category", "dtype", "calls",
                             "total_us", "sentence", "detail"]], hide_index=True, width="stretch")  # fmt: skip
         ui.csv_download(frame, "policy-trace-findings")
-if findings:
-    ui.csv_download(pd.DataFrame([f.__dict__ for f in findings]), "policy-all-findings",
+if findings:  # the frame is built on click: ~7,600 findings at 10,000 runs
+    ui.csv_download(lambda: pd.DataFrame([f.__dict__ for f in findings]), "policy-all-findings",
                     label="CSV (every finding of every run)")  # fmt: skip
 
 st.subheader("Check a launch command or unit file")
