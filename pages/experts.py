@@ -136,7 +136,7 @@ else:
         st.warning(f"Trace run {name(trace_id)} is not a profile of {name(info['model_id'])} "
                    "here.")  # fmt: skip
     else:
-        tr = row.iloc[0]
+        tr = pd.concat([row.iloc[0], qe.trace_figures(loc, trace_id).iloc[0]])
         fig, data = charts.trace_bars(tr)
         ui.chart(fig, data, f"expert-trace-{trace_id}")
         share = 100 * tr["moe_ms"] / tr["step_ms"] if tr["step_ms"] else float("nan")

@@ -48,9 +48,13 @@ def empty(what: str) -> None:
     st.code(COMMANDS, language="bash")
 
 
-def run_labels(runs: pd.DataFrame) -> dict[str, str]:
+@st.cache_data(max_entries=8, show_spinner=False)
+def run_labels(version: str, _runs: pd.DataFrame) -> dict[str, str]:
     """Each run's picker label, "host · label · when · N rank(s)" (a fleet lists 3,600 runs:
-    built column-wise, not row by row; stored names shortened for the screen)."""
+    built column-wise, not row by row; stored names shortened for the screen). Kept per
+    store version (``_runs``: every trace run of that version, not hashed): both pickers of
+    every rerun built them again, 0.08 s each at 10,000 runs."""
+    runs = _runs
     named = runs["label"].where(runs["label"].fillna("") != "", runs["verb"])
     when = pd.to_datetime(runs["finished_at"], utc=True).dt.strftime("%Y-%m-%d %H:%M:%S UTC")
     text = (runs["host"].map(short) + " · " + named.map(short) + " · " + when + " · "
@@ -58,12 +62,11 @@ def run_labels(runs: pd.DataFrame) -> dict[str, str]:
     return dict(zip(runs["run_id"], text, strict=True))
 
 
-def pick_run(
-    title: str, param: str, runs: pd.DataFrame, optional: bool, exclude: str | None = None
-) -> str | None:
-    """A run picker whose URL parameter holds the absolute run id (never 'latest')."""
-    labels = run_labels(runs)
-    ids = [r for r in labels if r != exclude]
+def pick_run(title: str, param: str, runs: pd.DataFrame, labels: dict[str, str], optional: bool,
+             exclude: str | None = None) -> str | None:  # fmt: skip
+    """A run picker of ``runs`` (shown by ``labels``) whose URL parameter holds the absolute
+    run id (never 'latest')."""
+    ids = [r for r in runs["run_id"] if r != exclude]
     options = ([NONE] if optional else []) + ids
     key = f"pick_{param}"
     wanted = st.query_params.get(param)
@@ -117,8 +120,9 @@ for param in ("run", "vs"):  # a linked run from another host stays pickable
 if runs.empty:
     empty(f"No kernel breakdowns from host '{name(host)}' yet.")
     share_link_and_stop()
+run_names = run_labels(ui.version(loc), all_runs)
 
-run_id = pick_run("Run", "run", runs, optional=False)
+run_id = pick_run("Run", "run", runs, run_names, optional=False)
 assert run_id is not None
 info = runs[runs["run_id"] == run_id].iloc[0]
 has_gpu = pd.notna(info["has_gpu"]) and bool(info["has_gpu"])
@@ -143,7 +147,7 @@ st.markdown(
     f"**{top['category']}** ({top['pct_of_step']:.1f}% of step)."
 )
 breakdown_slot = st.container()  # the answer's table, above the floors that fill it
-floors = floor_view.show(run_id, COLORS)
+floors = floor_view.show(loc, run_id, COLORS)
 with breakdown_slot:
     st.subheader("Breakdown")
     st.caption("Per category, per step and rank; the floor is the busiest rank's "
@@ -240,7 +244,8 @@ st.subheader("Compare with another run")
 if len(runs) < 2:
     st.caption("Only one run here: profile or import another to compare (e.g. TP vs EP).")
 else:
-    other = pick_run("Second run (B); this run is A", "vs", runs, optional=True, exclude=run_id)
+    other = pick_run("Second run (B); this run is A", "vs", runs, run_names, optional=True,
+                     exclude=run_id)  # fmt: skip
     if other:
         comp = qt.compare_categories(loc, run_id, other)
         wall = comp[comp["category"] == "(step wall)"]

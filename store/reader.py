@@ -1,7 +1,8 @@
 """Read side for pages: short-lived read-only connections, results cached on data version.
 
-No connection is ever kept: each query opens, reads and closes, so a collector can take the
-file read-write between two queries. Results are cached keyed by the store's data version,
+No connection to a file store is kept: each query opens, reads and closes, so a collector
+can take the file read-write between two queries. A lake holds no lock: each thread reads
+through a cursor it keeps on the process's lake instance (store.lake.catalog.read_cursor). Results are cached keyed by the store's data version,
 so a new commit is visible on the next query and an unchanged store costs one ``stat``.
 """
 
@@ -9,8 +10,11 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
+import duckdb
 import pandas as pd
 
 from store import migrate
@@ -74,7 +78,7 @@ def query_df(loc: StoreLocation, sql: str, params: list[Any] | None = None) -> p
         if key in _cache:
             _cache.move_to_end(key)
             return _cache[key].copy()
-    with connection(loc, read_only=True, timeout_s=READ_TIMEOUT_S) as con:
+    with _reading(loc) as con:
         if (loc.url, version) not in _checked_versions:
             migrate.check_readable(con)
             _checked_versions.add((loc.url, version))
@@ -84,6 +88,26 @@ def query_df(loc: StoreLocation, sql: str, params: list[Any] | None = None) -> p
         while len(_cache) > _CACHE_MAX:
             _cache.popitem(last=False)
     return frame.copy()
+
+
+@contextmanager
+def _reading(loc: StoreLocation) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A connection to read from: a file store's short-lived one (its file lock held for one
+    query only); a lake's cursor this thread keeps (no lock; store.lake.catalog.read_cursor),
+    dropped after an error, whose outage reads as one line as on every lake connection."""
+    if loc.kind != "ducklake":
+        with connection(loc, read_only=True, timeout_s=READ_TIMEOUT_S) as con:
+            yield con
+        return
+    from store.lake import catalog
+
+    try:
+        yield catalog.read_cursor(loc)
+    except BaseException as exc:
+        catalog.drop_read_cursor(loc)
+        if isinstance(exc, duckdb.Error) and (plain := catalog.outage(loc, exc)) is not None:
+            raise plain from exc
+        raise
 
 
 def clear_cache() -> None:

@@ -45,18 +45,16 @@ def run_table(runs: pd.DataFrame, findings: Iterable,
     for f in findings:
         by_run[f.run_id].append(f)
     rows = []
-    for r in runs.to_dict("records"):
-        mine = by_run.get(r["run_id"], [])
-        label = r.get("label")
-        rows.append({
-            "run_id": r["run_id"], "host": r["host"],
-            "name": label if isinstance(label, str) and label else r["verb"],
-            "verdict": verdict(mine, r["run_id"]),
-            "rules": ", ".join(sorted({f.rule_id for f in mine})),
-            "evidence": _evidence(mine),
-            "violations": sum(f.level == "violation" for f in mine),
-            "reviews": sum(f.level == "review" for f in mine),
-        })  # fmt: skip
+    # column by column: DataFrame.to_dict over arrow-backed strings cost 6x (3,600 runs)
+    labels = runs["label"].tolist() if "label" in runs else [None] * len(runs)
+    for run_id, host, verb, label in zip(runs["run_id"].tolist(), runs["host"].tolist(),
+                                         runs["verb"].tolist(), labels, strict=True):  # fmt: skip
+        mine = by_run.get(run_id, [])
+        rows.append((
+            run_id, host, label if isinstance(label, str) and label else verb,
+            verdict(mine, run_id), ", ".join(sorted({f.rule_id for f in mine})), _evidence(mine),
+            sum(f.level == "violation" for f in mine), sum(f.level == "review" for f in mine),
+        ))  # fmt: skip
     table = pd.DataFrame(rows, columns=COLUMNS)
     order = table["verdict"].map(outcome).map({BREAKS: 0, REVIEW: 1, COMPLIES: 2})
     return table.iloc[order.argsort(kind="stable")].reset_index(drop=True)

@@ -36,9 +36,10 @@ def stored_model(loc, model_id: str, host: str):
     from planner.api import PlannerInputError, models
     from store.queries import planner as qp
 
-    rows = qp.model_configs(loc, model_id, host)
+    every_host = qp.model_configs(loc, model_id)  # one read for all the page's hosts
+    rows = every_host[every_host["host"] == host] if not every_host.empty else every_host
     if rows.empty:
-        rows = qp.model_configs(loc, model_id)
+        rows = every_host  # the newest config recorded on any host
     if rows.empty:
         return None, ""
     row = rows.iloc[0]

@@ -5,6 +5,7 @@ No SQL here either: data comes from store.queries.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -160,10 +161,13 @@ def blank(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def csv_download(frame: pd.DataFrame, name: str, label: str = "CSV") -> None:
+def csv_download(frame: pd.DataFrame | Callable[[], pd.DataFrame], name: str,
+                 label: str = "CSV") -> None:  # fmt: skip
+    """A CSV of ``frame``, or of what ``frame()`` builds (a frame only the file needs)."""
     # Built on click (a callable runs only then), not on every rerun of the page.
     st.download_button(
-        label, lambda: frame.to_csv(index=False).encode(), file_name=f"{name}.csv",
+        label, lambda: (frame() if callable(frame) else frame).to_csv(index=False).encode(),
+        file_name=f"{name}.csv",
         mime="text/csv", key=f"csv-{name}", icon=":material/download:", on_click="ignore",
     )  # fmt: skip
 

@@ -241,6 +241,34 @@ def open_lake(loc: StoreLocation, read_only: bool) -> duckdb.DuckDBPyConnection:
     raise AssertionError("unreachable")
 
 
+_thread = threading.local()  # this thread's read cursor per lake URL, with its instance
+
+
+def read_cursor(loc: StoreLocation) -> duckdb.DuckDBPyConnection:
+    """This thread's read-only cursor on the lake (``USE lake`` done), kept for its next
+    reads: a fresh cursor per query paid its set-up and ``USE`` (a catalog transaction) each
+    time, a fifth of a page's ~20 small reads at 10,000 runs. Remade once ``reset`` dropped
+    its instance; the caller drops it after an error (:func:`drop_read_cursor`)."""
+    cursors = _thread.__dict__.setdefault("cursors", {})
+    key = (loc.url, loc.data_path, True)
+    held = cursors.get(loc.url)
+    with _lock:
+        current = _instances.get(key)
+    if held is not None and held[0] is current:
+        return held[1]
+    cursor = open_lake(loc, True)
+    with _lock:
+        cursors[loc.url] = (_instances.get(key), cursor)
+    return cursor
+
+
+def drop_read_cursor(loc: StoreLocation) -> None:
+    held = _thread.__dict__.get("cursors", {}).pop(loc.url, None)
+    if held is not None:
+        with contextlib.suppress(duckdb.Error):
+            held[1].close()
+
+
 def lake_data_version(loc: StoreLocation) -> str:
     """The catalog's latest snapshot id: changes with every commit, costs one catalog query."""
     for attempt in (1, 2):

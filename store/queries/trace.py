@@ -145,12 +145,12 @@ def compare_categories(loc: StoreLocation, run_a: str, run_b: str) -> pd.DataFra
     """
     return query_df(
         loc,
-        "WITH s AS (SELECT run_id, count(*) AS rank_steps, avg(wall_us) AS wall_us "
-        "FROM trace_steps WHERE run_id IN (?, ?) GROUP BY run_id), "
+        f"WITH s AS (SELECT run_id, count(*) AS rank_steps, avg(wall_us) AS wall_us "
+        f"FROM {_two_runs('trace_steps', 'run_id, wall_us')} GROUP BY run_id), "
         "c AS (SELECT c.run_id, c.category, sum(c.total_us) / any_value(s.rank_steps) AS us, "
         "sum(c.calls) / any_value(s.rank_steps) AS calls "
-        "FROM trace_step_categories c JOIN s USING (run_id) WHERE c.run_id IN (?, ?) "
-        "GROUP BY c.run_id, c.category "
+        f"FROM {_two_runs('trace_step_categories', 'run_id, category, total_us, calls')} c "
+        "JOIN s USING (run_id) GROUP BY c.run_id, c.category "
         "UNION ALL SELECT run_id, '(step wall)', wall_us, NULL FROM s), "
         "a AS (SELECT * FROM c WHERE run_id = ?), b AS (SELECT * FROM c WHERE run_id = ?) "
         "SELECT coalesce(a.category, b.category) AS category, "
@@ -159,8 +159,18 @@ def compare_categories(loc: StoreLocation, run_a: str, run_b: str) -> pd.DataFra
         "a.calls AS a_calls_per_step, b.calls AS b_calls_per_step "
         "FROM a FULL OUTER JOIN b USING (category) "
         "ORDER BY category = '(step wall)' DESC, greatest(a_us_per_step, b_us_per_step) DESC",
-        [run_a, run_b, run_a, run_b, run_a, run_b],
+        [run_a, run_b, run_a, run_a, run_b, run_a, run_a, run_b],
     )
+
+
+def _two_runs(table: str, columns: str) -> str:
+    """``table``'s rows of two runs (parameters: run A, run B, run A; B = A gives A's once).
+
+    One equality per run: DuckDB skips the row groups of other runs by their min/max run id,
+    which ``run_id IN (?, ?)`` did not (it read all 7.7M rows of ``trace_step_categories``
+    at 10,000 runs: 0.22 CPU s, 0.04 s this way)."""
+    return (f"(SELECT {columns} FROM {table} WHERE run_id = ? UNION ALL "
+            f"SELECT {columns} FROM {table} WHERE run_id = ? AND run_id <> ?)")  # fmt: skip
 
 
 def outside_steps(loc: StoreLocation, run_id: str) -> pd.DataFrame:

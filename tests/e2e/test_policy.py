@@ -95,6 +95,13 @@ def test_stored_runs_with_violations(dash: Dashboard, page) -> None:
     assert {(r["run_id"], r["verdict"], r["rules"]) for r in rows} == {
         (fp8, "breaks the policy", "communication-native"), (bf16, "compliant", "")}
     wait_app(page)
+    # The every-finding CSV (its frame built on the click): the FP8 run's findings, only.
+    with page.expect_download() as findings_dl:
+        main.get_by_test_id("stDownloadButton").filter(has_text="every finding").click()
+    found = list(csv.DictReader(io.StringIO(Path(findings_dl.value.path()).read_text())))
+    assert {r["run_id"] for r in found} == {fp8}
+    assert {(r["level"], r["rule_id"]) for r in found} >= {("violation", "communication-native")}
+    wait_app(page)
     # The rules sit below the answer.
     rules = main.get_by_text("The policy's rules").bounding_box()
     assert rules is not None and rules["y"] > table.bounding_box()["y"]

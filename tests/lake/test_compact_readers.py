@@ -69,3 +69,34 @@ def test_reset_leaves_a_reader_in_another_session_reading(scale_lake: Lake) -> N
     fresh = lake_mod.open_lake(loc, read_only=True)  # the next open attaches afresh
     assert fresh.execute("SELECT count(*) FROM runs").fetchone()[0] == runs
     fresh.close()
+
+
+def test_each_thread_reads_through_one_cursor_until_reset_or_an_error(lake: Lake,
+                                                                       loc: StoreLocation) -> None:  # fmt: skip
+    """The dashboard's reads on a lake: a thread keeps one cursor (no USE per query), another
+    thread has its own, reset() (a compaction, an outage) and a failed read each give the
+    next read a fresh cursor, and the reads go on."""
+    import threading
+
+    import duckdb
+
+    from store.lake import catalog as lake_mod
+
+    build_lake(lake.url, runs=2, kernel_rows=4_096, rank_steps=4, memory_limit="1GB",
+               threads=2, hosts=2)  # fmt: skip
+    runs = reader.query_df(loc, "SELECT count(*) AS n FROM runs")["n"].iloc[0]
+    first = lake_mod.read_cursor(loc)
+    assert lake_mod.read_cursor(loc) is first
+    elsewhere: list = []
+    thread = threading.Thread(target=lambda: elsewhere.append(lake_mod.read_cursor(loc)))
+    thread.start()
+    thread.join()
+    assert elsewhere[0] is not first
+    lake_mod.reset(loc)
+    second = lake_mod.read_cursor(loc)
+    assert second is not first
+    with pytest.raises(duckdb.Error):
+        reader.query_df(loc, "SELECT * FROM no_such_table")
+    assert lake_mod.read_cursor(loc) is not second
+    reader.clear_cache()
+    assert reader.query_df(loc, "SELECT count(*) AS n FROM runs")["n"].iloc[0] == runs

@@ -231,3 +231,27 @@ def test_the_recorded_config_json_is_preferred_over_a_preset(stored, tmp_path: P
     assert not reasons
     assert f"recorded with run {run.run_id}" in frame["model_source"].iloc[0]
     assert json.loads(KIMI.read_text())["architectures"]
+
+
+@pytest.mark.skipif(not KIMI.is_file(), reason=f"{KIMI} absent")
+def test_a_host_without_a_recorded_config_takes_the_newest_of_any_host(stored,
+                                                                       tmp_path: Path) -> None:  # fmt: skip
+    """The configs are read once for every host the page shows: a host's own comes first,
+    a host with none takes the newest recorded on any host."""
+    from pages.helpers.serving_predict import stored_model
+
+    loc, _, _ = stored
+    snap = tmp_path / "hub" / "models--moonshotai--Kimi-K2.5" / "snapshots" / "abc"
+    snap.mkdir(parents=True)
+    (snap / "config.json").write_text(KIMI.read_text())
+    tables = model_config_tables(MODEL, None, {"HF_HUB_CACHE": str(tmp_path / "hub")})
+    ids = {}
+    for host in ("older-host", "newer-host"):
+        now = utc_now_iso()
+        run = RunRecord(new_run_id("vllm-bench"), "vllm-bench", host, now, now)
+        commit_entry(loc, write_spool(Bundle(run, tables), loc.spool_dir))
+        ids[host] = run.run_id
+    for host, expected in (("older-host", "older-host"), ("newer-host", "newer-host"),
+                           ("no-config-host", "newer-host")):  # fmt: skip
+        spec, source = stored_model(loc, MODEL, host)
+        assert spec is not None and f"recorded with run {ids[expected]}" in source, host

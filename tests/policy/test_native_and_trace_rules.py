@@ -5,7 +5,15 @@ from __future__ import annotations
 import pytest
 
 from planner.policy.check import load_policy
-from planner.policy.trace_check import check_kernels, quantize_candidates, run_verdict
+from planner.policy.trace_check import (
+    _get,
+    _row,
+    _rows,
+    check_kernels,
+    check_runs,
+    quantize_candidates,
+    run_verdict,
+)
 from planner.specs.native import NativeError, from_hf_config, parse_hint
 from planner.specs.precision import Precision
 
@@ -180,3 +188,19 @@ def test_one_kernel_in_many_runs_is_found_in_each_with_its_own_counts() -> None:
         *[(f"r{i}", 1, "paired_quantize", quant, 7, 1.0, "") for i in range(3)],
     ]  # fmt: skip
     assert quantize_candidates(records) == {"r0", "r1", "r2"}
+    columns = {c: frame[c].tolist() for c in frame.columns}
+    assert check_runs(columns, load_policy()) == (found, {"r0", "r1", "r2"})
+
+
+def test_rows_are_read_alike_in_bulk_and_one_by_one() -> None:
+    """The bulk reader a fleet's check uses reads every field as the one-row reader does:
+    NaN or None is absent, a row without a kernel name is skipped."""
+    import math
+
+    base = row("ncclDevKernel_AllReduce_Sum_bf16_RING_LL", "allreduce", "bf16", calls=3)
+    odd = [base, {**base, "name": math.nan}, {**base, "name": None}, {**base, "name": ""},
+           {**base, "rank": math.nan}, {**base, "rank": None}, {**base, "dtype": math.nan},
+           {**base, "calls": math.nan, "total_us": None}, {**base, "run_id": math.nan},
+           {**base, "category": math.nan}, {"name": "k"}]  # fmt: skip
+    assert _rows(odd) == [_row(r) for r in odd if _get(r, "name")]
+    assert len(_rows(odd)) == len(odd) - 3

@@ -125,3 +125,28 @@ def test_page_summary_reads_per_event_rows_of_the_selected_run_only(
         assert "**1** of **2** trace runs comply" in text and "**1** break it" in text
         assert "call-count proxy" in text
     assert f"opened run ({fp8})" in texts[fp8] and "opened run (" not in texts[None]
+
+
+def test_run_vs_run_diff_reads_each_run_alone(stored) -> None:
+    """The Kernel page's diff of two different runs (this module's store holds both): each
+    side is that run's own per-category figures, in either order, and a run against itself
+    has no delta."""
+    from store.queries import trace as qt
+
+    store, ids = stored
+    loc = resolve(str(store))
+    a, b = ids["fp8-allreduce"], ids["bf16-allreduce"]
+    own = {run: qt.category_summary(loc, run).set_index("category") for run in (a, b)}
+    diff = qt.compare_categories(loc, a, b).set_index("category")
+    for side, run in (("a", a), ("b", b)):
+        per_step = diff[f"{side}_us_per_step"].drop("(step wall)")
+        assert per_step[per_step > 0].to_dict() == pytest.approx(own[run]["us_per_step"].to_dict())
+        assert diff.loc["(step wall)", f"{side}_us_per_step"] == pytest.approx(
+            own[run]["step_us"].iloc[0])  # fmt: skip
+    assert (diff["a_us_per_step"] != diff["b_us_per_step"]).any()
+    swapped = qt.compare_categories(loc, b, a).set_index("category")
+    assert swapped["a_us_per_step"].to_dict() == pytest.approx(diff["b_us_per_step"].to_dict())
+    same = qt.compare_categories(loc, a, a)
+    assert (same["delta_us_per_step"] == 0).all()
+    assert same.set_index("category")["a_us_per_step"].to_dict() == pytest.approx(
+        diff["a_us_per_step"][diff["a_us_per_step"] > 0].to_dict())  # fmt: skip
