@@ -16,7 +16,7 @@ from benchmarks.scale.generate import build_lake
 from benchmarks.scale.pages import links
 from store import reader
 from store.lake import catalog as lake_mod
-from store.location import resolve
+from store.location import StoreLocation, resolve
 from tests.helpers import run_cli
 from tests.lake.conftest import Lake, PgServer
 
@@ -71,6 +71,7 @@ def test_reset_leaves_a_reader_in_another_session_reading(scale_lake: Lake) -> N
     fresh.close()
 
 
+@pytest.mark.new_store  # build_lake creates the lake in the empty catalog
 def test_each_thread_reads_through_one_cursor_until_reset_or_an_error(lake: Lake,
                                                                        loc: StoreLocation) -> None:  # fmt: skip
     """The dashboard's reads on a lake: a thread keeps one cursor (no USE per query), another
